@@ -1,0 +1,36 @@
+# Sluice developer commands. Only Go 1.26 is needed; test services (Consul,
+# Jaeger, Prometheus) are built or installed on first use and cached outside
+# the repository (see scripts/).
+
+GO        ?= go
+DURATION  ?=
+export DURATION
+
+.PHONY: run test vet unit tools bench fmt clean
+
+## run: the ad-network sample on the embedded runtime (Ctrl-C or DURATION=30s to stop)
+run:
+	$(GO) run ./samples/adnetwork/cmd/adnetwork
+
+## test: go vet + every test under the race detector, with the services they need
+test: tools vet
+	SLUICE_CONSUL="$$(scripts/ensure-tool.sh consul)" \
+	$(GO) test -race -timeout 20m ./...
+
+vet:
+	$(GO) vet ./...
+
+## tools: build/install the test services once (cached in $$HOME/.cache/sluice)
+tools:
+	@scripts/ensure-tool.sh consul >/dev/null
+
+## bench: the benchmark table (medians of several runs) and the Go benchmarks
+bench:
+	$(GO) run ./cmd/sluice-bench
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/bench/...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf sluice-data

@@ -1,0 +1,93 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+// opContext is the core.Context handed to an instance's callbacks. There is
+// one per instance; it reads the instance's current attempt.
+type opContext struct {
+	context.Context
+	inst *instance
+}
+
+var _ core.Context = (*opContext)(nil)
+
+// Produce buffers rec for the subscribers of stream.
+func (c *opContext) Produce(stream string, rec core.Record) error {
+	i := c.inst
+	if stream != i.out.lastStream && !i.op.outputs[stream] {
+		return fmt.Errorf("operator %q: produce to %q: %w (declared outputs: %v)", i.op.meta.Name, stream, core.ErrUnknownStream, i.op.meta.Outputs)
+	}
+	if rec.EventTime.IsZero() {
+		rec.EventTime = i.curEvent
+	}
+	i.out.produce(stream, rec)
+	i.produced++
+	return nil
+}
+
+// SetTimer stores a timer in the current key group.
+func (c *opContext) SetTimer(key string, at time.Time) error {
+	i := c.inst
+	i.store.SetTimer(i.curGroup, key, at)
+	i.timerOps = append(i.timerOps, timerOp{group: i.curGroup, key: key, at: at})
+	return nil
+}
+
+// DeleteTimer removes a timer from the current key group.
+func (c *opContext) DeleteTimer(key string) error {
+	i := c.inst
+	i.store.DeleteTimer(i.curGroup, key)
+	i.timerOps = append(i.timerOps, timerOp{group: i.curGroup, key: key, delete: true})
+	return nil
+}
+
+// State returns the instance's state, scoped to the current key group.
+func (c *opContext) State() core.State { return stateView{c.inst} }
+
+// Instance describes the instance.
+func (c *opContext) Instance() core.InstanceInfo {
+	i := c.inst
+	return core.InstanceInfo{
+		Operator:    i.op.meta.Name,
+		Index:       i.index,
+		Parallelism: i.op.meta.Parallelism,
+		Node:        i.node.cfg.NodeID,
+		KeyGroups:   i.op.meta.KeyGroups,
+		FirstGroup:  i.lo,
+		EndGroup:    i.hi,
+	}
+}
+
+// Logger returns the instance's logger.
+func (c *opContext) Logger() *slog.Logger { return c.inst.log }
+
+// stateView adapts the instance's Store to core.State.
+type stateView struct{ i *instance }
+
+var _ core.State = stateView{}
+
+func (s stateView) Get(key []byte) ([]byte, error) {
+	v, ok, err := s.i.store.Get(s.i.curGroup, key)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, core.ErrNotFound
+	}
+	return v, nil
+}
+
+func (s stateView) Set(key, value []byte) { s.i.store.Set(s.i.curGroup, key, value) }
+
+func (s stateView) Delete(key []byte) { s.i.store.Delete(s.i.curGroup, key) }
+
+func (s stateView) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	return s.i.store.Scan(s.i.lo, s.i.hi, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
+}

@@ -1,0 +1,575 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/persistence"
+	"github.com/sluicehq/sluice/placement"
+)
+
+// instance is one operator instance on this node. It outlives the actor
+// incarnations that run it: after a failure protoactor creates a new actor
+// (and the instance a new Operator value) while the instance keeps its
+// store, timers, output buffers, stashed input and the item being retried.
+//
+// Every field below the status block is touched only on the instance's
+// actor goroutine.
+type instance struct {
+	op    *operator
+	node  *Node
+	index int
+	lo    int // first key group owned
+	hi    int // end of the owned key groups
+	pid   *actor.PID
+	log   *slog.Logger
+
+	// status, read by other goroutines
+	mu           sync.Mutex
+	state        string
+	restarts     int
+	lastError    string
+	failedReason string
+	closeErrV    error
+	processed    atomic.Int64
+	producedPub  atomic.Int64 // produced, published for status
+	deadLetters  atomic.Int64
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	octx   *opContext
+	store  *persistence.Store
+	out    *producer
+	timers timerQueue
+
+	opv         core.Operator // current incarnation's operator
+	failed      bool          // policy exhausted: dead-letter everything
+	activated   bool
+	cur         work  // item in progress; survives restarts
+	stash       []any // input held back while blocked
+	blocked     bool  // a full output buffer has no credit
+	flushQueued bool
+	pollQueued  bool
+	pollIdle    time.Duration
+	pollTimer   *time.Timer
+	produced    int64 // records produced, for Poll's progress check
+
+	// current attempt
+	curGroup int
+	curEvent time.Time
+	timerOps []timerOp
+}
+
+// workKind says what an instance is in the middle of.
+type workKind uint8
+
+const (
+	workNone workKind = iota
+	workRecord
+	workTimer
+	workPoll
+)
+
+// work is the item an instance is processing; when an attempt fails it stays
+// set so that the next incarnation retries it.
+type work struct {
+	kind     workKind
+	batch    *batchMsg
+	idx      int
+	timer    timerItem
+	attempts int
+	lastErr  string
+}
+
+// failure is the panic value that hands a failed attempt to the supervisor.
+type failure struct {
+	err   error
+	value any
+	stack []byte
+}
+
+func (f *failure) String() string {
+	if f.err != nil {
+		return f.err.Error()
+	}
+	return fmt.Sprint(f.value)
+}
+
+func newInstance(op *operator, index, lo, hi int, pid *actor.PID) *instance {
+	ctx, cancel := context.WithCancel(context.Background())
+	inst := &instance{
+		op:     op,
+		node:   op.node,
+		index:  index,
+		lo:     lo,
+		hi:     hi,
+		pid:    pid,
+		log:    op.node.log.With("operator", op.meta.Name, "instance", index),
+		state:  "starting",
+		ctx:    ctx,
+		cancel: cancel,
+		store:  op.node.db.NewStore(op.meta.Name),
+		timers: newTimerQueue(),
+	}
+	inst.out = newProducer(op.node, pid, uint64(index)+uint64(len(op.meta.Name))<<32)
+	inst.octx = &opContext{Context: ctx, inst: inst}
+	inst.curGroup = lo
+	return inst
+}
+
+// newIncarnation is the actor producer: protoactor calls it on spawn and on
+// every restart.
+func (i *instance) newIncarnation() actor.Actor { return &instanceActor{i} }
+
+// instanceActor is one incarnation of an instance.
+type instanceActor struct{ i *instance }
+
+// Receive dispatches messages to the instance.
+func (a *instanceActor) Receive(ctx actor.Context) {
+	i := a.i
+	switch m := ctx.Message().(type) {
+	case *batchMsg, pollMsg, timerMsg:
+		if _, ok := m.(pollMsg); ok {
+			i.pollQueued = false
+		}
+		if i.blocked || len(i.stash) > 0 {
+			i.stash = append(i.stash, m)
+			return
+		}
+		i.handle(m)
+		i.settle()
+	case ackMsg:
+		i.out.ack(m.slot)
+		i.settle()
+		i.drain()
+	case flushMsg:
+		i.flushQueued = false
+		i.blocked = i.out.flush(true)
+	case commitMsg:
+		i.commit(!i.node.cfg.NoSync)
+	case activateMsg:
+		i.activate()
+	case quiesceMsg:
+		m.reply <- !i.out.pending() && len(i.stash) == 0 && i.cur.kind == workNone && !i.blocked
+	case *actor.Started:
+		i.onStarted()
+	case *actor.Restarting:
+		i.onRestarting()
+	case *actor.Stopping:
+		i.onStopping()
+	}
+}
+
+// handle processes one unit of input.
+func (i *instance) handle(m any) {
+	switch m := m.(type) {
+	case *batchMsg:
+		i.runBatch(m, 0, 0, "")
+	case pollMsg:
+		i.poll()
+	case timerMsg:
+		i.fireTimers()
+	}
+}
+
+// settle sends full output buffers, notes whether the instance is blocked
+// and makes sure partial buffers are flushed once the mailbox is caught up.
+func (i *instance) settle() {
+	i.producedPub.Store(i.produced)
+	i.scheduleTimers()
+	i.blocked = i.out.flush(false)
+	if !i.flushQueued && i.out.pending() {
+		i.flushQueued = true
+		i.node.system.Root.Send(i.pid, flushMsg{})
+	}
+}
+
+// drain processes stashed input while the instance is not blocked.
+func (i *instance) drain() {
+	for !i.blocked && len(i.stash) > 0 {
+		m := i.stash[0]
+		i.stash[0] = nil
+		i.stash = i.stash[1:]
+		i.handle(m)
+		i.settle()
+	}
+	if len(i.stash) == 0 {
+		i.stash = nil
+	}
+}
+
+// runBatch processes m's records from index from; attempts and lastErr
+// describe the failed attempts already made on that first record.
+func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
+	routing := m.routing
+	for j := from; j < len(m.records); j++ {
+		i.cur = work{kind: workRecord, batch: m, idx: j, attempts: attempts, lastErr: lastErr}
+		attempts, lastErr = 0, ""
+		rec := m.records[j]
+		rec.Stream = m.stream
+		if i.failed {
+			i.deadLetter(rec, m.stream, "instance failed: "+i.failedReasonSnapshot(), 0)
+		} else if i.cur.attempts >= i.op.meta.Restart.DeadLetterAfter {
+			i.deadLetter(rec, m.stream, i.cur.lastErr, i.cur.attempts)
+		} else {
+			kg := i.lo
+			if routing == core.GroupBy {
+				kg = placement.KeyGroup(rec.Key, i.op.meta.KeyGroups)
+			}
+			i.begin(kg, rec.EventTime)
+			i.cur.attempts++
+			i.callRecord(rec)
+			i.end()
+		}
+		i.out.flushFull()
+	}
+	i.cur = work{}
+	i.processed.Add(int64(len(m.records) - from))
+	i.node.queued.Add(-int64(len(m.records)))
+	if m.from != nil {
+		i.node.system.Root.Send(m.from, ackMsg{slot: m.slot})
+	}
+}
+
+// begin starts an attempt in key group kg.
+func (i *instance) begin(kg int, event time.Time) {
+	i.curGroup = kg
+	i.curEvent = event
+	i.store.Begin()
+	i.out.begin()
+	i.timerOps = i.timerOps[:0]
+}
+
+// end completes a successful attempt.
+func (i *instance) end() {
+	i.timers.apply(i.timerOps)
+	i.timerOps = i.timerOps[:0]
+	i.store.Begin()
+	i.out.begin()
+}
+
+// callRecord runs ProcessRecord, turning an error or panic into a failure
+// for the supervisor.
+func (i *instance) callRecord(rec core.Record) {
+	defer i.recoverAttempt()
+	if err := i.opv.ProcessRecord(i.octx, rec); err != nil {
+		i.fail(err)
+	}
+}
+
+// callTimer runs ProcessTimer like callRecord.
+func (i *instance) callTimer(t timerItem) {
+	defer i.recoverAttempt()
+	if err := i.opv.ProcessTimer(i.octx, t.key, t.at); err != nil {
+		i.fail(err)
+	}
+}
+
+// callPoll runs Poll like callRecord.
+func (i *instance) callPoll(src core.Source) {
+	defer i.recoverAttempt()
+	if err := src.Poll(i.octx); err != nil {
+		i.fail(err)
+	}
+}
+
+// fail records err as the current attempt's failure and hands it to the
+// supervisor.
+func (i *instance) fail(err error) {
+	i.cur.lastErr = err.Error()
+	panic(&failure{err: err})
+}
+
+// recoverAttempt records a panic's value and stack, then re-panics so that
+// protoactor's mailbox escalates the failure to the supervisor.
+func (i *instance) recoverAttempt() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	f, ok := r.(*failure)
+	if !ok {
+		f = &failure{value: r, stack: debug.Stack()}
+		i.cur.lastErr = "panic: " + fmt.Sprint(r)
+	}
+	i.setLastError(i.cur.lastErr)
+	if f.stack != nil {
+		i.log.Error("operator panicked", "error", i.cur.lastErr, "attempt", i.cur.attempts, "stack", string(f.stack))
+	} else {
+		i.log.Warn("operator returned an error", "error", i.cur.lastErr, "attempt", i.cur.attempts)
+	}
+	panic(f)
+}
+
+// poll calls a source's Poll and schedules the next call.
+func (i *instance) poll() {
+	src, ok := i.opv.(core.Source)
+	if !ok || i.failed || i.node.isStopping() {
+		return
+	}
+	before := i.produced
+	i.cur = work{kind: workPoll}
+	i.begin(i.lo, time.Now())
+	i.callPoll(src)
+	i.end()
+	i.cur = work{}
+	if i.produced > before {
+		i.pollIdle = 0
+		i.schedulePoll(0)
+		return
+	}
+	i.pollIdle = min(max(2*i.pollIdle, time.Millisecond), 100*time.Millisecond)
+	i.schedulePoll(i.pollIdle)
+}
+
+// schedulePoll queues a pollMsg after d (at once when d is 0).
+func (i *instance) schedulePoll(d time.Duration) {
+	if i.pollQueued {
+		return
+	}
+	i.pollQueued = true
+	if d == 0 {
+		i.node.system.Root.Send(i.pid, pollMsg{})
+		return
+	}
+	if i.pollTimer == nil {
+		pid, root := i.pid, i.node.system.Root
+		i.pollTimer = time.AfterFunc(d, func() { root.Send(pid, pollMsg{}) })
+		return
+	}
+	i.pollTimer.Reset(d)
+}
+
+// fireTimers runs every timer that is due, stopping early when blocked.
+func (i *instance) fireTimers() {
+	i.timers.fired()
+	if i.failed {
+		return
+	}
+	now := time.Now()
+	for !i.blocked {
+		t, ok := i.timers.popDue(now)
+		if !ok {
+			break
+		}
+		i.cur = work{kind: workTimer, timer: t}
+		i.runTimer()
+		i.cur = work{}
+		i.blocked = i.out.flush(false)
+	}
+}
+
+// runTimer attempts (or dead-letters) the timer in i.cur.
+func (i *instance) runTimer() {
+	t := i.cur.timer
+	if i.cur.attempts >= i.op.meta.Restart.DeadLetterAfter {
+		i.deadLetter(core.Record{Key: []byte(t.key), EventTime: t.at}, "timer", i.cur.lastErr, i.cur.attempts)
+		i.store.DeleteTimer(t.group, t.key)
+		return
+	}
+	i.begin(t.group, t.at)
+	i.cur.attempts++
+	i.callTimer(t)
+	if !i.timers.setDuring(i.timerOps, t.group, t.key) {
+		i.store.DeleteTimer(t.group, t.key)
+	}
+	i.end()
+}
+
+// scheduleTimers arms the wake-up for the earliest timer.
+func (i *instance) scheduleTimers() {
+	if !i.activated || i.failed {
+		return
+	}
+	pid, root := i.pid, i.node.system.Root
+	i.timers.arm(func() { root.Send(pid, timerMsg{}) })
+}
+
+// deadLetter sends rec to the operator's dead-letter stream with the reason.
+func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts int) {
+	name := i.op.meta.Name
+	dl := rec
+	dl.Headers = append(append([]core.Header(nil), rec.Headers...),
+		core.Header{Key: core.HeaderError, Value: reason},
+		core.Header{Key: core.HeaderAttempts, Value: strconv.Itoa(attempts)},
+		core.Header{Key: core.HeaderOperator, Value: name},
+		core.Header{Key: core.HeaderInstance, Value: strconv.Itoa(i.index)},
+		core.Header{Key: core.HeaderStream, Value: stream},
+	)
+	i.out.begin()
+	routed := i.out.produce(core.DeadLetterStream(name), dl)
+	i.deadLetters.Add(1)
+	if routed == 0 {
+		i.log.Error("dead letter (no operator reads "+core.DeadLetterStream(name)+")",
+			"key", string(rec.Key), "stream", stream, "attempts", attempts, "error", reason)
+		return
+	}
+	i.log.Warn("record sent to dead-letter stream", "key", string(rec.Key), "stream", stream, "attempts", attempts, "error", reason)
+}
+
+// commit writes the instance's state.
+func (i *instance) commit(sync bool) {
+	if err := i.store.Commit(sync); err != nil {
+		i.log.Error("state commit failed; will retry", "error", err, "pending", i.store.Pending())
+		i.setLastError(err.Error())
+	}
+}
+
+// activate loads the stored timers and starts polling.
+func (i *instance) activate() {
+	if i.activated {
+		return
+	}
+	i.activated = true
+	stored, err := i.store.Timers(i.lo, i.hi)
+	if err != nil {
+		i.log.Error("loading timers failed", "error", err)
+		i.setLastError(err.Error())
+	}
+	for _, t := range stored {
+		i.timers.set(t.Group, t.Key, t.At)
+	}
+	i.scheduleTimers()
+	if i.op.source && !i.failed {
+		i.schedulePoll(0)
+	}
+}
+
+// onStarted runs when an incarnation starts: create the Operator, Init it
+// and resume the item a failed incarnation left.
+func (i *instance) onStarted() {
+	i.opv = i.op.factory()
+	i.failed = i.isFailed()
+	if !i.failed {
+		i.begin(i.lo, time.Now())
+		func() {
+			defer i.recoverAttempt()
+			if err := i.opv.Init(i.octx); err != nil {
+				i.cur.lastErr = "init: " + err.Error()
+				panic(&failure{err: fmt.Errorf("init: %w", err)})
+			}
+		}()
+		i.end()
+	}
+	i.setState("running")
+	switch i.cur.kind {
+	case workRecord:
+		i.runBatch(i.cur.batch, i.cur.idx, i.cur.attempts, i.cur.lastErr)
+	case workTimer:
+		i.runTimer()
+		i.cur = work{}
+		i.scheduleTimers()
+	case workPoll:
+		i.cur = work{}
+		if i.activated && i.op.source {
+			i.schedulePoll(i.pollIdle)
+		}
+	}
+	i.settle()
+	i.drain()
+}
+
+// onRestarting undoes the failed attempt and commits what earlier attempts
+// wrote, so that the next incarnation starts from state in Pebble.
+func (i *instance) onRestarting() {
+	i.store.Rollback()
+	i.out.rollback()
+	i.timerOps = i.timerOps[:0]
+	i.closeOperator()
+	i.commit(true)
+	i.store.DropCache()
+	i.mu.Lock()
+	i.restarts++
+	if i.state != "failed" {
+		i.state = "restarting"
+	}
+	i.mu.Unlock()
+}
+
+// onStopping closes the operator and commits its state.
+func (i *instance) onStopping() {
+	i.cancel()
+	if i.pollTimer != nil {
+		i.pollTimer.Stop()
+	}
+	i.timers.stop()
+	i.closeOperator()
+	err := i.store.Commit(true)
+	i.mu.Lock()
+	i.closeErrV = err
+	if i.state != "failed" {
+		i.state = "stopped"
+	}
+	i.mu.Unlock()
+}
+
+// closeOperator calls Close on the current Operator if it has one.
+func (i *instance) closeOperator() {
+	c, ok := i.opv.(core.Closer)
+	if !ok {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			i.log.Error("operator Close panicked", "panic", fmt.Sprint(r))
+		}
+	}()
+	if err := c.Close(i.octx); err != nil {
+		i.log.Warn("operator Close failed", "error", err)
+	}
+}
+
+// noteFailure is called by the supervisor for each failure.
+func (i *instance) noteFailure(reason any) { i.setLastError(fmt.Sprint(reason)) }
+
+// markFailed is called by the supervisor when the restart policy is
+// exhausted; the next incarnation dead-letters its input.
+func (i *instance) markFailed(reason string) {
+	i.mu.Lock()
+	i.state = "failed"
+	i.failedReason = reason
+	i.mu.Unlock()
+	i.log.Error("operator instance failed: restart policy exhausted; its input now goes to the dead-letter stream", "reason", reason)
+}
+
+// isFailed reports whether the supervisor marked the instance failed.
+func (i *instance) isFailed() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.state == "failed"
+}
+
+func (i *instance) failedReasonSnapshot() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.failedReason
+}
+
+func (i *instance) setLastError(s string) {
+	i.mu.Lock()
+	i.lastError = s
+	i.mu.Unlock()
+}
+
+func (i *instance) setState(s string) {
+	i.mu.Lock()
+	if i.state != "failed" {
+		i.state = s
+	}
+	i.mu.Unlock()
+}
+
+func (i *instance) closeErr() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.closeErrV
+}

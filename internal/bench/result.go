@@ -1,0 +1,48 @@
+package bench
+
+import (
+	"slices"
+	"time"
+)
+
+// Result is one run of a scenario.
+type Result struct {
+	// Ops is the number of messages or records the run moved.
+	Ops int64
+	// Elapsed is the run's wall time.
+	Elapsed time.Duration
+	// Latencies are per-record end-to-end latencies, if measured.
+	Latencies []time.Duration
+}
+
+// PerSec returns Ops per second.
+func (r Result) PerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Ops) / r.Elapsed.Seconds()
+}
+
+// Percentile returns the p-th percentile (0–100) of the latencies, or 0.
+func (r Result) Percentile(p float64) time.Duration {
+	if len(r.Latencies) == 0 {
+		return 0
+	}
+	l := slices.Clone(r.Latencies)
+	slices.Sort(l)
+	i := int(float64(len(l)-1) * p / 100)
+	return l[i]
+}
+
+// Median returns the median of xs (the mean of the middle two for even n).
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// TableConfig sets how the table is measured.
+type TableConfig struct {
+	Runs    int // runs per scenario; the table shows medians
+	Records int // records per word-count run
+}
+
+// row is one line of the table.
+type row struct {
+	name, value, unit, ratio, note string
+}
+
+// Table runs every scenario cfg.Runs times and writes the table to w,
+// printing progress to w as it goes.
+func Table(w io.Writer, cfg TableConfig) error {
+	if cfg.Runs < 1 {
+		cfg.Runs = 1
+	}
+	var rows []row
+	measure := func(name string, run func() (Result, error)) ([]Result, error) {
+		var rs []Result
+		for i := 0; i < cfg.Runs; i++ {
+			fmt.Fprintf(w, "  %s: run %d/%d…", name, i+1, cfg.Runs)
+			r, err := run()
+			if err != nil {
+				fmt.Fprintln(w)
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			fmt.Fprintf(w, " %.0f/s\n", r.PerSec())
+			rs = append(rs, r)
+		}
+		return rs, nil
+	}
+	medianRate := func(rs []Result) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = r.PerSec()
+		}
+		return Median(xs)
+	}
+	medianPct := func(rs []Result, p float64) time.Duration {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = float64(r.Percentile(p))
+		}
+		return time.Duration(Median(xs))
+	}
+
+	chain, err := measure("protoactor 3-actor chain", func() (Result, error) { return ProtoactorChain(cfg.Records) })
+	if err != nil {
+		return err
+	}
+	base := medianRate(chain)
+	rows = append(rows, row{"protoactor 3-actor chain (baseline)", human(base), "msgs/s", "1.00×", "plain Send, in process"})
+
+	wc, err := measure("sluice keyed word count", func() (Result, error) {
+		return WordCount(WordCountConfig{Records: cfg.Records, Keys: 10_000})
+	})
+	if err != nil {
+		return err
+	}
+	rate := medianRate(wc)
+	rows = append(rows, row{"sluice keyed word count", human(rate), "records/s", fmt.Sprintf("%.2f×", rate/base),
+		"source → group-by counter (Pebble) → sink, target ≥ 0.50×"})
+	rows = append(rows, row{"  e2e latency p50 / p99, saturated", fmt.Sprintf("%v / %v", medianPct(wc, 50).Round(time.Microsecond), medianPct(wc, 99).Round(time.Microsecond)), "", "", "source unthrottled"})
+
+	paced := 100_000.0
+	wcp, err := measure("sluice keyed word count at 100k/s", func() (Result, error) {
+		return WordCount(WordCountConfig{Records: min(cfg.Records, 300_000), Keys: 10_000, Rate: paced})
+	})
+	if err != nil {
+		return err
+	}
+	rows = append(rows, row{"  e2e latency p50 / p99 at 100k records/s", fmt.Sprintf("%v / %v", medianPct(wcp, 50).Round(time.Microsecond), medianPct(wcp, 99).Round(time.Microsecond)), "", "", "source paced"})
+
+	fmt.Fprintf(w, "\nMedians of %d runs (ratios within this run):\n\n", cfg.Runs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\tmedian\tunit\tratio\tnote")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.name, r.value, r.unit, r.ratio, r.note)
+	}
+	return tw.Flush()
+}
+
+// human formats a rate with k/M suffixes.
+func human(x float64) string {
+	switch {
+	case x >= 1e6:
+		return fmt.Sprintf("%.2fM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.1fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}

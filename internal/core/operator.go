@@ -1,0 +1,135 @@
+package core
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Operator is the unit of work: it reads records from the streams named in
+// its Metadata, keeps state, sets timers and produces records to other
+// streams.
+//
+// The runtime creates one Operator value per instance (through a Factory)
+// and calls its methods from one goroutine at a time, so an Operator needs
+// no locking for its own fields. After a failure the instance is restarted
+// with a fresh value from the Factory; anything that must survive belongs in
+// State, not in fields.
+type Operator interface {
+	// Metadata describes the operator: its name, inputs, outputs,
+	// parallelism and restart policy. It is called once on a fresh value,
+	// before any other method, and must not depend on Init.
+	Metadata() Metadata
+	// Init prepares an instance before it receives records or timers. It
+	// runs on every (re)start of the instance; State and timers already hold
+	// what was committed before.
+	Init(ctx Context) error
+	// ProcessRecord handles one record from one of the operator's inputs.
+	// An error or panic fails the attempt: its state writes, timers and
+	// produced records are discarded, the instance restarts per its
+	// RestartPolicy and the record is tried again, up to
+	// RestartPolicy.DeadLetterAfter attempts.
+	ProcessRecord(ctx Context, rec Record) error
+	// ProcessTimer handles a timer set with Context.SetTimer whose time has
+	// come. key is the timer's key and at the time it was set for. Failures
+	// are handled as in ProcessRecord.
+	ProcessTimer(ctx Context, key string, at time.Time) error
+}
+
+// Closer is implemented by operators that release resources when an
+// instance stops or is about to restart. Close is called on the instance's
+// goroutine; errors are logged.
+type Closer interface {
+	Close(ctx Context) error
+}
+
+// Source is implemented by operators that create records rather than (or as
+// well as) receiving them: generators, Kafka consumers, file readers.
+//
+// The runtime calls Poll repeatedly on the instance's goroutine, whenever the
+// instance has nothing else to do and downstream has room, so a source never
+// outruns its consumers. Poll produces zero or more records with
+// Context.Produce and returns; it should return within about 100 ms when no
+// data is available (use ctx for deadlines). When Poll produces nothing the
+// runtime waits a little (up to 100 ms) before calling it again. A Poll error
+// is a failure and restarts the instance like a ProcessRecord error.
+type Source interface {
+	Poll(ctx Context) error
+}
+
+// Factory returns a fresh Operator value. The runtime calls it for every
+// instance and every restart.
+type Factory func() Operator
+
+// Context is handed to every Operator callback. It is also a
+// context.Context that is cancelled when the instance stops, so it can be
+// passed to blocking calls.
+//
+// A Context is valid only during the callback it was passed to and only on
+// that goroutine.
+type Context interface {
+	context.Context
+
+	// Produce sends rec to the named stream, which must be one of the
+	// operator's declared outputs. Records are delivered after the current
+	// callback returns successfully; if it fails they are discarded.
+	Produce(stream string, rec Record) error
+	// SetTimer arranges for ProcessTimer(key, at) to be called at or after
+	// at. Setting a timer with an existing key replaces it. Timers are
+	// stored with the instance's state and survive restarts; a timer whose
+	// time passed while the instance was down fires when it starts.
+	SetTimer(key string, at time.Time) error
+	// DeleteTimer removes the timer with that key, if any.
+	DeleteTimer(key string) error
+	// State returns the instance's key-value state.
+	State() State
+	// Instance describes the running instance.
+	Instance() InstanceInfo
+	// Logger returns a logger with the operator and instance as attributes.
+	Logger() *slog.Logger
+}
+
+// State is an operator instance's local key-value store, kept in the node's
+// Pebble database.
+//
+// State is partitioned by key group. While a record from a group-by input is
+// processed, reads and writes go to the key group of the record's key; while
+// a timer fires, to the key group the timer was set in; otherwise (records
+// from other routings, Init, Poll) to the instance's first key group. Key
+// groups, and so state, move as units when an operator is rescaled.
+//
+// Writes are visible to later reads at once, and are committed to disk in
+// batches (at least every commit interval, by default 200 ms, and when the
+// instance stops). Slices returned by Get and passed to Scan callbacks must
+// not be modified; Get's result stays valid, Scan's only during the callback.
+type State interface {
+	// Get returns the value stored under key in the current key group, or
+	// ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// Set stores value under key in the current key group. It keeps its own
+	// copies of key and value.
+	Set(key, value []byte)
+	// Delete removes key from the current key group.
+	Delete(key []byte)
+	// Scan calls fn for every key with the given prefix in every key group
+	// the instance owns, in order of key group, then key. fn's error stops
+	// the scan and is returned.
+	Scan(prefix []byte, fn func(key, value []byte) error) error
+}
+
+// InstanceInfo describes one running operator instance.
+type InstanceInfo struct {
+	// Operator is the operator's name.
+	Operator string
+	// Index is the instance's index in [0, Parallelism).
+	Index int
+	// Parallelism is the operator's number of instances.
+	Parallelism int
+	// Node is the id of the node the instance runs on.
+	Node string
+	// KeyGroups is the operator's total number of key groups.
+	KeyGroups int
+	// FirstGroup and EndGroup bound the key groups this instance owns:
+	// [FirstGroup, EndGroup).
+	FirstGroup, EndGroup int
+}

@@ -1,0 +1,317 @@
+package persistence
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Store is one operator instance's view of the DB: state and timers of the
+// operator's key groups, with an overlay of uncommitted writes, a bounded
+// read cache and an undo log for the current attempt.
+//
+// A Store is not safe for concurrent use: it belongs to one instance and is
+// used only from that instance's goroutine.
+type Store struct {
+	db     *DB
+	prefix []byte
+
+	slots map[string]*slot // known keys: uncommitted writes and cached reads
+	dirty []*slot          // slots written since the last commit (may repeat)
+	undo  []undoEntry      // changes made by the current attempt
+	buf   []byte           // scratch for building keys
+}
+
+// slot is the latest known value of one full key. A nil value means the key
+// is absent (deleted, or known to be missing from Pebble).
+type slot struct {
+	key   string
+	value []byte
+	dirty bool // written since the last commit
+}
+
+// undoEntry restores a slot to what it held before a write.
+type undoEntry struct {
+	s         *slot
+	prevValue []byte
+	prevDirty bool
+	created   bool // the slot was added by the write
+}
+
+// NewStore returns a Store for operator op.
+func (db *DB) NewStore(op string) *Store {
+	return &Store{
+		db:     db,
+		prefix: operatorPrefix(op),
+		slots:  make(map[string]*slot),
+	}
+}
+
+// key builds the full key into s.buf and returns it; valid until the next call.
+func (s *Store) key(kg int, class byte, k []byte) []byte {
+	b := append(s.buf[:0], s.prefix...)
+	b = appendGroup(b, kg)
+	b = append(b, class)
+	b = append(b, k...)
+	s.buf = b
+	return b
+}
+
+// Get returns the value of state key k in key group kg. found is false when
+// there is none. The returned slice must not be modified.
+func (s *Store) Get(kg int, k []byte) (value []byte, found bool, err error) {
+	return s.get(s.key(kg, ClassState, k))
+}
+
+func (s *Store) get(full []byte) ([]byte, bool, error) {
+	if sl := s.slots[string(full)]; sl != nil {
+		return sl.value, sl.value != nil, nil
+	}
+	v, found, err := s.db.get(full)
+	if err != nil {
+		return nil, false, fmt.Errorf("persistence: get: %w", err)
+	}
+	s.add(string(full), v) // nil remembers absence
+	return v, found, nil
+}
+
+// add inserts a clean slot, first making room if the cache is full.
+func (s *Store) add(key string, v []byte) *slot {
+	if len(s.slots) >= s.db.opts.StoreCacheEntries {
+		s.evict()
+	}
+	sl := &slot{key: key, value: v}
+	s.slots[key] = sl
+	return sl
+}
+
+// evict drops clean slots (in map order, which is random) until the cache
+// is at three quarters of its limit or only uncommitted writes are left.
+func (s *Store) evict() {
+	target := s.db.opts.StoreCacheEntries * 3 / 4
+	for k, sl := range s.slots {
+		if len(s.slots) <= target {
+			return
+		}
+		if !sl.dirty {
+			delete(s.slots, k)
+		}
+	}
+}
+
+// Set stores a copy of value under state key k in key group kg.
+func (s *Store) Set(kg int, k, value []byte) {
+	v := make([]byte, len(value)) // non-nil even when empty: nil means absent
+	copy(v, value)
+	s.write(s.key(kg, ClassState, k), v)
+}
+
+// Delete removes state key k from key group kg.
+func (s *Store) Delete(kg int, k []byte) {
+	s.write(s.key(kg, ClassState, k), nil)
+}
+
+// write records value (nil: deletion) for full.
+func (s *Store) write(full []byte, value []byte) {
+	sl := s.slots[string(full)]
+	created := sl == nil
+	if created {
+		sl = s.add(string(full), nil)
+	}
+	s.undo = append(s.undo, undoEntry{s: sl, prevValue: sl.value, prevDirty: sl.dirty, created: created})
+	sl.value = value
+	if !sl.dirty {
+		sl.dirty = true
+		s.dirty = append(s.dirty, sl)
+	}
+}
+
+// Scan calls fn for every state key starting with prefix in key groups
+// [first, end), in order of key group then key, seeing uncommitted writes.
+// The slices passed to fn are valid only during the call.
+func (s *Store) Scan(first, end int, prefix []byte, fn func(kg int, key, value []byte) error) error {
+	for kg := first; kg < end; kg++ {
+		if err := s.scanGroup(kg, ClassState, prefix, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanGroup merges the committed keys of one key group and class with the
+// dirty overlay.
+func (s *Store) scanGroup(kg int, class byte, prefix []byte, fn func(kg int, key, value []byte) error) error {
+	lo := append([]byte(nil), s.key(kg, class, prefix)...)
+	hi := prefixEnd(lo)
+	// Collect the uncommitted writes in range, sorted.
+	var over []*slot
+	for _, sl := range s.dirty {
+		if sl.dirty && sl.key >= string(lo) && (hi == nil || sl.key < string(hi)) {
+			over = append(over, sl)
+		}
+	}
+	slices.SortFunc(over, func(a, b *slot) int { return strings.Compare(a.key, b.key) })
+	over = slices.CompactFunc(over, func(a, b *slot) bool { return a == b })
+	strip := len(s.prefix) + 3
+	emit := func(sl *slot) error {
+		if sl.value == nil {
+			return nil
+		}
+		return fn(kg, []byte(sl.key[strip:]), sl.value)
+	}
+	i := 0
+	err := s.db.iterate(lo, hi, func(k, v []byte) error {
+		for i < len(over) && over[i].key < string(k) {
+			if err := emit(over[i]); err != nil {
+				return err
+			}
+			i++
+		}
+		if i < len(over) && over[i].key == string(k) {
+			i++
+			return emit(over[i-1])
+		}
+		return fn(kg, k[strip:], v)
+	})
+	if err != nil {
+		return fmt.Errorf("persistence: scan: %w", err)
+	}
+	for ; i < len(over); i++ {
+		if err := emit(over[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest key greater than every key with prefix p, or
+// nil if there is none.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// Timer is a stored timer.
+type Timer struct {
+	Group int
+	Key   string
+	At    time.Time
+}
+
+// SetTimer stores a timer in key group kg.
+func (s *Store) SetTimer(kg int, key string, at time.Time) {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(at.UnixNano()))
+	s.write(s.key(kg, ClassTimer, []byte(key)), v[:])
+}
+
+// DeleteTimer removes a stored timer from key group kg.
+func (s *Store) DeleteTimer(kg int, key string) {
+	s.write(s.key(kg, ClassTimer, []byte(key)), nil)
+}
+
+// Timers returns every timer stored in key groups [first, end), including
+// uncommitted ones.
+func (s *Store) Timers(first, end int) ([]Timer, error) {
+	var out []Timer
+	for kg := first; kg < end; kg++ {
+		err := s.scanGroup(kg, ClassTimer, nil, func(kg int, key, value []byte) error {
+			if len(value) != 8 {
+				return fmt.Errorf("persistence: timer %q in key group %d has a %d-byte value, want 8", key, kg, len(value))
+			}
+			out = append(out, Timer{Group: kg, Key: string(key), At: time.Unix(0, int64(binary.BigEndian.Uint64(value)))})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Begin starts a new attempt: writes from here on can be undone by Rollback.
+func (s *Store) Begin() { s.undo = s.undo[:0] }
+
+// Rollback undoes the writes made since Begin.
+func (s *Store) Rollback() {
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		u := s.undo[i]
+		u.s.value, u.s.dirty = u.prevValue, u.prevDirty
+		if u.created {
+			delete(s.slots, u.s.key)
+		}
+	}
+	clear(s.undo)
+	s.undo = s.undo[:0]
+}
+
+// Pending returns the number of uncommitted writes.
+func (s *Store) Pending() int {
+	n := 0
+	for _, sl := range s.dirty {
+		if sl.dirty {
+			n++
+		}
+	}
+	return n
+}
+
+// Commit writes the overlay to Pebble in one batch, waiting for the WAL sync
+// when sync is true. It also ends the current attempt (as Begin does).
+func (s *Store) Commit(sync bool) error {
+	clear(s.undo)
+	s.undo = s.undo[:0]
+	if len(s.dirty) == 0 {
+		return nil
+	}
+	b := s.db.pdb.NewBatch()
+	defer b.Close()
+	n := 0
+	for _, sl := range s.dirty {
+		if !sl.dirty {
+			continue // rolled back, or listed twice
+		}
+		var err error
+		if sl.value == nil {
+			err = b.Delete([]byte(sl.key), nil)
+		} else {
+			err = b.Set([]byte(sl.key), sl.value, nil)
+		}
+		if err != nil {
+			return fmt.Errorf("persistence: commit: %w", err)
+		}
+		sl.dirty = false
+		n++
+	}
+	if err := s.db.commit(b, sync); err != nil {
+		for _, sl := range s.dirty {
+			sl.dirty = true // still to be written
+		}
+		return fmt.Errorf("persistence: commit %d writes: %w", n, err)
+	}
+	clear(s.dirty)
+	s.dirty = s.dirty[:0]
+	if len(s.slots) > s.db.opts.StoreCacheEntries {
+		s.evict()
+	}
+	return nil
+}
+
+// DropCache forgets cached committed values, so later reads go to Pebble.
+// Uncommitted writes are kept.
+func (s *Store) DropCache() {
+	for k, sl := range s.slots {
+		if !sl.dirty {
+			delete(s.slots, k)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package persistence
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func open(t *testing.T, dir string) *DB {
+	t.Helper()
+	db, err := Open(dir, Options{StoreCacheEntries: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func mustGet(t *testing.T, s *Store, kg int, k string) (string, bool) {
+	t.Helper()
+	v, ok, err := s.Get(kg, []byte(k))
+	if err != nil {
+		t.Fatalf("Get(%d, %q): %v", kg, k, err)
+	}
+	return string(v), ok
+}
+
+func TestStoreReadYourWritesAndCommit(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	s := db.NewStore("count")
+	s.Set(3, []byte("a"), []byte("1"))
+	s.Set(3, []byte("empty"), nil)
+	if v, ok := mustGet(t, s, 3, "a"); !ok || v != "1" {
+		t.Fatalf("Get a = %q,%v, want 1,true", v, ok)
+	}
+	if _, ok := mustGet(t, s, 4, "a"); ok {
+		t.Fatal("key visible in another key group")
+	}
+	if v, ok := mustGet(t, s, 3, "empty"); !ok || v != "" {
+		t.Fatalf("Get empty = %q,%v, want \"\",true", v, ok)
+	}
+	if err := s.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	s.Delete(3, []byte("a"))
+	if _, ok := mustGet(t, s, 3, "a"); ok {
+		t.Fatal("deleted key still visible")
+	}
+	if err := s.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db2 := open(t, dir)
+	s2 := db2.NewStore("count")
+	if _, ok := mustGet(t, s2, 3, "a"); ok {
+		t.Fatal("deleted key back after reopen")
+	}
+	if v, ok := mustGet(t, s2, 3, "empty"); !ok || v != "" {
+		t.Fatalf("after reopen Get empty = %q,%v, want \"\",true", v, ok)
+	}
+	if _, ok := mustGet(t, db2.NewStore("other"), 3, "empty"); ok {
+		t.Fatal("state leaked to another operator")
+	}
+}
+
+func TestStoreUncommittedLostOnReopen(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	s := db.NewStore("op")
+	s.Set(0, []byte("k"), []byte("committed"))
+	if err := s.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	s.Set(0, []byte("k"), []byte("uncommitted"))
+	_ = db.Close()
+	v, _ := mustGet(t, open(t, dir).NewStore("op"), 0, "k")
+	if v != "committed" {
+		t.Fatalf("after reopen got %q, want committed", v)
+	}
+}
+
+func TestStoreRollback(t *testing.T) {
+	db := open(t, t.TempDir())
+	s := db.NewStore("op")
+	s.Set(1, []byte("x"), []byte("1"))
+	s.Begin()
+	s.Set(1, []byte("x"), []byte("2"))
+	s.Set(1, []byte("x"), []byte("3"))
+	s.Set(1, []byte("y"), []byte("new"))
+	s.Delete(1, []byte("x"))
+	s.SetTimer(1, "t", time.Unix(5, 0))
+	s.Rollback()
+	if v, ok := mustGet(t, s, 1, "x"); !ok || v != "1" {
+		t.Fatalf("after rollback x = %q,%v, want 1,true", v, ok)
+	}
+	if _, ok := mustGet(t, s, 1, "y"); ok {
+		t.Fatal("after rollback y exists")
+	}
+	timers, err := s.Timers(0, 4)
+	if err != nil || len(timers) != 0 {
+		t.Fatalf("after rollback timers = %v, %v; want none", timers, err)
+	}
+}
+
+func TestStoreScanMergesOverlay(t *testing.T) {
+	db := open(t, t.TempDir())
+	s := db.NewStore("op")
+	for _, k := range []string{"a1", "a3", "a5", "b1"} {
+		s.Set(2, []byte(k), []byte("c-"+k))
+	}
+	s.Set(7, []byte("a0"), []byte("c-a0"))
+	s.Set(9, []byte("a9"), []byte("outside"))
+	if err := s.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	s.Set(2, []byte("a2"), []byte("d-a2"))   // new, uncommitted
+	s.Set(2, []byte("a3"), []byte("d-a3"))   // overwrite
+	s.Delete(2, []byte("a5"))                // delete committed
+	s.Set(2, []byte("a6"), []byte("d-a6"))   // after all committed
+	s.Set(2, []byte("zz"), []byte("no"))     // other prefix
+	var got []string
+	err := s.Scan(0, 8, []byte("a"), func(kg int, k, v []byte) error {
+		got = append(got, fmt.Sprintf("%d/%s=%s", kg, k, v))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "2/a1=c-a1 2/a2=d-a2 2/a3=d-a3 2/a6=d-a6 7/a0=c-a0"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("scan got %v\nwant %v", strings.Join(got, " "), want)
+	}
+	stop := errors.New("stop")
+	n := 0
+	if err := s.Scan(0, 8, nil, func(int, []byte, []byte) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("scan with stopping fn: err=%v calls=%d, want stop after 1", err, n)
+	}
+}
+
+func TestTimersPersist(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	s := db.NewStore("op")
+	at := time.Unix(1700000000, 123)
+	s.SetTimer(3, "w1", at)
+	s.SetTimer(5, "w2", at.Add(time.Second))
+	s.SetTimer(5, "gone", at)
+	s.DeleteTimer(5, "gone")
+	s.Set(3, []byte("w1"), []byte("state, not a timer"))
+	if err := s.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	timers, err := open(t, dir).NewStore("op").Timers(0, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(timers) != 2 || timers[0].Key != "w1" || !timers[0].At.Equal(at) || timers[0].Group != 3 || timers[1].Key != "w2" {
+		t.Fatalf("timers = %+v", timers)
+	}
+}
+
+func TestCacheBoundedAndCorrect(t *testing.T) {
+	db := open(t, t.TempDir())
+	s := db.NewStore("op")
+	for i := 0; i < 1000; i++ {
+		s.Set(0, []byte(fmt.Sprint(i)), []byte(fmt.Sprint(i*2)))
+		if i%100 == 0 {
+			if err := s.Commit(false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := s.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.slots) > 64 {
+		t.Fatalf("cache has %d entries, want ≤ 64", len(s.slots))
+	}
+	for i := 0; i < 1000; i++ {
+		if v, ok := mustGet(t, s, 0, fmt.Sprint(i)); !ok || v != fmt.Sprint(i*2) {
+			t.Fatalf("key %d = %q,%v", i, v, ok)
+		}
+	}
+	s.DropCache()
+	if v, _ := mustGet(t, s, 0, "999"); v != "1998" {
+		t.Fatalf("after DropCache got %q", v)
+	}
+}
+
+func TestPurgeOperatorAndClosed(t *testing.T) {
+	db := open(t, t.TempDir())
+	a, ab := db.NewStore("a"), db.NewStore("ab")
+	a.Set(0, []byte("k"), []byte("v"))
+	ab.Set(0, []byte("k"), []byte("v"))
+	if err := a.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := ab.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PurgeOperator("a"); err != nil {
+		t.Fatal(err)
+	}
+	a.DropCache()
+	ab.DropCache()
+	if _, ok := mustGet(t, a, 0, "k"); ok {
+		t.Fatal("purged state still there")
+	}
+	if _, ok := mustGet(t, ab, 0, "k"); !ok {
+		t.Fatal("purging a removed ab's state")
+	}
+	_ = db.Close()
+	_ = db.Close()
+	a.Set(0, []byte("x"), []byte("y"))
+	if err := a.Commit(true); !errors.Is(err, ErrClosed) {
+		t.Fatalf("commit after close: %v, want ErrClosed", err)
+	}
+}

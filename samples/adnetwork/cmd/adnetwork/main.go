@@ -1,0 +1,101 @@
+// Command adnetwork runs the ad-network sample on the embedded runtime and
+// prints a line of progress every second: records per second, the CTR of
+// the busiest publishers and the trending URLs. It stops on Ctrl-C, or
+// after -duration (or $DURATION) if set.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/samples/adnetwork"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "adnetwork:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	dataDir := flag.String("data", "sluice-data/adnetwork", "directory of the node's state database")
+	rate := flag.Float64("rate", 20000, "impressions per second")
+	duration := flag.Duration("duration", 0, "stop after this long (0: run until Ctrl-C); defaults to $DURATION")
+	flag.Parse()
+	if *duration == 0 && os.Getenv("DURATION") != "" {
+		d, err := time.ParseDuration(os.Getenv("DURATION"))
+		if err != nil {
+			return fmt.Errorf("bad DURATION %q: %w", os.Getenv("DURATION"), err)
+		}
+		*duration = d
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	dash := adnetwork.NewDashboard()
+	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger},
+		adnetwork.Operators(adnetwork.Config{ImpressionRate: *rate}, dash)...)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("adnetwork: running on the embedded runtime, state in %s (Ctrl-C to stop)\n", *dataDir)
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, lastAt := counted(rt), time.Now()
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			done = true
+		case now := <-tick.C:
+			n := counted(rt)
+			fmt.Println(progress(float64(n-last)/now.Sub(lastAt).Seconds(), dash))
+			last, lastAt = n, now
+		}
+	}
+	fmt.Println("adnetwork: stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return rt.Stop(sctx)
+}
+
+// counted returns the records processed by publisher-counts so far.
+func counted(rt *sdk.Runtime) int64 {
+	var n int64
+	for _, op := range rt.Status() {
+		if op.Name == "publisher-counts" {
+			for _, in := range op.Instances {
+				n += in.Processed
+			}
+		}
+	}
+	return n
+}
+
+func progress(perSec float64, d *adnetwork.Dashboard) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  %8.0f records/s  CTR", time.Now().Format("15:04:05"), perSec)
+	for _, p := range d.Top(4) {
+		fmt.Fprintf(&b, " %s=%.2f%%", p.Publisher, 100*p.CTR)
+	}
+	if t := d.Trending(); t != "" {
+		fmt.Fprintf(&b, "  trending %s", t)
+	}
+	return b.String()
+}

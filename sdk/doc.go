@@ -1,0 +1,34 @@
+// Package sdk is what Sluice users import to write and run operators.
+//
+// An operator subscribes to named streams, keeps key-value state, sets
+// timers and produces records to other streams. Every instance of an
+// operator runs as a supervised actor; a failure restarts it without
+// disturbing the rest. Start or Run executes a set of operators in one
+// process (the embedded mode):
+//
+//	type Counter struct{}
+//
+//	func (Counter) Metadata() sdk.Metadata {
+//		return sdk.Metadata{
+//			Name:        "count",
+//			Inputs:      []sdk.Input{{Stream: "words", Routing: sdk.GroupBy}},
+//			Outputs:     []string{"counts"},
+//			Parallelism: 4,
+//		}
+//	}
+//	func (Counter) Init(sdk.Context) error { return nil }
+//	func (Counter) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
+//		n, err := sdk.GetInt64(ctx.State(), rec.Key)
+//		if err != nil {
+//			return err
+//		}
+//		sdk.PutInt64(ctx.State(), rec.Key, n+1)
+//		return ctx.Produce("counts", sdk.Record{Key: rec.Key, Value: sdk.Int64Bytes(n + 1)})
+//	}
+//	func (Counter) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+//
+//	err := sdk.Run(ctx, sdk.Config{DataDir: "data"}, func() sdk.Operator { return Counter{} })
+//
+// The names below are aliases of the runtime's own types, so values pass
+// between sdk and the runtime without conversion.
+package sdk
