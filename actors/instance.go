@@ -62,6 +62,8 @@ type instance struct {
 	pollIdle    time.Duration
 	pollTimer   *time.Timer
 	produced    int64 // records produced, for Poll's progress check
+	dlUnlogged  int64 // dead letters not yet logged
+	dlNextLog   time.Time
 
 	// current attempt
 	curGroup int
@@ -408,12 +410,19 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 	i.out.begin()
 	routed := i.out.produce(core.DeadLetterStream(name), dl)
 	i.deadLetters.Add(1)
-	if routed == 0 {
-		i.log.Error("dead letter (no operator reads "+core.DeadLetterStream(name)+")",
-			"key", string(rec.Key), "stream", stream, "attempts", attempts, "error", reason)
-		return
+	// Log the first dead letter, then at most one line a second with the
+	// number of dead letters since the last line.
+	i.dlUnlogged++
+	if now := time.Now(); now.After(i.dlNextLog) {
+		i.dlNextLog = now.Add(time.Second)
+		msg, level := "record sent to dead-letter stream", slog.LevelWarn
+		if routed == 0 {
+			msg, level = "dead letter with no reader: no operator reads "+core.DeadLetterStream(name), slog.LevelError
+		}
+		i.log.Log(i.ctx, level, msg, "key", string(rec.Key), "stream", stream, "attempts", attempts,
+			"error", reason, "dead_letters_since_last_log", i.dlUnlogged)
+		i.dlUnlogged = 0
 	}
-	i.log.Warn("record sent to dead-letter stream", "key", string(rec.Key), "stream", stream, "attempts", attempts, "error", reason)
 }
 
 // commit writes the instance's state.
