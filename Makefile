@@ -16,6 +16,10 @@ run:
 test: tools vet
 	SLUICE_CONSUL="$$(scripts/ensure-tool.sh consul)" \
 	$(GO) test -race -timeout 20m ./...
+	# In-process multi-node tests: several protoactor remotes in one process
+	# race on grpc's global logger, so these run without -race (see
+	# actors/cluster_test.go); the multi-process cluster tests run above.
+	$(GO) test -count=1 -timeout 10m -run 'TestCluster' ./actors/
 
 vet:
 	$(GO) vet ./...

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/sluicehq/sluice/cluster"
 )
 
 // Config configures a Node. Zero fields take the defaults of DefaultConfig.
 type Config struct {
-	// NodeID names the node in logs, status and (in a cluster) membership;
-	// empty means the host name.
+	// NodeID names the node in logs, status and membership; empty means the
+	// host name.
 	NodeID string
 	// DataDir is where the node's Pebble database lives; empty means
 	// "./sluice-data".
@@ -32,6 +34,47 @@ type Config struct {
 	// on slow disks). A process crash then still keeps what was committed;
 	// a machine crash may not.
 	NoSync bool
+	// Cluster, when set, makes the node join a cluster; nil runs the
+	// embedded single-node mode.
+	Cluster *ClusterConfig
+	// OnEvent, when set, is called (synchronously, from the instance's
+	// goroutine) when an instance becomes active, is released or stops.
+	OnEvent func(Event)
+}
+
+// ClusterConfig configures a node's membership in a cluster.
+type ClusterConfig struct {
+	// Discovery is the membership backend, e.g. cluster/consul.
+	Discovery cluster.Discovery
+	// BindAddr is the host:port for node-to-node traffic (protoactor
+	// remote); port 0 picks a free port. Empty means "127.0.0.1:0".
+	BindAddr string
+	// AdvertiseAddr is the host:port other nodes use, if not BindAddr.
+	AdvertiseAddr string
+	// HTTPAddr is the node's status/metrics HTTP address, announced in the
+	// membership.
+	HTTPAddr string
+	// Version is announced in the membership.
+	Version string
+	// Settle delays acting on a membership change, so that changes arriving
+	// together are applied together; 0 means 200 ms.
+	Settle time.Duration
+	// LeaveQuiet is how long a leaving node waits, after handing everything
+	// off, without receiving records, before it deregisters; 0 means 500 ms.
+	LeaveQuiet time.Duration
+}
+
+// Event is an instance lifecycle event on a node.
+type Event struct {
+	Time     time.Time
+	Node     string
+	Operator string
+	Epoch    int64
+	Index    int
+	// What is "active" (started processing here), "released" (stopped
+	// processing here because it was placed elsewhere) or "stopped" (the
+	// node stopped).
+	What string
 }
 
 // DefaultConfig returns the configuration used for zero fields.
@@ -71,10 +114,31 @@ func (c Config) withDefaults() Config {
 	if c.Credits == 0 {
 		c.Credits = d.Credits
 	}
+	if c.Cluster != nil {
+		cc := *c.Cluster
+		if cc.BindAddr == "" {
+			cc.BindAddr = "127.0.0.1:0"
+		}
+		if cc.Settle == 0 {
+			cc.Settle = 200 * time.Millisecond
+		}
+		if cc.LeaveQuiet == 0 {
+			cc.LeaveQuiet = 500 * time.Millisecond
+		}
+		c.Cluster = &cc
+	}
 	return c
 }
 
-// Validate reports the first invalid field of c (after defaults).
+// settle returns the membership settle delay (none when embedded).
+func (c Config) settle() time.Duration {
+	if c.Cluster == nil {
+		return 0
+	}
+	return c.Cluster.Settle
+}
+
+// Validate reports the invalid fields of c (after defaults).
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
@@ -86,6 +150,9 @@ func (c Config) Validate() error {
 	}
 	if c.Credits < 1 {
 		errs = append(errs, fmt.Errorf("credits must be ≥ 1, got %d", c.Credits))
+	}
+	if c.Cluster != nil && c.Cluster.Discovery == nil {
+		errs = append(errs, errors.New("cluster: discovery must be set"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("actors: invalid config: %w", err)

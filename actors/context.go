@@ -21,8 +21,8 @@ var _ core.Context = (*opContext)(nil)
 // Produce buffers rec for the subscribers of stream.
 func (c *opContext) Produce(stream string, rec core.Record) error {
 	i := c.inst
-	if stream != i.out.lastStream && !i.op.outputs[stream] {
-		return fmt.Errorf("operator %q: produce to %q: %w (declared outputs: %v)", i.op.meta.Name, stream, core.ErrUnknownStream, i.op.meta.Outputs)
+	if stream != i.out.lastStream && !i.outs[stream] {
+		return fmt.Errorf("operator %q: produce to %q: %w (declared outputs: %v)", i.key.op, stream, core.ErrUnknownStream, i.spec.Meta.Outputs)
 	}
 	if rec.EventTime.IsZero() {
 		rec.EventTime = i.curEvent
@@ -55,11 +55,11 @@ func (c *opContext) State() core.State { return stateView{c.inst} }
 func (c *opContext) Instance() core.InstanceInfo {
 	i := c.inst
 	return core.InstanceInfo{
-		Operator:    i.op.meta.Name,
-		Index:       i.index,
-		Parallelism: i.op.meta.Parallelism,
+		Operator:    i.key.op,
+		Index:       i.key.index,
+		Parallelism: i.spec.Meta.Parallelism,
 		Node:        i.node.cfg.NodeID,
-		KeyGroups:   i.op.meta.KeyGroups,
+		KeyGroups:   i.spec.Meta.KeyGroups,
 		FirstGroup:  i.lo,
 		EndGroup:    i.hi,
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -21,13 +22,22 @@ type ingress struct {
 	p      *producer
 	wake   chan struct{} // closed and replaced on every ack
 	closed bool
+
+	retryQueued bool
 }
 
 func newIngress(n *Node) *ingress {
 	in := &ingress{node: n, wake: make(chan struct{})}
 	in.pid = n.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
-		if m, ok := c.Message().(ackMsg); ok {
+		switch m := c.Message().(type) {
+		case ackMsg:
 			in.onAck(m.slot)
+		case *wire.Ack:
+			in.onAck(m.Slot)
+		case bounceMsg:
+			in.onBounce(m.slot, m.records)
+		case *wire.Bounce:
+			in.onBounce(m.Slot, fromWireRecords(m.Records))
 		}
 	}))
 	in.p = newProducer(n, in.pid, uint64(time.Now().UnixNano()))
@@ -38,7 +48,7 @@ func newIngress(n *Node) *ingress {
 // destination. If ctx ends first, the record stays buffered and is sent as
 // credit returns.
 func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) error {
-	if len(in.node.table.Load().routes(stream)) == 0 {
+	if t := in.node.table.Load(); t == nil || len(t.routes(stream)) == 0 {
 		return fmt.Errorf("actors: produce to %q: %w (no operator reads it)", stream, core.ErrUnknownStream)
 	}
 	if rec.EventTime.IsZero() {
@@ -73,6 +83,51 @@ func (in *ingress) onAck(slot int32) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.p.ack(slot)
+	in.p.flush(true)
+	close(in.wake)
+	in.wake = make(chan struct{})
+}
+
+// onBounce takes back records a destination did not process.
+func (in *ingress) onBounce(slot int32, recs []core.Record) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.p.bounce(slot, recs)
+	in.p.flush(true)
+	close(in.wake)
+	in.wake = make(chan struct{})
+	in.scheduleRetry()
+}
+
+// scheduleRetry re-sends bounced records after bounceRetry. Call with
+// in.mu held.
+func (in *ingress) scheduleRetry() {
+	if in.retryQueued || !in.p.retryBounced(time.Now()) {
+		return
+	}
+	in.retryQueued = true
+	time.AfterFunc(bounceRetry, func() {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		in.retryQueued = false
+		if in.closed {
+			return
+		}
+		in.scheduleRetry()
+		in.p.flush(true)
+		close(in.wake)
+		in.wake = make(chan struct{})
+	})
+}
+
+// refresh adopts a new route table and sends what it allows.
+func (in *ingress) refresh() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.p.table == nil {
+		return
+	}
+	in.p.refresh()
 	in.p.flush(true)
 	close(in.wake)
 	in.wake = make(chan struct{})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/placement"
@@ -22,16 +23,26 @@ import (
 // (and the instance a new Operator value) while the instance keeps its
 // store, timers, output buffers, stashed input and the item being retried.
 //
+// An instance is in one of three modes:
+//
+//   - awaiting: it has just been placed here and waits for its state (from
+//     the node that held it before); input is stashed;
+//   - active: it processes input;
+//   - released: it was placed elsewhere; input is bounced back to the
+//     producers, which re-send it to the new owner.
+//
 // Every field below the status block is touched only on the instance's
 // actor goroutine.
 type instance struct {
-	op    *operator
-	node  *Node
-	index int
-	lo    int // first key group owned
-	hi    int // end of the owned key groups
-	pid   *actor.PID
-	log   *slog.Logger
+	op   *operator
+	node *Node
+	spec OperatorSpec
+	key  instKey
+	lo   int // first key group owned
+	hi   int // end of the owned key groups
+	pid  *actor.PID
+	log  *slog.Logger
+	outs map[string]bool // declared outputs plus the dead-letter stream
 
 	// status, read by other goroutines
 	mu           sync.Mutex
@@ -51,13 +62,14 @@ type instance struct {
 	out    *producer
 	timers timerQueue
 
-	opv         core.Operator // current incarnation's operator
+	mode        mode
+	opv         core.Operator // current incarnation's operator (active mode)
 	failed      bool          // policy exhausted: dead-letter everything
-	activated   bool
-	cur         work  // item in progress; survives restarts
-	stash       []any // input held back while blocked
-	blocked     bool  // a full output buffer has no credit
+	cur         work          // item in progress; survives restarts
+	stash       []any         // input held back while blocked or awaiting
+	blocked     bool          // a full output buffer has no credit
 	flushQueued bool
+	retryQueued bool
 	pollQueued  bool
 	pollIdle    time.Duration
 	pollTimer   *time.Timer
@@ -70,6 +82,15 @@ type instance struct {
 	curEvent time.Time
 	timerOps []timerOp
 }
+
+// mode is an instance's role on this node.
+type mode uint8
+
+const (
+	modeAwaiting mode = iota
+	modeActive
+	modeReleased
+)
 
 // workKind says what an instance is in the middle of.
 type workKind uint8
@@ -106,23 +127,28 @@ func (f *failure) String() string {
 	return fmt.Sprint(f.value)
 }
 
-func newInstance(op *operator, index, lo, hi int, pid *actor.PID) *instance {
+func newInstance(op *operator, spec OperatorSpec, key instKey, lo, hi int, pid *actor.PID) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	inst := &instance{
 		op:     op,
 		node:   op.node,
-		index:  index,
+		spec:   spec,
+		key:    key,
 		lo:     lo,
 		hi:     hi,
 		pid:    pid,
-		log:    op.node.log.With("operator", op.meta.Name, "instance", index),
-		state:  "starting",
+		log:    op.node.log.With("operator", key.op, "instance", key.index, "epoch", key.epoch),
+		outs:   map[string]bool{core.DeadLetterStream(key.op): true},
+		state:  "awaiting",
 		ctx:    ctx,
 		cancel: cancel,
-		store:  op.node.db.NewStore(op.meta.Name),
+		store:  op.node.db.NewStore(key.op),
 		timers: newTimerQueue(),
 	}
-	inst.out = newProducer(op.node, pid, uint64(index)+uint64(len(op.meta.Name))<<32)
+	for _, s := range spec.Meta.Outputs {
+		inst.outs[s] = true
+	}
+	inst.out = newProducer(op.node, pid, uint64(key.index)+uint64(len(key.op))<<32+uint64(key.epoch)<<48)
 	inst.octx = &opContext{Context: ctx, inst: inst}
 	inst.curGroup = lo
 	return inst
@@ -139,31 +165,52 @@ type instanceActor struct{ i *instance }
 func (a *instanceActor) Receive(ctx actor.Context) {
 	i := a.i
 	switch m := ctx.Message().(type) {
-	case *batchMsg, pollMsg, timerMsg:
-		if _, ok := m.(pollMsg); ok {
-			i.pollQueued = false
-		}
-		if i.blocked || len(i.stash) > 0 {
-			i.stash = append(i.stash, m)
-			return
-		}
-		i.handle(m)
-		i.settle()
+	case *batchMsg:
+		i.input(m)
+	case pollMsg:
+		i.pollQueued = false
+		i.input(m)
+	case timerMsg:
+		i.input(m)
 	case ackMsg:
-		i.out.ack(m.slot)
-		i.settle()
-		i.drain()
+		i.onAck(m.slot)
+	case *wire.Ack:
+		i.onAck(m.Slot)
+	case bounceMsg:
+		i.onBounce(m.slot, m.records)
+	case *wire.Bounce:
+		i.onBounce(m.Slot, fromWireRecords(m.Records))
 	case flushMsg:
 		i.flushQueued = false
 		i.blocked = i.out.flush(true)
+	case routesMsg:
+		i.out.refresh()
+		i.settle()
+		i.drain()
+	case retryMsg:
+		i.retryQueued = false
+		i.scheduleRetry()
+		i.settle()
+		i.drain()
 	case commitMsg:
-		i.commit(!i.node.cfg.NoSync)
+		if i.mode == modeActive {
+			i.commit(!i.node.cfg.NoSync)
+		}
 	case activateMsg:
 		i.activate()
+	case releaseMsg:
+		i.release()
+	case acquireMsg:
+		if i.mode == modeReleased {
+			i.mode = modeAwaiting
+			i.setState("awaiting")
+		}
 	case quiesceMsg:
 		m.reply <- !i.out.pending() && len(i.stash) == 0 && i.cur.kind == workNone && !i.blocked
 	case *actor.Started:
-		i.onStarted()
+		if i.mode == modeActive {
+			i.startIncarnation()
+		}
 	case *actor.Restarting:
 		i.onRestarting()
 	case *actor.Stopping:
@@ -171,7 +218,29 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	}
 }
 
-// handle processes one unit of input.
+// input takes one unit of input (a batch, a poll or a timer tick).
+func (i *instance) input(m any) {
+	switch i.mode {
+	case modeReleased:
+		if b, ok := m.(*batchMsg); ok {
+			i.bounceBack(b)
+		}
+		return
+	case modeAwaiting:
+		if _, ok := m.(*batchMsg); ok {
+			i.stash = append(i.stash, m)
+		}
+		return
+	}
+	if i.blocked || len(i.stash) > 0 {
+		i.stash = append(i.stash, m)
+		return
+	}
+	i.handle(m)
+	i.settle()
+}
+
+// handle processes one unit of input in active mode.
 func (i *instance) handle(m any) {
 	switch m := m.(type) {
 	case *batchMsg:
@@ -180,6 +249,39 @@ func (i *instance) handle(m any) {
 		i.poll()
 	case timerMsg:
 		i.fireTimers()
+	}
+}
+
+// onAck returns a credit and sends or processes what was waiting for it.
+func (i *instance) onAck(slot int32) {
+	i.out.ack(slot)
+	i.settle()
+	i.drain()
+}
+
+// onBounce takes back records a destination did not process.
+func (i *instance) onBounce(slot int32, recs []core.Record) {
+	i.out.bounce(slot, recs)
+	i.scheduleRetry()
+	i.settle()
+	i.drain()
+}
+
+// scheduleRetry arranges a retryMsg when bounced records wait for a retry.
+func (i *instance) scheduleRetry() {
+	if i.retryQueued || !i.out.retryBounced(time.Now()) {
+		return
+	}
+	i.retryQueued = true
+	pid, root := i.pid, i.node.system.Root
+	time.AfterFunc(bounceRetry, func() { root.Send(pid, retryMsg{}) })
+}
+
+// bounceBack returns an unprocessed batch to its producer.
+func (i *instance) bounceBack(b *batchMsg) {
+	i.node.queued.Add(-int64(len(b.records)))
+	if b.from != nil {
+		i.node.replyBounce(b.from, b.slot, b.records)
 	}
 }
 
@@ -195,9 +297,10 @@ func (i *instance) settle() {
 	}
 }
 
-// drain processes stashed input while the instance is not blocked.
+// drain processes stashed input while the instance is active and not
+// blocked.
 func (i *instance) drain() {
-	for !i.blocked && len(i.stash) > 0 {
+	for i.mode == modeActive && !i.blocked && len(i.stash) > 0 {
 		m := i.stash[0]
 		i.stash[0] = nil
 		i.stash = i.stash[1:]
@@ -213,6 +316,7 @@ func (i *instance) drain() {
 // describe the failed attempts already made on that first record.
 func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	routing := m.routing
+	kgs := i.spec.Meta.KeyGroups
 	for j := from; j < len(m.records); j++ {
 		i.cur = work{kind: workRecord, batch: m, idx: j, attempts: attempts, lastErr: lastErr}
 		attempts, lastErr = 0, ""
@@ -220,12 +324,12 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 		rec.Stream = m.stream
 		if i.failed {
 			i.deadLetter(rec, m.stream, "instance failed: "+i.failedReasonSnapshot(), 0)
-		} else if i.cur.attempts >= i.op.meta.Restart.DeadLetterAfter {
+		} else if i.cur.attempts >= i.spec.Meta.Restart.DeadLetterAfter {
 			i.deadLetter(rec, m.stream, i.cur.lastErr, i.cur.attempts)
 		} else {
 			kg := i.lo
 			if routing == core.GroupBy {
-				kg = placement.KeyGroup(rec.Key, i.op.meta.KeyGroups)
+				kg = placement.KeyGroup(rec.Key, kgs)
 			}
 			i.begin(kg, rec.EventTime)
 			i.cur.attempts++
@@ -238,7 +342,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	i.processed.Add(int64(len(m.records) - from))
 	i.node.queued.Add(-int64(len(m.records)))
 	if m.from != nil {
-		i.node.system.Root.Send(m.from, ackMsg{slot: m.slot})
+		i.node.replyAck(m.from, m.slot)
 	}
 }
 
@@ -256,7 +360,6 @@ func (i *instance) end() {
 	i.timers.apply(i.timerOps)
 	i.timerOps = i.timerOps[:0]
 	i.store.Begin()
-	i.out.begin()
 }
 
 // callRecord runs ProcessRecord, turning an error or panic into a failure
@@ -373,7 +476,7 @@ func (i *instance) fireTimers() {
 // runTimer attempts (or dead-letters) the timer in i.cur.
 func (i *instance) runTimer() {
 	t := i.cur.timer
-	if i.cur.attempts >= i.op.meta.Restart.DeadLetterAfter {
+	if i.cur.attempts >= i.spec.Meta.Restart.DeadLetterAfter {
 		i.deadLetter(core.Record{Key: []byte(t.key), EventTime: t.at}, "timer", i.cur.lastErr, i.cur.attempts)
 		i.store.DeleteTimer(t.group, t.key)
 		return
@@ -389,7 +492,7 @@ func (i *instance) runTimer() {
 
 // scheduleTimers arms the wake-up for the earliest timer.
 func (i *instance) scheduleTimers() {
-	if !i.activated || i.failed {
+	if i.mode != modeActive || i.failed {
 		return
 	}
 	pid, root := i.pid, i.node.system.Root
@@ -398,13 +501,13 @@ func (i *instance) scheduleTimers() {
 
 // deadLetter sends rec to the operator's dead-letter stream with the reason.
 func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts int) {
-	name := i.op.meta.Name
+	name := i.key.op
 	dl := rec
 	dl.Headers = append(append([]core.Header(nil), rec.Headers...),
 		core.Header{Key: core.HeaderError, Value: reason},
 		core.Header{Key: core.HeaderAttempts, Value: strconv.Itoa(attempts)},
 		core.Header{Key: core.HeaderOperator, Value: name},
-		core.Header{Key: core.HeaderInstance, Value: strconv.Itoa(i.index)},
+		core.Header{Key: core.HeaderInstance, Value: strconv.Itoa(i.key.index)},
 		core.Header{Key: core.HeaderStream, Value: stream},
 	)
 	i.out.begin()
@@ -433,29 +536,31 @@ func (i *instance) commit(sync bool) {
 	}
 }
 
-// activate loads the stored timers and starts polling.
+// activate makes an awaiting instance active: its state is in place, so
+// load its timers, create and Init its operator, process what was stashed
+// and start polling.
 func (i *instance) activate() {
-	if i.activated {
+	if i.mode != modeAwaiting {
 		return
 	}
-	i.activated = true
+	i.mode = modeActive
+	i.store.DropCache()
 	stored, err := i.store.Timers(i.lo, i.hi)
 	if err != nil {
 		i.log.Error("loading timers failed", "error", err)
 		i.setLastError(err.Error())
 	}
+	i.timers = newTimerQueue()
 	for _, t := range stored {
 		i.timers.set(t.Group, t.Key, t.At)
 	}
-	i.scheduleTimers()
-	if i.op.source && !i.failed {
-		i.schedulePoll(0)
-	}
+	i.node.event(i.key, "active")
+	i.startIncarnation()
 }
 
-// onStarted runs when an incarnation starts: create the Operator, Init it
-// and resume the item a failed incarnation left.
-func (i *instance) onStarted() {
+// startIncarnation creates the Operator, Inits it, resumes the item a failed
+// incarnation left, and takes up stashed input and polling.
+func (i *instance) startIncarnation() {
 	i.opv = i.op.factory()
 	i.failed = i.isFailed()
 	if !i.failed {
@@ -476,15 +581,44 @@ func (i *instance) onStarted() {
 	case workTimer:
 		i.runTimer()
 		i.cur = work{}
-		i.scheduleTimers()
 	case workPoll:
 		i.cur = work{}
-		if i.activated && i.op.source {
-			i.schedulePoll(i.pollIdle)
-		}
+	}
+	if _, ok := i.opv.(core.Source); ok && !i.failed {
+		i.schedulePoll(i.pollIdle)
 	}
 	i.settle()
 	i.drain()
+}
+
+// release stops the instance here: it commits its state, stops timers and
+// polling, and from now on bounces its input to the producers. Output it
+// still holds keeps being delivered. The coordinator is told when done.
+func (i *instance) release() {
+	if i.mode == modeActive {
+		i.closeOperator()
+		i.opv = nil
+		i.commit(true)
+		i.timers.stop()
+		i.timers = newTimerQueue()
+		if i.pollTimer != nil {
+			i.pollTimer.Stop()
+		}
+		i.pollQueued = false
+		i.node.event(i.key, "released")
+	}
+	i.mode = modeReleased
+	i.store.DropCache()
+	for _, m := range i.stash {
+		if b, ok := m.(*batchMsg); ok {
+			i.bounceBack(b)
+		}
+	}
+	i.stash = nil
+	i.blocked = false
+	i.setState("released")
+	i.settle()
+	i.node.system.Root.Send(i.node.coord, instanceReleased{key: i.key})
 }
 
 // onRestarting undoes the failed attempt and commits what earlier attempts
@@ -511,8 +645,12 @@ func (i *instance) onStopping() {
 		i.pollTimer.Stop()
 	}
 	i.timers.stop()
-	i.closeOperator()
-	err := i.store.Commit(true)
+	var err error
+	if i.mode == modeActive {
+		i.closeOperator()
+		err = i.store.Commit(true)
+		i.node.event(i.key, "stopped")
+	}
 	i.mu.Lock()
 	i.closeErrV = err
 	if i.state != "failed" {

@@ -15,10 +15,18 @@ type batchMsg struct {
 	from    *actor.PID // where the ack goes
 	slot    int32      // the producer's output slot, echoed in the ack
 	records []core.Record
+	remote  bool // arrived over the wire (counted in Node.queued on receipt)
 }
 
 // ackMsg returns one credit for the producer's output slot.
 type ackMsg struct{ slot int32 }
+
+// bounceMsg returns a batch the destination did not process because the
+// instance no longer runs there.
+type bounceMsg struct {
+	slot    int32
+	records []core.Record
+}
 
 // Self-addressed ticks and control messages of an instance.
 type (
@@ -30,6 +38,10 @@ type (
 	pollMsg struct{}
 	// timerMsg asks an instance to fire the timers that are due.
 	timerMsg struct{}
+	// routesMsg tells an instance that a new route table was published.
+	routesMsg struct{}
+	// retryMsg asks a producer to re-send bounced records.
+	retryMsg struct{}
 	// commitMsg asks an instance to commit its state.
 	commitMsg struct{}
 	// activateMsg starts an instance's timers and polling once every
@@ -38,6 +50,15 @@ type (
 	// quiesceMsg asks an instance whether it holds unsent output or
 	// unprocessed input; the answer goes to reply.
 	quiesceMsg struct{ reply chan<- bool }
-	// spawnMsg asks an operator's supervisor to spawn its instances.
-	spawnMsg struct{ done chan<- error }
+	// spawnMsg asks an operator's supervisor to spawn an instance.
+	spawnMsg struct {
+		inst *instance
+		done chan<- error
+	}
+	// releaseMsg tells an instance that it no longer runs here: it stops
+	// taking input, commits its state and tells the coordinator.
+	releaseMsg struct{}
+	// acquireMsg tells a released instance that it runs here again: it
+	// waits for its state, then for activateMsg.
+	acquireMsg struct{}
 )

@@ -6,19 +6,25 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
 
+	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
 
 // Node runs operator instances as protoactor actors in one process, with
-// their state in one Pebble database.
+// their state in one Pebble database. Alone (the embedded mode) it runs
+// every instance; in a cluster it runs the instances that placement gives
+// it and exchanges records and state with the other nodes.
 //
 // A Node is created by Start and stopped by Stop. Its methods are safe for
 // concurrent use.
@@ -26,33 +32,79 @@ type Node struct {
 	cfg    Config
 	log    *slog.Logger
 	system *actor.ActorSystem
+	remote *remote.Remote // nil when embedded
 	db     *persistence.DB
+	addr   string // actor address of this node
+	kinds  map[string]core.Factory
 
 	table  atomic.Pointer[routeTable]
-	queued atomic.Int64 // records sent to instances and not yet processed
+	topo   atomic.Pointer[Topology] // as last applied by the coordinator
+	queued atomic.Int64             // records delivered to instances here and not yet processed
 
-	mu       sync.Mutex // guards ops and order; lock order: Node.mu before ingress.mu
-	ops      map[string]*operator
-	order    []string // operator names in start order
+	coord     *actor.PID
+	coordImpl *coordinator
+	ingress   *ingress
+
+	mu   sync.Mutex // guards ops and byID; lock order: Node.mu before operator.mu
+	ops  map[string]*operator
+	byID map[string]*instance // every instance here, by actor id
+
 	stopping atomic.Bool
-
-	ingress *ingress
-
-	stopCommit chan struct{}
-	commitDone chan struct{}
-	stopOnce   sync.Once
-	stopErr    error
+	wg       sync.WaitGroup // goroutines started with goFunc
+	cancel   context.CancelFunc
+	stopOnce sync.Once
+	stopErr  error
 }
 
-// Start validates the operators, opens the node's database and starts every
-// instance. It returns when all instances are running.
+// Start validates the operators, opens the node's database and starts the
+// node. Every operator's kind is its name. Without cfg.Cluster the node runs
+// every instance itself; with it, the node joins the cluster and runs its
+// share.
 func Start(ctx context.Context, cfg Config, factories ...core.Factory) (*Node, error) {
+	kinds, topo, err := fromFactories(factories)
+	if err != nil {
+		return nil, err
+	}
+	return StartTopology(ctx, cfg, kinds, topo)
+}
+
+// fromFactories derives kinds and a topology from operator factories.
+func fromFactories(factories []core.Factory) (map[string]core.Factory, Topology, error) {
+	kinds := make(map[string]core.Factory)
+	var topo Topology
+	for i, f := range factories {
+		if f == nil {
+			return nil, Topology{}, &core.MetadataError{Operator: fmt.Sprintf("#%d", i), Field: "factory", Problem: "is nil"}
+		}
+		op := f()
+		if op == nil {
+			return nil, Topology{}, &core.MetadataError{Operator: fmt.Sprintf("#%d", i), Field: "factory", Problem: "returned a nil Operator"}
+		}
+		m := op.Metadata().WithDefaults()
+		if err := m.Validate(); err != nil {
+			return nil, Topology{}, err
+		}
+		if _, dup := kinds[m.Name]; dup {
+			for j, o := range topo.Operators {
+				if o.Meta.Name == m.Name {
+					return nil, Topology{}, &core.MetadataError{Operator: m.Name, Field: "name", Problem: fmt.Sprintf("duplicate: operators #%d and #%d are both named %q", j, i, m.Name)}
+				}
+			}
+		}
+		kinds[m.Name] = f
+		topo.Operators = append(topo.Operators, OperatorSpec{Kind: m.Name, Meta: m})
+	}
+	topo.Version = 1
+	return kinds, topo, nil
+}
+
+// StartTopology starts a node that can host the given kinds and runs topo.
+func StartTopology(ctx context.Context, cfg Config, kinds map[string]core.Factory, topo Topology) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	metas, err := validateOperators(factories)
-	if err != nil {
+	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
 	db, err := persistence.Open(cfg.DataDir, persistence.Options{Logger: cfg.Logger})
@@ -60,125 +112,228 @@ func Start(ctx context.Context, cfg Config, factories ...core.Factory) (*Node, e
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, err)
 	}
 	n := &Node{
-		cfg:        cfg,
-		log:        cfg.Logger.With("node", cfg.NodeID),
-		db:         db,
-		ops:        make(map[string]*operator),
-		stopCommit: make(chan struct{}),
-		commitDone: make(chan struct{}),
+		cfg:   cfg,
+		log:   cfg.Logger.With("node", cfg.NodeID),
+		db:    db,
+		kinds: kinds,
+		ops:   make(map[string]*operator),
+		byID:  make(map[string]*instance),
 	}
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		// protoactor logs every recovered panic at Info; supervision is
-		// reported by the runtime itself, so keep only protoactor's errors.
+		// reported by the runtime itself.
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
-	for i, f := range factories {
-		n.ops[metas[i].Name] = newOperator(n, metas[i], f)
-		n.order = append(n.order, metas[i].Name)
-	}
-	n.publishRoutes()
-	n.ingress = newIngress(n)
-	n.logDanglingInputs()
-
-	for _, name := range n.order {
-		if err := n.ops[name].spawn(ctx); err != nil {
-			n.abort()
-			return nil, fmt.Errorf("actors: start operator %q: %w", name, err)
+	if cfg.Cluster != nil {
+		if err := n.startRemote(); err != nil {
+			n.system.Shutdown()
+			_ = db.Close()
+			return nil, err
 		}
 	}
-	for _, name := range n.order {
-		n.ops[name].activate()
+	n.addr = n.system.Address()
+	if _, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return dispatcher{n} }), dispatcherName); err != nil {
+		n.abort()
+		return nil, fmt.Errorf("actors: start dispatcher: %w", err)
 	}
-	go n.commitLoop()
-	n.log.Info("node started", "operators", len(n.order), "data_dir", cfg.DataDir)
+	n.ingress = newIngress(n)
+	n.coordImpl = newCoordinator(n, cfg.NodeID, topo)
+	n.coord, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return n.coordImpl }), coordinatorName)
+	if err != nil {
+		n.abort()
+		return nil, fmt.Errorf("actors: start coordinator: %w", err)
+	}
+	n.logDanglingInputs(topo)
+
+	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: sortedKinds(kinds)}
+	runCtx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	if cfg.Cluster == nil {
+		n.system.Root.Send(n.coord, membershipMsg{members: []cluster.Member{self}})
+	} else if err := n.joinCluster(ctx, runCtx, self); err != nil {
+		n.abort()
+		return nil, err
+	}
+	select {
+	case <-n.coordImpl.ready:
+	case <-ctx.Done():
+		n.abort()
+		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, ctx.Err())
+	}
+	n.goFunc(func() { n.commitLoop(runCtx) })
+	n.log.Info("node started", "address", n.addr, "data_dir", cfg.DataDir, "kinds", len(kinds))
 	return n, nil
 }
 
-// validateOperators calls each factory once for its metadata and checks it.
-func validateOperators(factories []core.Factory) ([]core.Metadata, error) {
-	metas := make([]core.Metadata, len(factories))
-	seen := make(map[string]int)
-	for i, f := range factories {
-		if f == nil {
-			return nil, &core.MetadataError{Operator: fmt.Sprintf("#%d", i), Field: "factory", Problem: "is nil"}
-		}
-		op := f()
-		if op == nil {
-			return nil, &core.MetadataError{Operator: fmt.Sprintf("#%d", i), Field: "factory", Problem: "returned a nil Operator"}
-		}
-		m := op.Metadata().WithDefaults()
-		if err := m.Validate(); err != nil {
-			return nil, err
-		}
-		if j, dup := seen[m.Name]; dup {
-			return nil, &core.MetadataError{Operator: m.Name, Field: "name", Problem: fmt.Sprintf("duplicate: operators #%d and #%d are both named %q", j, i, m.Name)}
-		}
-		seen[m.Name] = i
-		metas[i] = m
+// startRemote starts protoactor remote on the configured address.
+func (n *Node) startRemote() error {
+	cc := n.cfg.Cluster
+	host, portStr, err := net.SplitHostPort(cc.BindAddr)
+	if err != nil {
+		return fmt.Errorf("actors: bind address %q: %w", cc.BindAddr, err)
 	}
-	return metas, nil
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return fmt.Errorf("actors: bind address %q: bad port: %w", cc.BindAddr, err)
+	}
+	if port == 0 {
+		// protoactor cannot report the port it picked before it listens, so
+		// pick a free one first.
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return fmt.Errorf("actors: bind %s: %w", cc.BindAddr, err)
+		}
+		port = l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+	}
+	opts := []remote.ConfigOption{}
+	if cc.AdvertiseAddr != "" {
+		opts = append(opts, remote.WithAdvertisedHost(cc.AdvertiseAddr))
+	}
+	n.remote = remote.NewRemote(n.system, remote.Configure(host, port, opts...))
+	started := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil { // remote.Start panics when it cannot listen
+				started <- fmt.Errorf("actors: start remote on %s:%d: %v", host, port, r)
+			}
+		}()
+		n.remote.Start()
+		started <- nil
+	}()
+	return <-started
 }
 
-// publishRoutes builds and publishes the route table from the operators.
-func (n *Node) publishRoutes() {
-	t := &routeTable{streams: make(map[string][]*subscription)}
-	if old := n.table.Load(); old != nil {
-		t.version = old.version + 1
-	} else {
-		t.version = 1
+// joinCluster registers the node and feeds membership to the coordinator.
+func (n *Node) joinCluster(ctx, runCtx context.Context, self cluster.Member) error {
+	cc := n.cfg.Cluster
+	self.HTTPAddr = cc.HTTPAddr
+	self.Version = cc.Version
+	if err := cc.Discovery.Join(runCtx, self); err != nil {
+		return fmt.Errorf("actors: join cluster: %w", err)
 	}
-	for _, name := range n.order {
-		op := n.ops[name]
-		for _, in := range op.meta.Inputs {
-			t.streams[in.Stream] = append(t.streams[in.Stream], &subscription{
-				stream:    in.Stream,
-				operator:  name,
-				routing:   in.Routing,
-				keyGroups: op.meta.KeyGroups,
-				pids:      op.pids(),
-			})
+	ch := cc.Discovery.Watch(runCtx)
+	n.goFunc(func() {
+		for members := range ch {
+			n.system.Root.Send(n.coord, membershipMsg{members: members})
 		}
+	})
+	return nil
+}
+
+// sortedKinds returns the kind names.
+func sortedKinds(kinds map[string]core.Factory) []string {
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
 	}
-	n.table.Store(t)
+	slices.Sort(out)
+	return out
+}
+
+// operator returns the operator named name on this node, creating its
+// supervisor on first use.
+func (n *Node) operator(name, kind string) (*operator, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if op := n.ops[name]; op != nil {
+		return op, nil
+	}
+	f := n.kinds[kind]
+	if f == nil {
+		return nil, fmt.Errorf("actors: node %s has no operator kind %q", n.cfg.NodeID, kind)
+	}
+	op, err := newOperator(n, name, f)
+	if err != nil {
+		return nil, err
+	}
+	n.ops[name] = op
+	return op, nil
+}
+
+// lookup returns the instance with actor id id, or nil.
+func (n *Node) lookup(id string) *instance {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.byID[id]
+}
+
+// register adds or removes an instance from the id index.
+func (n *Node) register(inst *instance, add bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if add {
+		n.byID[inst.pid.Id] = inst
+	} else {
+		delete(n.byID, inst.pid.Id)
+	}
+}
+
+// goFunc runs f on a goroutine that Stop waits for.
+func (n *Node) goFunc(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// event reports an instance lifecycle event to Config.OnEvent.
+func (n *Node) event(k instKey, what string) {
+	if n.cfg.OnEvent != nil {
+		n.cfg.OnEvent(Event{Time: time.Now(), Node: n.cfg.NodeID, Operator: k.op, Epoch: k.epoch, Index: k.index, What: what})
+	}
 }
 
 // logDanglingInputs logs, once, every input stream that no operator
 // produces. Such subscriptions are allowed: records may come from outside
 // (Node.Produce) or from an operator deployed later.
-func (n *Node) logDanglingInputs() {
+func (n *Node) logDanglingInputs(topo Topology) {
 	produced := make(map[string]bool)
-	for _, op := range n.ops {
-		for _, s := range op.meta.Outputs {
+	for _, op := range topo.Operators {
+		for _, s := range op.Meta.Outputs {
 			produced[s] = true
 		}
-		produced[core.DeadLetterStream(op.meta.Name)] = true
+		produced[core.DeadLetterStream(op.Meta.Name)] = true
 	}
-	for _, name := range n.order {
-		for _, in := range n.ops[name].meta.Inputs {
+	for _, op := range topo.Operators {
+		for _, in := range op.Meta.Inputs {
 			if !produced[in.Stream] {
-				n.log.Warn("input stream has no producer", "operator", name, "stream", in.Stream)
+				n.log.Warn("input stream has no producer", "operator", op.Meta.Name, "stream", in.Stream)
 			}
 		}
 	}
 }
 
 // commitLoop asks every instance to commit its state each CommitInterval.
-func (n *Node) commitLoop() {
-	defer close(n.commitDone)
+func (n *Node) commitLoop(ctx context.Context) {
 	t := time.NewTicker(n.cfg.CommitInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-n.stopCommit:
+		case <-ctx.Done():
 			return
 		case <-t.C:
-			n.mu.Lock()
-			for _, op := range n.ops {
-				op.broadcast(commitMsg{})
+			for _, inst := range n.instances() {
+				n.system.Root.Send(inst.pid, commitMsg{})
 			}
-			n.mu.Unlock()
 		}
 	}
+}
+
+// instances returns every instance on this node.
+func (n *Node) instances() []*instance {
+	n.mu.Lock()
+	ops := make([]*operator, 0, len(n.ops))
+	for _, op := range n.ops {
+		ops = append(ops, op)
+	}
+	n.mu.Unlock()
+	var out []*instance
+	for _, op := range ops {
+		out = append(out, op.list()...)
+	}
+	return out
 }
 
 // Produce sends rec to stream from outside the runtime, blocking while the
@@ -188,38 +343,64 @@ func (n *Node) Produce(ctx context.Context, stream string, rec core.Record) erro
 	return n.ingress.produce(ctx, stream, rec)
 }
 
-// Queued returns the number of records sent to instances on this node and
-// not yet processed.
+// Queued returns the number of records delivered to instances on this node
+// and not yet processed.
 func (n *Node) Queued() int64 { return n.queued.Load() }
 
 // DB returns the node's state database.
 func (n *Node) DB() *persistence.DB { return n.db }
 
-// Stop stops the node cleanly: sources stop polling, records in flight are
-// processed (until ctx is done), every instance commits its state and the
-// database is closed. It is safe to call more than once; later calls return
-// the first call's result.
+// Address returns the node's actor address.
+func (n *Node) Address() string { return n.addr }
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Stop stops the node cleanly. In a cluster it first leaves: the other
+// nodes take over its instances and their state (until ctx is done). Then
+// sources stop polling, records in flight here are processed (until ctx is
+// done), every instance commits its state and the database is closed. It is
+// safe to call more than once; later calls return the first call's result.
 func (n *Node) Stop(ctx context.Context) error {
 	n.stopOnce.Do(func() { n.stopErr = n.stop(ctx) })
 	return n.stopErr
 }
 
 func (n *Node) stop(ctx context.Context) error {
-	n.stopping.Store(true)
-	n.ingress.close()
-
-	drainErr := n.drain(ctx)
-	close(n.stopCommit)
-	<-n.commitDone
-
 	var errs []error
-	if drainErr != nil {
-		errs = append(errs, drainErr)
-	}
-	for _, name := range slices.Backward(n.order) {
-		if err := n.ops[name].stop(); err != nil {
+	if n.cfg.Cluster != nil {
+		if err := n.leave(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	n.stopping.Store(true)
+	n.ingress.close()
+	if err := n.drain(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	n.cancel()
+	if n.cfg.Cluster != nil {
+		lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.cfg.Cluster.Discovery.Leave(lctx); err != nil {
+			errs = append(errs, fmt.Errorf("actors: leave discovery: %w", err))
+		}
+		cancel()
+	}
+	n.mu.Lock()
+	ops := make([]*operator, 0, len(n.ops))
+	for _, op := range n.ops {
+		ops = append(ops, op)
+	}
+	n.mu.Unlock()
+	for _, op := range ops {
+		if err := op.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	_ = n.system.Root.StopFuture(n.coord).Wait()
+	n.wg.Wait()
+	if n.remote != nil {
+		n.remote.Shutdown(false)
 	}
 	n.system.Shutdown()
 	if err := n.db.Close(); err != nil {
@@ -229,17 +410,64 @@ func (n *Node) stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// leave hands every local instance over to the other nodes: it announces
+// that this node is leaving, then waits until it holds no state and runs no
+// instance, and no batch has arrived for a moment.
+func (n *Node) leave(ctx context.Context) error {
+	n.system.Root.Send(n.coord, leaveMsg{})
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	quietSince := time.Time{}
+	for {
+		st, err := n.coordState(ctx)
+		if err != nil {
+			return fmt.Errorf("actors: leave: %w", err)
+		}
+		others := len(st.members) > 1
+		if st.localActive == 0 && st.localWaiting == 0 && (st.heldGroups == 0 || !others) && n.queued.Load() == 0 {
+			if quietSince.IsZero() {
+				quietSince = time.Now()
+			} else if time.Since(quietSince) >= n.cfg.Cluster.LeaveQuiet {
+				return nil
+			}
+		} else {
+			quietSince = time.Time{}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("actors: leave: %d key groups not handed off, %d instances still here: %w", st.heldGroups, st.localActive+st.localWaiting, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// coordState asks the coordinator for a snapshot.
+func (n *Node) coordState(ctx context.Context) (coordState, error) {
+	reply := make(chan coordState, 1)
+	n.system.Root.Send(n.coord, coordStateMsg{reply: reply})
+	select {
+	case s := <-reply:
+		return s, nil
+	case <-ctx.Done():
+		return coordState{}, ctx.Err()
+	}
+}
+
 // abort tears down a node whose start failed.
 func (n *Node) abort() {
-	for _, name := range n.order {
-		_ = n.ops[name].stop()
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.wg.Wait()
+	if n.remote != nil {
+		n.remote.Shutdown(false)
 	}
 	n.system.Shutdown()
 	_ = n.db.Close()
 }
 
-// drain waits until no record is queued or buffered anywhere on the node.
-// Sources have stopped polling by then (see Node.stopping).
+// drain waits until no record is queued or buffered on the node. Sources
+// have stopped polling by then (see Node.stopping).
 func (n *Node) drain(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
@@ -259,12 +487,10 @@ func (n *Node) drain(ctx context.Context) error {
 // records.
 func (n *Node) quiescent(ctx context.Context) bool {
 	var replies []chan bool
-	for _, name := range n.order {
-		for _, inst := range n.ops[name].instances {
-			ch := make(chan bool, 1)
-			n.system.Root.Send(inst.pid, quiesceMsg{reply: ch})
-			replies = append(replies, ch)
-		}
+	for _, inst := range n.instances() {
+		ch := make(chan bool, 1)
+		n.system.Root.Send(inst.pid, quiesceMsg{reply: ch})
+		replies = append(replies, ch)
 	}
 	all := true
 	for _, ch := range replies {
@@ -281,13 +507,53 @@ func (n *Node) quiescent(ctx context.Context) bool {
 // isStopping reports whether Stop has begun.
 func (n *Node) isStopping() bool { return n.stopping.Load() }
 
-// Status returns the state of every operator on the node, in start order.
+// Status returns the state of every operator instance on this node, by
+// operator name.
 func (n *Node) Status() []OperatorStatus {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make([]OperatorStatus, 0, len(n.order))
-	for _, name := range n.order {
-		out = append(out, n.ops[name].status())
+	byOp := make(map[string]*OperatorStatus)
+	var names []string
+	for _, spec := range n.topology().Operators {
+		m := spec.Meta
+		byOp[m.Name] = &OperatorStatus{Name: m.Name, Kind: spec.Kind, Parallelism: m.Parallelism, Epoch: spec.Epoch, Inputs: m.Inputs, Outputs: m.Outputs}
+		names = append(names, m.Name)
+	}
+	for _, inst := range n.instances() {
+		st := byOp[inst.key.op]
+		if st == nil {
+			st = &OperatorStatus{Name: inst.key.op}
+			byOp[inst.key.op] = st
+			names = append(names, inst.key.op)
+		}
+		st.Instances = append(st.Instances, inst.status())
+	}
+	out := make([]OperatorStatus, 0, len(names))
+	for _, name := range names {
+		st := byOp[name]
+		slices.SortFunc(st.Instances, func(a, b InstanceStatus) int {
+			if a.Epoch != b.Epoch {
+				return int(a.Epoch - b.Epoch)
+			}
+			return a.Index - b.Index
+		})
+		out = append(out, *st)
 	}
 	return out
+}
+
+// topology returns the topology the coordinator last applied.
+func (n *Node) topology() Topology {
+	if t := n.topo.Load(); t != nil {
+		return *t
+	}
+	return Topology{}
+}
+
+// Pending describes what the node is waiting for: instances placed here
+// that wait for their state, and from which nodes.
+func (n *Node) Pending(ctx context.Context) ([]string, error) {
+	st, err := n.coordState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.pending, nil
 }

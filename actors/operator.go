@@ -12,80 +12,80 @@ import (
 	"github.com/sluicehq/sluice/placement"
 )
 
-// operator is one operator on a node: its metadata, factory, supervisor
-// actor and instances.
+// operator is one operator on this node: its factory, its supervisor actor
+// and the instances of it that live here (of any layout epoch, in any mode).
 type operator struct {
-	node      *Node
-	meta      core.Metadata
-	factory   core.Factory
-	outputs   map[string]bool // declared outputs plus the dead-letter stream
-	source    bool            // implements core.Source
-	supName   string
-	supPID    *actor.PID
-	instances []*instance
+	node    *Node
+	name    string
+	factory core.Factory
+	supPID  *actor.PID
 
-	mu      sync.Mutex // guards backoff
-	backoff map[*time.Timer]struct{}
+	mu        sync.Mutex // guards instances and backoff
+	instances map[instKey]*instance
+	backoff   map[*time.Timer]struct{}
 }
 
-func newOperator(n *Node, meta core.Metadata, f core.Factory) *operator {
+// newOperator spawns the operator's supervisor.
+func newOperator(n *Node, name string, f core.Factory) (*operator, error) {
 	op := &operator{
-		node:    n,
-		meta:    meta,
-		factory: f,
-		outputs: map[string]bool{core.DeadLetterStream(meta.Name): true},
-		supName: "op/" + meta.Name,
-		backoff: make(map[*time.Timer]struct{}),
+		node:      n,
+		name:      name,
+		factory:   f,
+		instances: make(map[instKey]*instance),
+		backoff:   make(map[*time.Timer]struct{}),
 	}
-	for _, s := range meta.Outputs {
-		op.outputs[s] = true
-	}
-	_, op.source = f().(core.Source)
-	addr := n.system.Address()
-	for i := 0; i < meta.Parallelism; i++ {
-		lo, hi := placement.GroupRange(i, meta.KeyGroups, meta.Parallelism)
-		pid := actor.NewPID(addr, fmt.Sprintf("%s/%d", op.supName, i))
-		op.instances = append(op.instances, newInstance(op, i, lo, hi, pid))
-	}
-	return op
-}
-
-// pids returns the instance PIDs by index.
-func (op *operator) pids() []*actor.PID {
-	out := make([]*actor.PID, len(op.instances))
-	for i, inst := range op.instances {
-		out[i] = inst.pid
-	}
-	return out
-}
-
-// spawn starts the operator's supervisor and, under it, its instances.
-func (op *operator) spawn(ctx context.Context) error {
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{op: op} },
 		actor.WithSupervisor(&restartStrategy{op: op}))
-	pid, err := op.node.system.Root.SpawnNamed(props, op.supName)
+	pid, err := n.system.Root.SpawnNamed(props, "op/"+name)
 	if err != nil {
-		return fmt.Errorf("spawn supervisor: %w", err)
+		return nil, fmt.Errorf("actors: spawn supervisor of %q: %w", name, err)
 	}
 	op.supPID = pid
-	done := make(chan error, 1)
-	op.node.system.Root.Send(pid, spawnMsg{done: done})
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return op, nil
 }
 
-// activate starts timers and polling in every instance.
-func (op *operator) activate() { op.broadcast(activateMsg{}) }
-
-// broadcast sends msg to every instance.
-func (op *operator) broadcast(msg any) {
-	for _, inst := range op.instances {
-		op.node.system.Root.Send(inst.pid, msg)
+// spawn creates instance index of spec under the supervisor, in awaiting
+// mode, and returns it once its actor exists.
+func (op *operator) spawn(ctx context.Context, spec OperatorSpec, index int) (*instance, error) {
+	m := spec.Meta
+	lo, hi := placement.GroupRange(index, m.KeyGroups, m.Parallelism)
+	key := instKey{op: m.Name, epoch: spec.Epoch, index: index}
+	inst := newInstance(op, spec, key, lo, hi, actor.NewPID(op.node.addr, key.pidID()))
+	done := make(chan error, 1)
+	op.node.system.Root.Send(op.supPID, spawnMsg{inst: inst, done: done})
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, err
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
+	op.mu.Lock()
+	op.instances[key] = inst
+	op.mu.Unlock()
+	op.node.register(inst, true)
+	return inst, nil
+}
+
+// remove stops an instance's actor and forgets it.
+func (op *operator) remove(inst *instance) {
+	op.node.register(inst, false)
+	op.mu.Lock()
+	delete(op.instances, inst.key)
+	op.mu.Unlock()
+	_ = op.node.system.Root.StopFuture(inst.pid).Wait()
+}
+
+// list returns the instances, in no particular order.
+func (op *operator) list() []*instance {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	out := make([]*instance, 0, len(op.instances))
+	for _, inst := range op.instances {
+		out = append(out, inst)
+	}
+	return out
 }
 
 // stop stops the supervisor and its instances, which commit their state.
@@ -96,23 +96,21 @@ func (op *operator) stop() error {
 	}
 	clear(op.backoff)
 	op.mu.Unlock()
-	if op.supPID == nil {
-		return nil
-	}
 	if err := op.node.system.Root.StopFuture(op.supPID).Wait(); err != nil {
-		return fmt.Errorf("actors: stop operator %q: %w", op.meta.Name, err)
+		return fmt.Errorf("actors: stop operator %q: %w", op.name, err)
 	}
-	var firstErr error
-	for _, inst := range op.instances {
-		if err := inst.closeErr(); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("actors: stop operator %q: %w", op.meta.Name, err)
+	for _, inst := range op.list() {
+		if err := inst.closeErr(); err != nil {
+			return fmt.Errorf("actors: stop operator %q: %w", op.name, err)
 		}
 	}
-	return firstErr
+	return nil
 }
 
 // instanceByPID finds the instance with the given PID.
 func (op *operator) instanceByPID(pid *actor.PID) *instance {
+	op.mu.Lock()
+	defer op.mu.Unlock()
 	for _, inst := range op.instances {
 		if inst.pid.Id == pid.Id {
 			return inst
@@ -124,20 +122,18 @@ func (op *operator) instanceByPID(pid *actor.PID) *instance {
 // supervisorActor is the parent of an operator's instances on a node.
 type supervisorActor struct{ op *operator }
 
-// Receive spawns the instances on request.
+// Receive spawns instances on request.
 func (s *supervisorActor) Receive(ctx actor.Context) {
 	msg, ok := ctx.Message().(spawnMsg)
 	if !ok {
 		return
 	}
-	for _, inst := range s.op.instances {
-		props := actor.PropsFromProducer(inst.newIncarnation)
-		if _, err := ctx.SpawnNamed(props, fmt.Sprint(inst.index)); err != nil {
-			msg.done <- fmt.Errorf("spawn instance %d: %w", inst.index, err)
-			return
-		}
+	k := msg.inst.key
+	_, err := ctx.SpawnNamed(actor.PropsFromProducer(msg.inst.newIncarnation), fmt.Sprintf("%d.%d", k.epoch, k.index))
+	if err != nil {
+		err = fmt.Errorf("spawn instance %s: %w", k, err)
 	}
-	msg.done <- nil
+	msg.done <- err
 }
 
 // restartStrategy applies an operator's RestartPolicy to its failing
@@ -155,7 +151,7 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 		sup.StopChildren(child)
 		return
 	}
-	p := s.op.meta.Restart
+	p := inst.spec.Meta.Restart
 	if rs.NumberOfFailures(p.Window) == 0 {
 		rs.Reset()
 	}
@@ -171,10 +167,9 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 	if backoff > p.MaxBackoff || backoff <= 0 {
 		backoff = p.MaxBackoff
 	}
-	s.op.node.log.Warn("operator instance failed; restarting",
-		"operator", s.op.meta.Name, "instance", inst.index, "failures", failures, "backoff", backoff, "reason", fmt.Sprint(reason))
+	inst.log.Warn("operator instance failed; restarting", "failures", failures, "backoff", backoff, "reason", fmt.Sprint(reason))
 	s.op.mu.Lock()
-	defer s.op.mu.Unlock()
+	defer s.op.mu.Unlock() // held until t is in the map: the callback locks too
 	var t *time.Timer
 	t = time.AfterFunc(backoff, func() {
 		s.op.mu.Lock()
@@ -186,13 +181,4 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 		}
 	})
 	s.op.backoff[t] = struct{}{}
-}
-
-// status summarises the operator.
-func (op *operator) status() OperatorStatus {
-	st := OperatorStatus{Name: op.meta.Name, Parallelism: op.meta.Parallelism, Inputs: op.meta.Inputs, Outputs: op.meta.Outputs}
-	for _, inst := range op.instances {
-		st.Instances = append(st.Instances, inst.status())
-	}
-	return st
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"math/rand/v2"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -13,28 +14,48 @@ import (
 // routes produced records to per-destination output buffers, sends them in
 // batches and keeps per-destination credits.
 //
+// When a subscription's layout changes (an instance moved to another node,
+// or the operator was rescaled) the producer freezes that subscription: new
+// records are held, and nothing is sent under the new layout until every
+// batch sent under the old one has been acknowledged or bounced back. Held
+// and bounced records are then routed again under the new layout, bounced
+// ones first, so records of one key keep their order across the move.
+//
 // A producer is not safe for concurrent use.
 type producer struct {
 	node *Node
-	self *actor.PID // receives the acks
+	self *actor.PID // receives the acks and bounces
 
-	version uint64               // route table version the cache was built from
+	table   *routeTable
 	streams map[string][]*subOut // stream → one entry per subscribing operator
-	slots   []*outBuf            // every buffer, indexed by slot
+	subs    map[subKey]*subOut   // the same entries, by stream and operator
+	slots   []*outBuf            // every buffer ever made, indexed by slot
 	rng     *rand.Rand           // shuffle routing
 	dirty   []*outBuf            // buffers holding unsent records
 	mark    []int                // len(recs) of dirty buffers at the start of an attempt
 	anyFull bool                 // some buffer reached BatchSize since the last flush
+	frozen  int                  // number of frozen subscriptions
 
 	lastStream string    // the stream of the previous produce call …
 	lastOuts   []*subOut // … and its subscriptions, to skip the map lookup
 }
 
+type subKey struct{ stream, operator string }
+
 // subOut is a producer's view of one subscription.
 type subOut struct {
 	sub  *subscription
-	bufs []*outBuf // by instance index
+	bufs []*outBuf // by instance index, current layout
 	next int       // round-robin position
+
+	// While frozen: records waiting for the old layout to drain, in order,
+	// and the buffers of old layouts with batches still in flight.
+	frozen    bool
+	needTable bool      // a bounce showed the layout is stale: wait for a new table …
+	retryAt   time.Time // … or until this time, then try the same layout again
+	held      []core.Record
+	heldMark  int // len(held) at the start of the current attempt
+	old       []*outBuf
 }
 
 // outBuf buffers records for one destination instance.
@@ -42,9 +63,11 @@ type outBuf struct {
 	slot     int32
 	stream   string
 	routing  core.Routing
-	dest     *actor.PID
+	dest     *actor.PID // nil when no node hosts the instance
+	owner    *subOut
+	retired  bool // belongs to a previous layout of owner
 	recs     []core.Record
-	inflight int  // batches sent and not yet acknowledged
+	inflight int  // batches sent and not yet acknowledged or bounced
 	isDirty  bool // listed in producer.dirty
 }
 
@@ -53,73 +76,200 @@ func newProducer(n *Node, self *actor.PID, seed uint64) *producer {
 		node:    n,
 		self:    self,
 		streams: make(map[string][]*subOut),
+		subs:    make(map[subKey]*subOut),
 		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 	}
 }
 
-// refresh rebuilds the per-stream cache when the route table changed.
-// Buffers of destinations that still exist are kept with their records,
-// credits and slot numbers; slots are never reused, so a late ack always
-// finds the buffer it belongs to.
-func (p *producer) refresh(t *routeTable) {
-	if t.version == p.version {
+// refresh adopts a newer route table: subscriptions whose layout changed are
+// frozen until the batches sent under the old layout have come back.
+func (p *producer) refresh() {
+	t := p.node.table.Load()
+	if p.table == t {
 		return
 	}
-	p.version = t.version
+	p.table = t
 	p.lastStream, p.lastOuts = "", nil
-	type destStream struct{ addr, id, stream string }
-	old := make(map[destStream]*outBuf, len(p.slots))
-	for _, b := range p.slots {
-		old[destStream{b.dest.Address, b.dest.Id, b.stream}] = b
-	}
+	seen := make(map[subKey]bool)
 	clear(p.streams)
 	for stream, subs := range t.streams {
 		outs := make([]*subOut, 0, len(subs))
 		for _, s := range subs {
-			so := &subOut{sub: s, bufs: make([]*outBuf, len(s.pids))}
-			for i, pid := range s.pids {
-				b := old[destStream{pid.Address, pid.Id, stream}]
-				if b == nil {
-					b = &outBuf{slot: int32(len(p.slots)), stream: stream, dest: pid}
-					p.slots = append(p.slots, b)
-				}
-				b.routing = s.routing
-				so.bufs[i] = b
+			k := subKey{stream, s.operator}
+			seen[k] = true
+			so := p.subs[k]
+			switch {
+			case so == nil:
+				so = &subOut{sub: s}
+				so.bufs = p.newBufs(so, s)
+				p.subs[k] = so
+			case so.needTable || !sameLayout(so.sub, s):
+				p.freeze(so)
+				so.sub = s
+				so.needTable = false
+				so.bufs = p.newBufs(so, s)
+			default:
+				so.sub = s
 			}
 			outs = append(outs, so)
 		}
 		p.streams[stream] = outs
 	}
+	// Subscriptions that disappeared (operator killed): drop what they held.
+	for k, so := range p.subs {
+		if !seen[k] {
+			for _, b := range so.bufs {
+				p.drop(b)
+			}
+			if so.frozen {
+				p.frozen--
+			}
+			delete(p.subs, k)
+		}
+	}
+	for _, so := range p.subs {
+		p.forgetDead(so)
+		p.maybeThaw(so)
+	}
+}
+
+// newBufs makes the output buffers of a subscription layout.
+func (p *producer) newBufs(so *subOut, s *subscription) []*outBuf {
+	bufs := make([]*outBuf, len(s.pids))
+	for i, pid := range s.pids {
+		b := &outBuf{slot: int32(len(p.slots)), stream: s.stream, routing: s.routing, dest: pid, owner: so}
+		p.slots = append(p.slots, b)
+		bufs[i] = b
+	}
+	return bufs
+}
+
+// freeze retires so's current buffers: their unsent records are held, and
+// nothing more is sent until the retired buffers have no batch in flight.
+func (p *producer) freeze(so *subOut) {
+	if !so.frozen {
+		so.frozen = true
+		p.frozen++
+	}
+	for _, b := range so.bufs {
+		b.retired = true
+		so.held = append(so.held, b.recs...)
+		p.drop(b)
+		if b.inflight > 0 {
+			so.old = append(so.old, b)
+		}
+	}
+	so.bufs = nil
+}
+
+// drop empties b and removes it from the dirty list.
+func (p *producer) drop(b *outBuf) {
+	b.recs = nil
+	if !b.isDirty {
+		return
+	}
+	b.isDirty = false
+	for i, d := range p.dirty {
+		if d == b {
+			p.dirty = append(p.dirty[:i], p.dirty[i+1:]...)
+			p.mark = append(p.mark[:i], p.mark[i+1:]...)
+			return
+		}
+	}
+}
+
+// forgetDead gives up on batches in flight to nodes that left the cluster:
+// they are lost with the node (see the guarantees in ARCHITECTURE.md).
+func (p *producer) forgetDead(so *subOut) {
+	keep := so.old[:0]
+	for _, b := range so.old {
+		if b.inflight > 0 && b.dest != nil && !p.table.live[b.dest.Address] {
+			p.node.log.Warn("batches in flight to a node that left are lost", "stream", b.stream, "to", b.dest.String(), "batches", b.inflight)
+			b.inflight = 0
+		}
+		if b.inflight > 0 {
+			keep = append(keep, b)
+		}
+	}
+	so.old = keep
+}
+
+// retryBounced gives up waiting for a new route table for subscriptions
+// whose records were bounced long enough ago: the destination node may
+// simply not have placed the instance yet. It reports whether any
+// subscription is still waiting.
+func (p *producer) retryBounced(now time.Time) (waiting bool) {
+	for _, so := range p.subs {
+		if !so.needTable {
+			continue
+		}
+		if now.Before(so.retryAt) {
+			waiting = true
+			continue
+		}
+		so.needTable = false
+		so.bufs = p.newBufs(so, so.sub)
+		p.maybeThaw(so)
+	}
+	return waiting
+}
+
+// bounceRetry is how long a producer holds bounced records before trying
+// the same layout again.
+const bounceRetry = 50 * time.Millisecond
+
+// maybeThaw routes so's held records under the current layout once nothing
+// is in flight under an old one.
+func (p *producer) maybeThaw(so *subOut) {
+	if !so.frozen || so.needTable || len(so.old) > 0 {
+		return
+	}
+	so.frozen = false
+	p.frozen--
+	held := so.held
+	so.held = nil
+	for _, rec := range held {
+		p.route(so, rec)
+	}
 }
 
 // produce routes rec to every operator subscribed to stream. It returns the
 // number of operators it was routed to.
+//
+// The layout stays fixed during an attempt: a new route table is adopted
+// only in begin, ack and bounce, between attempts.
 func (p *producer) produce(stream string, rec core.Record) int {
-	p.refresh(p.node.table.Load())
 	outs := p.lastOuts
 	if stream != p.lastStream {
 		outs = p.streams[stream]
 		p.lastStream, p.lastOuts = stream, outs
 	}
 	for _, so := range outs {
-		switch so.sub.routing {
-		case core.GroupBy:
-			kg := placement.KeyGroup(rec.Key, so.sub.keyGroups)
-			p.add(so.bufs[placement.InstanceFor(kg, so.sub.keyGroups, len(so.bufs))], rec)
-		case core.RoundRobin:
-			p.add(so.bufs[so.next], rec)
-			if so.next++; so.next == len(so.bufs) {
-				so.next = 0
-			}
-		case core.Broadcast:
-			for _, b := range so.bufs {
-				p.add(b, rec)
-			}
-		default: // Shuffle
-			p.add(so.bufs[p.rng.IntN(len(so.bufs))], rec)
+		if so.frozen {
+			so.held = append(so.held, rec)
+			continue
 		}
+		p.route(so, rec)
 	}
 	return len(outs)
+}
+
+// route appends rec to the buffer(s) its routing picks in so's layout.
+func (p *producer) route(so *subOut, rec core.Record) {
+	switch so.sub.routing {
+	case core.GroupBy:
+		kg := placement.KeyGroup(rec.Key, so.sub.keyGroups)
+		p.add(so.bufs[placement.InstanceFor(kg, so.sub.keyGroups, len(so.bufs))], rec)
+	case core.RoundRobin:
+		p.add(so.bufs[so.next%len(so.bufs)], rec)
+		so.next = (so.next + 1) % len(so.bufs)
+	case core.Broadcast:
+		for _, b := range so.bufs {
+			p.add(b, rec)
+		}
+	default: // Shuffle
+		p.add(so.bufs[p.rng.IntN(len(so.bufs))], rec)
+	}
 }
 
 func (p *producer) add(b *outBuf, rec core.Record) {
@@ -137,11 +287,17 @@ func (p *producer) add(b *outBuf, rec core.Record) {
 	}
 }
 
-// begin marks the start of an attempt: records added after it can be
-// discarded by rollback.
+// begin adopts the latest route table and marks the start of an attempt:
+// records added after it can be discarded by rollback.
 func (p *producer) begin() {
+	p.refresh()
 	for i, b := range p.dirty {
 		p.mark[i] = len(b.recs)
+	}
+	if p.frozen > 0 {
+		for _, so := range p.subs {
+			so.heldMark = len(so.held)
+		}
 	}
 }
 
@@ -151,6 +307,27 @@ func (p *producer) rollback() {
 		clear(b.recs[p.mark[i]:])
 		b.recs = b.recs[:p.mark[i]]
 	}
+	if p.frozen > 0 {
+		for _, so := range p.subs {
+			if so.frozen && so.heldMark <= len(so.held) {
+				clear(so.held[so.heldMark:])
+				so.held = so.held[:so.heldMark]
+			}
+		}
+	}
+}
+
+// pending reports whether any record is waiting to be sent.
+func (p *producer) pending() bool {
+	if p.frozen > 0 {
+		return true
+	}
+	for _, b := range p.dirty {
+		if len(b.recs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // flushFull sends full buffers that have credit, if there are any.
@@ -160,26 +337,17 @@ func (p *producer) flushFull() {
 	}
 }
 
-// pending reports whether any record is waiting to be sent.
-func (p *producer) pending() bool {
-	for _, b := range p.dirty {
-		if len(b.recs) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // flush sends buffers that have credit: all of them when all is true, only
-// full ones otherwise. It reports whether some full buffer could not be sent
-// for lack of credit, which means the owner must stop taking input.
+// full ones otherwise. It reports whether the producer must stop taking
+// input: a full buffer has no credit, or too many records are held by
+// frozen subscriptions.
 func (p *producer) flush(all bool) (blocked bool) {
 	size, credits := p.node.cfg.BatchSize, p.node.cfg.Credits
 	p.anyFull = false
 	keep := p.dirty[:0]
 	marks := p.mark[:0]
 	for _, b := range p.dirty {
-		for len(b.recs) > 0 && (all || len(b.recs) >= size) && b.inflight < credits {
+		for b.dest != nil && len(b.recs) > 0 && (all || len(b.recs) >= size) && b.inflight < credits {
 			n := min(len(b.recs), size)
 			p.send(b, b.recs[:n:n])
 			b.recs = b.recs[n:]
@@ -189,7 +357,7 @@ func (p *producer) flush(all bool) (blocked bool) {
 			b.isDirty = false
 			continue
 		}
-		if len(b.recs) >= size && b.inflight >= credits {
+		if len(b.recs) >= size && (b.dest == nil || b.inflight >= credits) {
 			blocked = true
 			p.anyFull = true
 		}
@@ -197,24 +365,72 @@ func (p *producer) flush(all bool) (blocked bool) {
 		marks = append(marks, len(b.recs))
 	}
 	p.dirty, p.mark = keep, marks
+	if p.frozen > 0 {
+		for _, so := range p.subs {
+			if len(so.held) >= size*credits {
+				blocked = true
+			}
+		}
+	}
 	return blocked
 }
 
 func (p *producer) send(b *outBuf, recs []core.Record) {
 	b.inflight++
-	p.node.queued.Add(int64(len(recs)))
-	p.node.system.Root.Send(b.dest, &batchMsg{
-		stream:  b.stream,
-		routing: b.routing,
-		from:    p.self,
-		slot:    b.slot,
-		records: recs,
-	})
+	if b.dest.Address == p.table.local {
+		p.node.queued.Add(int64(len(recs)))
+		p.node.system.Root.Send(b.dest, &batchMsg{stream: b.stream, routing: b.routing, from: p.self, slot: b.slot, records: recs})
+		return
+	}
+	p.node.system.Root.Send(actor.NewPID(b.dest.Address, dispatcherName), toWireBatch(b.dest.Id, b.stream, b.routing, p.self, b.slot, recs))
 }
 
 // ack returns a credit to slot's buffer.
 func (p *producer) ack(slot int32) {
-	if int(slot) < len(p.slots) && p.slots[slot].inflight > 0 {
-		p.slots[slot].inflight--
+	if int(slot) >= len(p.slots) {
+		return
 	}
+	b := p.slots[slot]
+	if b.inflight > 0 {
+		b.inflight--
+	}
+	if b.retired && b.inflight == 0 {
+		p.settleOld(b.owner)
+	}
+}
+
+// bounce takes back a batch the destination did not process: its records
+// are held for the subscription's next layout, ahead of newer records.
+func (p *producer) bounce(slot int32, recs []core.Record) {
+	if int(slot) >= len(p.slots) {
+		return
+	}
+	b := p.slots[slot]
+	if b.inflight > 0 {
+		b.inflight--
+	}
+	so := b.owner
+	p.refresh()
+	if !b.retired {
+		// The destination moved on before this producer saw a new table,
+		// or has not yet placed the instance: hold everything until a new
+		// table arrives or bounceRetry passes.
+		so.needTable = true
+		so.retryAt = time.Now().Add(bounceRetry)
+		p.freeze(so)
+	}
+	so.held = append(append(make([]core.Record, 0, len(recs)+len(so.held)), recs...), so.held...)
+	p.settleOld(so)
+}
+
+// settleOld drops drained old buffers and thaws so when it can.
+func (p *producer) settleOld(so *subOut) {
+	keep := so.old[:0]
+	for _, b := range so.old {
+		if b.inflight > 0 {
+			keep = append(keep, b)
+		}
+	}
+	so.old = keep
+	p.maybeThaw(so)
 }

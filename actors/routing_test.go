@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ type counter struct {
 	input       string
 	parallelism int
 	owners      *owners
+	total       *atomic.Int64 // records counted, across instances and nodes
 }
 
 type owners struct {
@@ -60,6 +62,9 @@ func (c *counter) ProcessRecord(ctx core.Context, rec core.Record) error {
 		return err
 	}
 	ctx.State().Set(rec.Key, append(binary.BigEndian.AppendUint64(nil, n+1), me))
+	if c.total != nil {
+		c.total.Add(1)
+	}
 	return nil
 }
 func (c *counter) ProcessTimer(core.Context, string, time.Time) error { return nil }

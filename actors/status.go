@@ -2,20 +2,27 @@ package actors
 
 import "github.com/sluicehq/sluice/internal/core"
 
-// OperatorStatus describes one operator on a node.
+// OperatorStatus describes one operator and its instances on a node.
 type OperatorStatus struct {
 	Name        string
+	Kind        string
 	Parallelism int
+	Epoch       int64
 	Inputs      []core.Input
 	Outputs     []string
-	Instances   []InstanceStatus
+	// Instances are the instances on this node (of any epoch, in any mode).
+	Instances []InstanceStatus
 }
 
-// InstanceStatus describes one operator instance.
+// InstanceStatus describes one operator instance on a node.
 type InstanceStatus struct {
 	Index int
+	Epoch int64
 	Node  string
-	// State is "starting", "running", "restarting", "failed" or "stopped".
+	// FirstGroup and EndGroup bound the key groups the instance owns.
+	FirstGroup, EndGroup int
+	// State is "awaiting" (waiting for its state), "running",
+	// "restarting", "failed", "released" (moved elsewhere) or "stopped".
 	State string
 	// Restarts counts restarts since the node started.
 	Restarts int
@@ -37,8 +44,11 @@ func (i *instance) status() InstanceStatus {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return InstanceStatus{
-		Index:        i.index,
+		Index:        i.key.index,
+		Epoch:        i.key.epoch,
 		Node:         i.node.cfg.NodeID,
+		FirstGroup:   i.lo,
+		EndGroup:     i.hi,
 		State:        i.state,
 		Restarts:     i.restarts,
 		Processed:    i.processed.Load(),

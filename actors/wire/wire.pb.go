@@ -25,6 +25,52 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type HandoffReply_Status int32
+
+const (
+	HandoffReply_DONE    HandoffReply_Status = 0
+	HandoffReply_NOT_YET HandoffReply_Status = 1
+)
+
+// Enum value maps for HandoffReply_Status.
+var (
+	HandoffReply_Status_name = map[int32]string{
+		0: "DONE",
+		1: "NOT_YET",
+	}
+	HandoffReply_Status_value = map[string]int32{
+		"DONE":    0,
+		"NOT_YET": 1,
+	}
+)
+
+func (x HandoffReply_Status) Enum() *HandoffReply_Status {
+	p := new(HandoffReply_Status)
+	*p = x
+	return p
+}
+
+func (x HandoffReply_Status) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (HandoffReply_Status) Descriptor() protoreflect.EnumDescriptor {
+	return file_wire_proto_enumTypes[0].Descriptor()
+}
+
+func (HandoffReply_Status) Type() protoreflect.EnumType {
+	return &file_wire_proto_enumTypes[0]
+}
+
+func (x HandoffReply_Status) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use HandoffReply_Status.Descriptor instead.
+func (HandoffReply_Status) EnumDescriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{7, 0}
+}
+
 // Header is one record header.
 type Header struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -151,12 +197,16 @@ func (x *Record) GetHeaders() []*Header {
 // operator instance. The receiver answers with Ack (processed) or Bounce
 // (not processed here: the instance moved).
 type RecordBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Stream        string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
-	Routing       int32                  `protobuf:"varint,2,opt,name=routing,proto3" json:"routing,omitempty"`
-	From          *actor.PID             `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
-	Slot          int32                  `protobuf:"varint,4,opt,name=slot,proto3" json:"slot,omitempty"`
-	Records       []*Record              `protobuf:"bytes,5,rep,name=records,proto3" json:"records,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Stream  string                 `protobuf:"bytes,1,opt,name=stream,proto3" json:"stream,omitempty"`
+	Routing int32                  `protobuf:"varint,2,opt,name=routing,proto3" json:"routing,omitempty"`
+	From    *actor.PID             `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
+	Slot    int32                  `protobuf:"varint,4,opt,name=slot,proto3" json:"slot,omitempty"`
+	Records []*Record              `protobuf:"bytes,5,rep,name=records,proto3" json:"records,omitempty"`
+	// target is the actor id of the destination instance; batches go to the
+	// receiving node's dispatcher, which bounces them if the instance is not
+	// (or no longer) there.
+	Target        string `protobuf:"bytes,6,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -224,6 +274,13 @@ func (x *RecordBatch) GetRecords() []*Record {
 		return x.Records
 	}
 	return nil
+}
+
+func (x *RecordBatch) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
 }
 
 // Ack returns one credit for the producer's output slot.
@@ -378,26 +435,288 @@ func (x *KV) GetValue() []byte {
 	return nil
 }
 
-// HandoffChunk carries part of the state (key groups [first_group,
-// end_group) of an operator) from an instance's old owner to its new one.
+// HandoffRequest asks a node for the state of key groups [first_group,
+// end_group) of an operator, on behalf of the instance that now owns them
+// on the requesting node. The node answers with HandoffReply: NOT_YET while
+// it still runs an overlapping instance itself, DONE once it has shipped
+// (as HandoffChunks to reply_to) every such key group it held.
+type HandoffRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Operator   string                 `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	Epoch      int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Index      int32                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	FirstGroup int32                  `protobuf:"varint,4,opt,name=first_group,json=firstGroup,proto3" json:"first_group,omitempty"`
+	EndGroup   int32                  `protobuf:"varint,5,opt,name=end_group,json=endGroup,proto3" json:"end_group,omitempty"`
+	Requester  string                 `protobuf:"bytes,6,opt,name=requester,proto3" json:"requester,omitempty"`
+	ReplyTo    *actor.PID             `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
+	// acquisition identifies the requester's acquisition, so that answers
+	// to an earlier, abandoned one are not taken for answers to this one.
+	Acquisition   uint64 `protobuf:"varint,8,opt,name=acquisition,proto3" json:"acquisition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffRequest) Reset() {
+	*x = HandoffRequest{}
+	mi := &file_wire_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffRequest) ProtoMessage() {}
+
+func (x *HandoffRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffRequest.ProtoReflect.Descriptor instead.
+func (*HandoffRequest) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *HandoffRequest) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *HandoffRequest) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *HandoffRequest) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *HandoffRequest) GetFirstGroup() int32 {
+	if x != nil {
+		return x.FirstGroup
+	}
+	return 0
+}
+
+func (x *HandoffRequest) GetEndGroup() int32 {
+	if x != nil {
+		return x.EndGroup
+	}
+	return 0
+}
+
+func (x *HandoffRequest) GetRequester() string {
+	if x != nil {
+		return x.Requester
+	}
+	return ""
+}
+
+func (x *HandoffRequest) GetReplyTo() *actor.PID {
+	if x != nil {
+		return x.ReplyTo
+	}
+	return nil
+}
+
+func (x *HandoffRequest) GetAcquisition() uint64 {
+	if x != nil {
+		return x.Acquisition
+	}
+	return 0
+}
+
+// HandoffReply answers a HandoffRequest.
+type HandoffReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Operator      string                 `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Index         int32                  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	Node          string                 `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	Status        HandoffReply_Status    `protobuf:"varint,5,opt,name=status,proto3,enum=sluice.wire.HandoffReply_Status" json:"status,omitempty"`
+	GroupsShipped int32                  `protobuf:"varint,6,opt,name=groups_shipped,json=groupsShipped,proto3" json:"groups_shipped,omitempty"`
+	Acquisition   uint64                 `protobuf:"varint,7,opt,name=acquisition,proto3" json:"acquisition,omitempty"`
+	// members is the replier's view of the cluster: the requester also asks
+	// the members it did not know of, which may hold the state.
+	Members       []*Peer `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffReply) Reset() {
+	*x = HandoffReply{}
+	mi := &file_wire_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffReply) ProtoMessage() {}
+
+func (x *HandoffReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffReply.ProtoReflect.Descriptor instead.
+func (*HandoffReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *HandoffReply) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+func (x *HandoffReply) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *HandoffReply) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *HandoffReply) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *HandoffReply) GetStatus() HandoffReply_Status {
+	if x != nil {
+		return x.Status
+	}
+	return HandoffReply_DONE
+}
+
+func (x *HandoffReply) GetGroupsShipped() int32 {
+	if x != nil {
+		return x.GroupsShipped
+	}
+	return 0
+}
+
+func (x *HandoffReply) GetAcquisition() uint64 {
+	if x != nil {
+		return x.Acquisition
+	}
+	return 0
+}
+
+func (x *HandoffReply) GetMembers() []*Peer {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+// Peer is a cluster member's id and actor address.
+type Peer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Peer) Reset() {
+	*x = Peer{}
+	mi := &file_wire_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Peer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Peer) ProtoMessage() {}
+
+func (x *Peer) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Peer.ProtoReflect.Descriptor instead.
+func (*Peer) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Peer) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Peer) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+// HandoffChunk carries part of the data of key groups [first_group,
+// end_group) of an operator. The first chunk of a range has replace set:
+// the receiver drops whatever it held in those groups before writing.
+// It is sent as a request; the receiver answers with HandoffAck once the
+// chunk is durable.
 type HandoffChunk struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Operator      string                 `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
-	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
-	FirstGroup    int32                  `protobuf:"varint,3,opt,name=first_group,json=firstGroup,proto3" json:"first_group,omitempty"`
-	EndGroup      int32                  `protobuf:"varint,4,opt,name=end_group,json=endGroup,proto3" json:"end_group,omitempty"`
-	Seq           int64                  `protobuf:"varint,5,opt,name=seq,proto3" json:"seq,omitempty"`
-	Kvs           []*KV                  `protobuf:"bytes,6,rep,name=kvs,proto3" json:"kvs,omitempty"`
-	Last          bool                   `protobuf:"varint,7,opt,name=last,proto3" json:"last,omitempty"`
-	FromNode      string                 `protobuf:"bytes,8,opt,name=from_node,json=fromNode,proto3" json:"from_node,omitempty"`
-	Epoch         int64                  `protobuf:"varint,9,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	FirstGroup    int32                  `protobuf:"varint,2,opt,name=first_group,json=firstGroup,proto3" json:"first_group,omitempty"`
+	EndGroup      int32                  `protobuf:"varint,3,opt,name=end_group,json=endGroup,proto3" json:"end_group,omitempty"`
+	Replace       bool                   `protobuf:"varint,4,opt,name=replace,proto3" json:"replace,omitempty"`
+	Kvs           []*KV                  `protobuf:"bytes,5,rep,name=kvs,proto3" json:"kvs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HandoffChunk) Reset() {
 	*x = HandoffChunk{}
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_wire_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -409,7 +728,7 @@ func (x *HandoffChunk) String() string {
 func (*HandoffChunk) ProtoMessage() {}
 
 func (x *HandoffChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_wire_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -422,7 +741,7 @@ func (x *HandoffChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffChunk.ProtoReflect.Descriptor instead.
 func (*HandoffChunk) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{6}
+	return file_wire_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HandoffChunk) GetOperator() string {
@@ -430,13 +749,6 @@ func (x *HandoffChunk) GetOperator() string {
 		return x.Operator
 	}
 	return ""
-}
-
-func (x *HandoffChunk) GetIndex() int32 {
-	if x != nil {
-		return x.Index
-	}
-	return 0
 }
 
 func (x *HandoffChunk) GetFirstGroup() int32 {
@@ -453,11 +765,11 @@ func (x *HandoffChunk) GetEndGroup() int32 {
 	return 0
 }
 
-func (x *HandoffChunk) GetSeq() int64 {
+func (x *HandoffChunk) GetReplace() bool {
 	if x != nil {
-		return x.Seq
+		return x.Replace
 	}
-	return 0
+	return false
 }
 
 func (x *HandoffChunk) GetKvs() []*KV {
@@ -467,41 +779,17 @@ func (x *HandoffChunk) GetKvs() []*KV {
 	return nil
 }
 
-func (x *HandoffChunk) GetLast() bool {
-	if x != nil {
-		return x.Last
-	}
-	return false
-}
-
-func (x *HandoffChunk) GetFromNode() string {
-	if x != nil {
-		return x.FromNode
-	}
-	return ""
-}
-
-func (x *HandoffChunk) GetEpoch() int64 {
-	if x != nil {
-		return x.Epoch
-	}
-	return 0
-}
-
-// HandoffAck acknowledges a HandoffChunk.
+// HandoffAck acknowledges a durable HandoffChunk.
 type HandoffAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Operator      string                 `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
-	Index         int32                  `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
-	Seq           int64                  `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
-	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Error         string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HandoffAck) Reset() {
 	*x = HandoffAck{}
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_wire_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -513,7 +801,7 @@ func (x *HandoffAck) String() string {
 func (*HandoffAck) ProtoMessage() {}
 
 func (x *HandoffAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_wire_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -526,33 +814,58 @@ func (x *HandoffAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAck.ProtoReflect.Descriptor instead.
 func (*HandoffAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *HandoffAck) GetOperator() string {
-	if x != nil {
-		return x.Operator
-	}
-	return ""
-}
-
-func (x *HandoffAck) GetIndex() int32 {
-	if x != nil {
-		return x.Index
-	}
-	return 0
-}
-
-func (x *HandoffAck) GetSeq() int64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
+	return file_wire_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HandoffAck) GetError() string {
 	if x != nil {
 		return x.Error
+	}
+	return ""
+}
+
+// Leaving tells the other nodes that a node is leaving the cluster: they
+// stop placing instances on it and take over what it ran.
+type Leaving struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Leaving) Reset() {
+	*x = Leaving{}
+	mi := &file_wire_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Leaving) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Leaving) ProtoMessage() {}
+
+func (x *Leaving) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Leaving.ProtoReflect.Descriptor instead.
+func (*Leaving) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *Leaving) GetNode() string {
+	if x != nil {
+		return x.Node
 	}
 	return ""
 }
@@ -570,14 +883,15 @@ const file_wire_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12/\n" +
 	"\x14event_time_unix_nano\x18\x03 \x01(\x03R\x11eventTimeUnixNano\x12-\n" +
-	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xa2\x01\n" +
+	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xba\x01\n" +
 	"\vRecordBatch\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x18\n" +
 	"\arouting\x18\x02 \x01(\x05R\arouting\x12\x1e\n" +
 	"\x04from\x18\x03 \x01(\v2\n" +
 	".actor.PIDR\x04from\x12\x12\n" +
 	"\x04slot\x18\x04 \x01(\x05R\x04slot\x12-\n" +
-	"\arecords\x18\x05 \x03(\v2\x13.sluice.wire.RecordR\arecords\"\x19\n" +
+	"\arecords\x18\x05 \x03(\v2\x13.sluice.wire.RecordR\arecords\x12\x16\n" +
+	"\x06target\x18\x06 \x01(\tR\x06target\"\x19\n" +
 	"\x03Ack\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\"K\n" +
 	"\x06Bounce\x12\x12\n" +
@@ -585,24 +899,45 @@ const file_wire_proto_rawDesc = "" +
 	"\arecords\x18\x02 \x03(\v2\x13.sluice.wire.RecordR\arecords\",\n" +
 	"\x02KV\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xfa\x01\n" +
-	"\fHandoffChunk\x12\x1a\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\xfd\x01\n" +
+	"\x0eHandoffRequest\x12\x1a\n" +
 	"\boperator\x18\x01 \x01(\tR\boperator\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x1f\n" +
-	"\vfirst_group\x18\x03 \x01(\x05R\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\x12\x1f\n" +
+	"\vfirst_group\x18\x04 \x01(\x05R\n" +
 	"firstGroup\x12\x1b\n" +
-	"\tend_group\x18\x04 \x01(\x05R\bendGroup\x12\x10\n" +
-	"\x03seq\x18\x05 \x01(\x03R\x03seq\x12!\n" +
-	"\x03kvs\x18\x06 \x03(\v2\x0f.sluice.wire.KVR\x03kvs\x12\x12\n" +
-	"\x04last\x18\a \x01(\bR\x04last\x12\x1b\n" +
-	"\tfrom_node\x18\b \x01(\tR\bfromNode\x12\x14\n" +
-	"\x05epoch\x18\t \x01(\x03R\x05epoch\"f\n" +
-	"\n" +
-	"HandoffAck\x12\x1a\n" +
+	"\tend_group\x18\x05 \x01(\x05R\bendGroup\x12\x1c\n" +
+	"\trequester\x18\x06 \x01(\tR\trequester\x12%\n" +
+	"\breply_to\x18\a \x01(\v2\n" +
+	".actor.PIDR\areplyTo\x12 \n" +
+	"\vacquisition\x18\b \x01(\x04R\vacquisition\"\xbb\x02\n" +
+	"\fHandoffReply\x12\x1a\n" +
 	"\boperator\x18\x01 \x01(\tR\boperator\x12\x14\n" +
-	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x03R\x03seq\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05errorB(Z&github.com/sluicehq/sluice/actors/wireb\x06proto3"
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\x12\x12\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\x128\n" +
+	"\x06status\x18\x05 \x01(\x0e2 .sluice.wire.HandoffReply.StatusR\x06status\x12%\n" +
+	"\x0egroups_shipped\x18\x06 \x01(\x05R\rgroupsShipped\x12 \n" +
+	"\vacquisition\x18\a \x01(\x04R\vacquisition\x12+\n" +
+	"\amembers\x18\b \x03(\v2\x11.sluice.wire.PeerR\amembers\"\x1f\n" +
+	"\x06Status\x12\b\n" +
+	"\x04DONE\x10\x00\x12\v\n" +
+	"\aNOT_YET\x10\x01\"0\n" +
+	"\x04Peer\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\xa5\x01\n" +
+	"\fHandoffChunk\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\tR\boperator\x12\x1f\n" +
+	"\vfirst_group\x18\x02 \x01(\x05R\n" +
+	"firstGroup\x12\x1b\n" +
+	"\tend_group\x18\x03 \x01(\x05R\bendGroup\x12\x18\n" +
+	"\areplace\x18\x04 \x01(\bR\areplace\x12!\n" +
+	"\x03kvs\x18\x05 \x03(\v2\x0f.sluice.wire.KVR\x03kvs\"\"\n" +
+	"\n" +
+	"HandoffAck\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\x1d\n" +
+	"\aLeaving\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04nodeB(Z&github.com/sluicehq/sluice/actors/wireb\x06proto3"
 
 var (
 	file_wire_proto_rawDescOnce sync.Once
@@ -616,29 +951,38 @@ func file_wire_proto_rawDescGZIP() []byte {
 	return file_wire_proto_rawDescData
 }
 
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_wire_proto_goTypes = []any{
-	(*Header)(nil),       // 0: sluice.wire.Header
-	(*Record)(nil),       // 1: sluice.wire.Record
-	(*RecordBatch)(nil),  // 2: sluice.wire.RecordBatch
-	(*Ack)(nil),          // 3: sluice.wire.Ack
-	(*Bounce)(nil),       // 4: sluice.wire.Bounce
-	(*KV)(nil),           // 5: sluice.wire.KV
-	(*HandoffChunk)(nil), // 6: sluice.wire.HandoffChunk
-	(*HandoffAck)(nil),   // 7: sluice.wire.HandoffAck
-	(*actor.PID)(nil),    // 8: actor.PID
+	(HandoffReply_Status)(0), // 0: sluice.wire.HandoffReply.Status
+	(*Header)(nil),           // 1: sluice.wire.Header
+	(*Record)(nil),           // 2: sluice.wire.Record
+	(*RecordBatch)(nil),      // 3: sluice.wire.RecordBatch
+	(*Ack)(nil),              // 4: sluice.wire.Ack
+	(*Bounce)(nil),           // 5: sluice.wire.Bounce
+	(*KV)(nil),               // 6: sluice.wire.KV
+	(*HandoffRequest)(nil),   // 7: sluice.wire.HandoffRequest
+	(*HandoffReply)(nil),     // 8: sluice.wire.HandoffReply
+	(*Peer)(nil),             // 9: sluice.wire.Peer
+	(*HandoffChunk)(nil),     // 10: sluice.wire.HandoffChunk
+	(*HandoffAck)(nil),       // 11: sluice.wire.HandoffAck
+	(*Leaving)(nil),          // 12: sluice.wire.Leaving
+	(*actor.PID)(nil),        // 13: actor.PID
 }
 var file_wire_proto_depIdxs = []int32{
-	0, // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
-	8, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
-	1, // 2: sluice.wire.RecordBatch.records:type_name -> sluice.wire.Record
-	1, // 3: sluice.wire.Bounce.records:type_name -> sluice.wire.Record
-	5, // 4: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	1,  // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
+	13, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
+	2,  // 2: sluice.wire.RecordBatch.records:type_name -> sluice.wire.Record
+	2,  // 3: sluice.wire.Bounce.records:type_name -> sluice.wire.Record
+	13, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
+	0,  // 5: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
+	9,  // 6: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
+	6,  // 7: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -651,13 +995,14 @@ func file_wire_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   8,
+			NumEnums:      1,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_wire_proto_goTypes,
 		DependencyIndexes: file_wire_proto_depIdxs,
+		EnumInfos:         file_wire_proto_enumTypes,
 		MessageInfos:      file_wire_proto_msgTypes,
 	}.Build()
 	File_wire_proto = out.File

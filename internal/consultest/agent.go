@@ -1,0 +1,320 @@
+package consultest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// Timeouts of the agent's life cycle.
+const (
+	readyTimeout = 30 * time.Second // start to leader elected and node in the catalog
+	stopTimeout  = 5 * time.Second  // SIGTERM to exit, before SIGKILL
+	pollEvery    = 50 * time.Millisecond
+	startTries   = 3 // fresh ports after "address already in use"
+)
+
+// Ports are the ports a dev agent listens on, all on 127.0.0.1. The others
+// (DNS, HTTPS, gRPC, gRPC TLS, serf WAN) are disabled.
+type Ports struct {
+	HTTP    int // HTTP API
+	SerfLAN int // gossip, TCP and UDP
+	Server  int // server RPC
+}
+
+// Agent is a Consul dev agent run by a test. Its methods must be called
+// from the test's goroutine (they call t.Fatal on failure), except Addr,
+// Client and Ports, which are safe anywhere.
+type Agent struct {
+	t       testing.TB
+	bin     string
+	dir     string // t.TempDir(): config, data, log, TMPDIR
+	logPath string
+	ports   Ports
+	client  *api.Client
+
+	mu   sync.Mutex
+	proc *process // nil while stopped
+}
+
+// process is one run of the agent.
+type process struct {
+	cmd     *exec.Cmd
+	log     *os.File
+	exited  chan struct{} // closed when cmd.Wait has returned
+	waitErr error         // valid once exited is closed
+}
+
+// Start runs a Consul dev agent on 127.0.0.1 with free ports and returns
+// once it has a leader and answers; the process group is killed and its
+// files removed when the test ends. Start fails t if the binary is missing
+// or the agent is not ready within 30s.
+func Start(t testing.TB) *Agent {
+	t.Helper()
+	a := &Agent{t: t, bin: Binary(t), dir: t.TempDir()}
+	a.logPath = filepath.Join(a.dir, "consul.log")
+	t.Cleanup(a.cleanup)
+
+	var err error
+	for try := 1; try <= startTries; try++ {
+		if a.ports, err = freePorts(); err != nil {
+			t.Fatalf("consultest: pick ports: %v", err)
+		}
+		if err = a.start(); err == nil {
+			if a.client, err = api.NewClient(&api.Config{Address: a.Addr()}); err != nil {
+				t.Fatalf("consultest: api client: %v", err)
+			}
+			return a
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		t.Logf("consultest: try %d: %v; retrying with other ports", try, err)
+	}
+	t.Fatalf("consultest: start consul agent: %v\n%s", err, a.logTail())
+	return nil
+}
+
+// Addr returns the host:port of the agent's HTTP API.
+func (a *Agent) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.ports.HTTP)) }
+
+// Client returns an API client for the agent (no ACL token, no timeout:
+// bound requests with QueryOptions.WithContext).
+func (a *Agent) Client() *api.Client { return a.client }
+
+// Ports returns the agent's ports; they stay the same across Restart.
+func (a *Agent) Ports() Ports { return a.ports }
+
+// LogPath returns the file holding the agent's output across restarts.
+func (a *Agent) LogPath() string { return a.logPath }
+
+// Stop stops the agent (SIGTERM, then SIGKILL to its process group after
+// 5s) and waits for it to exit. Its ports stay remembered for Restart;
+// they are free while it is stopped. Stop on a stopped agent does nothing.
+func (a *Agent) Stop() {
+	a.t.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.proc == nil {
+		return
+	}
+	a.proc.stop()
+	a.proc = nil
+}
+
+// Restart starts a stopped agent again on the same ports and waits until
+// it is ready; a running agent is stopped first. The agent comes back with
+// no state (dev mode, and its data dir is cleared): no services, no
+// checks, a lower Raft index, as after losing a Consul agent.
+func (a *Agent) Restart() {
+	a.t.Helper()
+	a.Stop()
+	if err := a.start(); err != nil {
+		a.t.Fatalf("consultest: restart consul agent on %s: %v\n%s", a.Addr(), err, a.logTail())
+	}
+}
+
+func (a *Agent) cleanup() {
+	a.mu.Lock()
+	if a.proc != nil {
+		a.proc.kill()
+		a.proc = nil
+	}
+	a.mu.Unlock()
+	if a.t.Failed() {
+		a.t.Logf("consultest: consul agent %s log tail (%s):\n%s", a.Addr(), a.logPath, a.logTail())
+	}
+}
+
+// start runs the agent with the current ports and waits until it is
+// ready; on failure the process is killed.
+func (a *Agent) start() error {
+	// Even a dev agent persists local service registrations in its data
+	// dir; a fresh one makes every run start empty.
+	if err := os.RemoveAll(filepath.Join(a.dir, "data")); err != nil {
+		return fmt.Errorf("clear data dir: %w", err)
+	}
+	cfg := filepath.Join(a.dir, "agent.hcl")
+	if err := os.WriteFile(cfg, []byte(a.config()), 0o644); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	logf, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open log: %w", err)
+	}
+	fmt.Fprintf(logf, "==> consultest: starting %s at %s\n", a.bin, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(a.bin, "agent", "-dev", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-config-file", cfg)
+	cmd.Dir = a.dir
+	cmd.Env = append(os.Environ(), "TMPDIR="+a.dir)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // kill the whole group
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("exec %s: %w", a.bin, err)
+	}
+	p := &process{cmd: cmd, log: logf, exited: make(chan struct{})}
+	go func() { // ends when the process exits; stop and kill wait for it
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+
+	a.mu.Lock()
+	a.proc = p
+	a.mu.Unlock()
+	if err := a.waitReady(p); err != nil {
+		a.mu.Lock()
+		p.kill()
+		a.proc = nil
+		a.mu.Unlock()
+		if strings.Contains(a.logTail(), "address already in use") {
+			err = fmt.Errorf("%w (address already in use)", err)
+		}
+		return err
+	}
+	return nil
+}
+
+// config is the agent's HCL: ports picked by freePorts, everything that
+// would open another port or reach the network disabled.
+func (a *Agent) config() string {
+	return fmt.Sprintf(`
+node_name            = "consultest"
+data_dir             = %q
+log_level            = "DEBUG"
+disable_update_check = true
+enable_script_checks = false
+ui_config { enabled = false }
+connect { enabled = false }
+ports {
+  http     = %d
+  serf_lan = %d
+  server   = %d
+  https    = -1
+  grpc     = -1
+  grpc_tls = -1
+  dns      = -1
+  serf_wan = -1
+}
+`, filepath.Join(a.dir, "data"), a.ports.HTTP, a.ports.SerfLAN, a.ports.Server)
+}
+
+// waitReady polls until the agent has a leader and its own node is in the
+// catalog (it has synced), or the process exits, or readyTimeout passes.
+func (a *Agent) waitReady(p *process) error {
+	probe, err := api.NewClient(&api.Config{
+		Address:    a.Addr(),
+		HttpClient: &http.Client{Timeout: 2 * time.Second},
+	})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(readyTimeout)
+	last := errors.New("no answer yet")
+	for {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("consul exited before it was ready: %v", p.waitErr)
+		default:
+		}
+		if leader, err := probe.Status().Leader(); err != nil {
+			last = err
+		} else if leader == "" {
+			last = errors.New("no leader yet")
+		} else if nodes, _, err := probe.Catalog().Nodes(nil); err != nil {
+			last = err
+		} else if len(nodes) == 0 {
+			last = errors.New("own node not in the catalog yet")
+		} else {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %v: %w", readyTimeout, last)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// stop sends SIGTERM to the process group, then SIGKILL after stopTimeout,
+// and waits for the exit.
+func (p *process) stop() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(stopTimeout):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+	p.log.Close()
+}
+
+// kill sends SIGKILL to the process group and waits for the exit.
+func (p *process) kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+	p.log.Close()
+}
+
+func (a *Agent) logTail() string {
+	b, err := os.ReadFile(a.logPath)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return tail(string(b), 60)
+}
+
+// freePorts picks distinct free ports on 127.0.0.1: HTTP and Server free
+// for TCP, SerfLAN for both TCP and UDP. The listeners are held until all
+// are picked, then closed for the agent to bind (a small window in which
+// another process could take one; Start then retries).
+func freePorts() (Ports, error) {
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	pick := func(udp bool) (int, error) {
+		for range 20 {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return 0, err
+			}
+			closers = append(closers, l.Close)
+			port := l.Addr().(*net.TCPAddr).Port
+			if !udp {
+				return port, nil
+			}
+			pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				continue // UDP side taken: keep the TCP one held and try another
+			}
+			closers = append(closers, pc.Close)
+			return port, nil
+		}
+		return 0, errors.New("no port free for both TCP and UDP")
+	}
+	var ps Ports
+	var err error
+	if ps.HTTP, err = pick(false); err != nil {
+		return Ports{}, err
+	}
+	if ps.SerfLAN, err = pick(true); err != nil {
+		return Ports{}, err
+	}
+	if ps.Server, err = pick(false); err != nil {
+		return Ports{}, err
+	}
+	return ps, nil
+}

@@ -1,0 +1,21 @@
+// Package consultest runs real Consul agents for tests.
+//
+// [Start] launches "consul agent -dev" bound to 127.0.0.1, with every port
+// it opens picked at run time and every port it can do without disabled
+// (DNS, HTTPS, gRPC, serf WAN), so tests run in parallel on one machine.
+// It waits until the agent has a leader and has registered itself in the
+// catalog, and registers a cleanup that kills the agent's process group;
+// the agent's log goes to a file in t.TempDir() whose tail is printed when
+// the test fails.
+//
+//	agent := consultest.Start(t)
+//	d, _ := consul.New(consul.Config{Address: agent.Addr()})
+//	...
+//	agent.Stop()    // Consul down
+//	agent.Restart() // back on the same ports, with empty state (dev mode)
+//
+// The binary is Consul v1.14.11 (never 1.15 or later: see [Binary]). It is
+// taken from $SLUICE_CONSUL, else from the cache that scripts/ensure-tool.sh
+// fills, else built by that script. A test that cannot find it fails; it
+// never skips.
+package consultest

@@ -1,0 +1,386 @@
+package mesostest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+)
+
+// Defaults for Config fields left zero.
+const (
+	// DefaultHeartbeatInterval is the Mesos master's default heartbeat
+	// interval for scheduler subscriptions.
+	DefaultHeartbeatInterval = 15 * time.Second
+	// DefaultAllocationInterval is how often the test master runs an
+	// allocation round. (Mesos defaults --allocation_interval to 1s; the
+	// test master is faster so that tests are.)
+	DefaultAllocationInterval = 100 * time.Millisecond
+	// DefaultStatusUpdateRetryInterval is the initial retry interval for
+	// unacknowledged status updates, the agent's
+	// STATUS_UPDATE_RETRY_INTERVAL_MIN.
+	DefaultStatusUpdateRetryInterval = 10 * time.Second
+	// DefaultStatusUpdateMaxRetryInterval caps the exponential retry
+	// backoff, the agent's STATUS_UPDATE_RETRY_INTERVAL_MAX.
+	DefaultStatusUpdateMaxRetryInterval = 10 * time.Minute
+	// DefaultKillGracePeriod is the SIGTERM to SIGKILL escalation delay
+	// used when neither the KILL call nor the TaskInfo has a KillPolicy
+	// (the Mesos command executor's default).
+	DefaultKillGracePeriod = 3 * time.Second
+)
+
+// housekeepingTick is the granularity of time-based work (failover
+// timeouts, offer timeouts, status update retries, allocation rounds).
+const housekeepingTick = 10 * time.Millisecond
+
+// Config configures a Master. The zero value is valid; zero fields take
+// the documented defaults.
+type Config struct {
+	// HeartbeatInterval is advertised in SUBSCRIBED
+	// (heartbeat_interval_seconds) and is the period of HEARTBEAT events.
+	// Default DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+
+	// AllocationInterval is the period of allocation rounds, in which
+	// unused agent resources are offered. Allocation also runs right away
+	// after a subscription, agent registration, task termination, REVIVE
+	// and rescission. Default DefaultAllocationInterval.
+	AllocationInterval time.Duration
+
+	// StatusUpdateRetryInterval is the delay before an unacknowledged
+	// status update is resent; it doubles on every retry up to
+	// StatusUpdateMaxRetryInterval. Default
+	// DefaultStatusUpdateRetryInterval.
+	StatusUpdateRetryInterval time.Duration
+
+	// StatusUpdateMaxRetryInterval caps the retry delay. Default
+	// DefaultStatusUpdateMaxRetryInterval.
+	StatusUpdateMaxRetryInterval time.Duration
+
+	// KillGracePeriod is the default delay between SIGTERM and SIGKILL
+	// when a task is killed. Default DefaultKillGracePeriod.
+	KillGracePeriod time.Duration
+
+	// OfferTimeout, if positive, rescinds offers that are outstanding for
+	// longer (Mesos --offer_timeout). Zero, the Mesos default, never
+	// rescinds.
+	OfferTimeout time.Duration
+
+	// WorkDir is the directory in which the master creates its private
+	// directory for task sandboxes. Default os.TempDir(). The private
+	// directory is removed by Close.
+	WorkDir string
+
+	// Agents are registered before New returns.
+	Agents []AgentSpec
+
+	// Logf, if non-nil, receives diagnostic messages (e.g. testing.T.Logf).
+	// It may be called from any goroutine until Close returns, sometimes
+	// with the master's lock held, so it must not call the Master.
+	Logf func(format string, args ...any)
+}
+
+func (c *Config) setDefaults() {
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.AllocationInterval <= 0 {
+		c.AllocationInterval = DefaultAllocationInterval
+	}
+	if c.StatusUpdateRetryInterval <= 0 {
+		c.StatusUpdateRetryInterval = DefaultStatusUpdateRetryInterval
+	}
+	if c.StatusUpdateMaxRetryInterval <= 0 {
+		c.StatusUpdateMaxRetryInterval = DefaultStatusUpdateMaxRetryInterval
+	}
+	if c.StatusUpdateMaxRetryInterval < c.StatusUpdateRetryInterval {
+		c.StatusUpdateMaxRetryInterval = c.StatusUpdateRetryInterval
+	}
+	if c.KillGracePeriod <= 0 {
+		c.KillGracePeriod = DefaultKillGracePeriod
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = os.TempDir()
+	}
+}
+
+// ErrClosed is returned by control methods called after Close.
+var ErrClosed = errors.New("mesostest: master closed")
+
+// Master is an in-process Mesos master speaking the v1 scheduler HTTP API
+// on 127.0.0.1, with simulated agents whose tasks run as local processes.
+// All methods are safe for concurrent use.
+type Master struct {
+	cfg     Config
+	id      string
+	ln      net.Listener
+	srv     *http.Server
+	baseURL string
+	rootDir string
+
+	done      chan struct{} // closed by Close
+	kick      chan struct{} // requests an allocation round (capacity 1)
+	closeOnce sync.Once
+	closeErr  error
+	wg        sync.WaitGroup // every goroutine the master starts
+
+	mu         sync.Mutex
+	closed     bool
+	changed    chan struct{} // closed and replaced on every state change
+	agents     map[string]*agent
+	agentOrder []string
+	frameworks map[string]*framework
+	fwOrder    []string
+	offers     map[string]*offer
+	tasks      map[taskKey]*task // active: not yet terminal-and-acknowledged
+	allTasks   []*task           // every task ever launched, for snapshots
+	nextFwSeq  int
+	nextOffer  int
+	nextRun    int
+	rounds     uint64
+	nextAlloc  time.Time
+	rrStart    int
+	procs      int
+	subReject  SubscribeRejection
+	acceptFail int
+}
+
+// New starts a test master listening on 127.0.0.1 at a port picked by the
+// kernel. Call Close to stop it.
+func New(cfg Config) (*Master, error) {
+	cfg.setDefaults()
+	root, err := os.MkdirTemp(cfg.WorkDir, "mesostest-")
+	if err != nil {
+		return nil, fmt.Errorf("mesostest: creating work directory: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = os.RemoveAll(root)
+		return nil, fmt.Errorf("mesostest: listening on 127.0.0.1: %w", err)
+	}
+	m := &Master{
+		cfg:        cfg,
+		id:         formatUUID(newUUID()),
+		ln:         ln,
+		baseURL:    "http://" + ln.Addr().String(),
+		rootDir:    root,
+		done:       make(chan struct{}),
+		kick:       make(chan struct{}, 1),
+		changed:    make(chan struct{}),
+		agents:     make(map[string]*agent),
+		frameworks: make(map[string]*framework),
+		offers:     make(map[string]*offer),
+		tasks:      make(map[taskKey]*task),
+	}
+	m.srv = &http.Server{
+		Handler:           m.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+	}
+	for _, spec := range cfg.Agents {
+		if err := m.AddAgentSpec(spec); err != nil {
+			_ = ln.Close()
+			_ = os.RemoveAll(root)
+			return nil, err
+		}
+	}
+	m.wg.Add(2)
+	go func() {
+		defer m.wg.Done()
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.logf("mesostest: HTTP server stopped: %v", err)
+		}
+	}()
+	go m.housekeepingLoop()
+	return m, nil
+}
+
+// ID returns the master's ID. Framework IDs it assigns are prefixed by it.
+func (m *Master) ID() string { return m.id }
+
+// URL returns the master's base URL, "http://127.0.0.1:<port>".
+func (m *Master) URL() string { return m.baseURL }
+
+// Addr returns the master's "127.0.0.1:<port>" listen address.
+func (m *Master) Addr() string { return m.ln.Addr().String() }
+
+// SchedulerEndpoint returns the v1 scheduler API endpoint,
+// URL()+"/api/v1/scheduler", the address to give mesos-go's
+// httpcli.Endpoint.
+func (m *Master) SchedulerEndpoint() string { return m.baseURL + schedulerPath }
+
+// WorkDir returns the private directory holding task sandboxes. It is
+// removed by Close.
+func (m *Master) WorkDir() string { return m.rootDir }
+
+// Close stops the master: subscription streams are closed, every task
+// process is killed (SIGKILL to its process group), all goroutines are
+// stopped and waited for, and the work directory is removed. Close is
+// idempotent; later calls return the first call's result.
+func (m *Master) Close() error {
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		close(m.done)
+		for _, fw := range m.frameworks {
+			if fw.stream != nil {
+				fw.stream.close()
+			}
+		}
+		m.bumpLocked()
+		m.mu.Unlock()
+
+		// Stream handlers and process supervisors watch m.done. Shutdown
+		// waits for in-flight handlers to return.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		var errs []error
+		if err := m.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("mesostest: shutting down HTTP server: %w", err))
+			_ = m.srv.Close()
+		}
+		m.wg.Wait()
+		if err := os.RemoveAll(m.rootDir); err != nil {
+			errs = append(errs, fmt.Errorf("mesostest: removing work directory: %w", err))
+		}
+		m.closeErr = errors.Join(errs...)
+	})
+	return m.closeErr
+}
+
+// WaitUntil blocks until cond returns true or ctx is done. cond is
+// evaluated immediately and again after every state change of the master
+// (task state, process exit, subscription, offer, allocation round ...),
+// so tests can wait for conditions on snapshots (Tasks, Frameworks,
+// Offers, State) without sleeping. cond must not block; it may call any
+// method of m.
+func (m *Master) WaitUntil(ctx context.Context, cond func() bool) error {
+	for {
+		m.mu.Lock()
+		ch := m.changed
+		m.mu.Unlock()
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("mesostest: waiting for condition: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// bumpLocked wakes WaitUntil callers. Callers hold m.mu.
+func (m *Master) bumpLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// unlock releases m.mu after a state change, waking WaitUntil callers.
+func (m *Master) unlock() {
+	m.bumpLocked()
+	m.mu.Unlock()
+}
+
+// kickAllocation requests an allocation round as soon as possible.
+func (m *Master) kickAllocation() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Master) logf(format string, args ...any) {
+	if m.cfg.Logf != nil {
+		m.cfg.Logf(format, args...)
+	}
+}
+
+// housekeepingLoop performs all time-based work: failover timeouts, offer
+// timeouts, status update retries and allocation rounds.
+func (m *Master) housekeepingLoop() {
+	defer m.wg.Done()
+	ticker := time.NewTicker(housekeepingTick)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-m.kick:
+			m.housekeeping(true)
+		case <-ticker.C:
+			m.housekeeping(false)
+		}
+	}
+}
+
+func (m *Master) housekeeping(forceAllocation bool) {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	now := time.Now()
+	changed := m.expireFrameworksLocked(now)
+	if m.expireOffersLocked(now) {
+		changed = true
+	}
+	if m.retryStatusUpdatesLocked(now) {
+		changed = true
+	}
+	if forceAllocation || !now.Before(m.nextAlloc) {
+		m.allocateLocked(now)
+		m.nextAlloc = now.Add(m.cfg.AllocationInterval)
+		changed = true
+	}
+	if changed {
+		m.unlock()
+		return
+	}
+	m.mu.Unlock()
+}
+
+// State is a consistent snapshot of the whole master.
+type State struct {
+	// Agents lists registered and lost agents in registration order.
+	Agents []Agent
+	// Frameworks lists frameworks in first-subscription order, including
+	// removed ones.
+	Frameworks []Framework
+	// Offers lists outstanding offers.
+	Offers []Offer
+	// Tasks lists every task ever launched, in launch order.
+	Tasks []Task
+	// AllocationRounds counts completed allocation rounds. Tests can wait
+	// for it to advance to know that the allocator has considered the
+	// current state (e.g. to assert that a suppressed framework got no
+	// offer).
+	AllocationRounds uint64
+	// RunningProcesses counts live task processes.
+	RunningProcesses int
+}
+
+// State returns a snapshot of the master.
+func (m *Master) State() State {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return State{
+		Agents:           m.agentsLocked(),
+		Frameworks:       m.frameworksLocked(),
+		Offers:           m.offersLocked(),
+		Tasks:            m.tasksLocked(),
+		AllocationRounds: m.rounds,
+		RunningProcesses: m.procs,
+	}
+}
+
+// AllocationRounds returns the number of completed allocation rounds.
+func (m *Master) AllocationRounds() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rounds
+}
