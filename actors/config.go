@@ -27,9 +27,15 @@ type Config struct {
 	// message when there is enough traffic; 0 means 256.
 	BatchSize int
 	// Credits is the number of batches a producer may have sent to one
-	// destination instance that it has not yet processed; it bounds the
-	// memory queued per edge to Credits×BatchSize records. 0 means 8.
+	// destination instance that it has not yet processed. 0 means 8.
 	Credits int
+	// BufferBatches is how many batches a producer may hold for one
+	// destination that has no credit before it stops taking input, so that
+	// a destination that is briefly slow or unreachable (a node that just
+	// died and is not yet detected) does not stall the producer's other
+	// destinations. Memory per edge is bounded by (Credits+BufferBatches)×
+	// BatchSize records. 0 means 32.
+	BufferBatches int
 	// NoSync commits state without waiting for fsync (tests and benchmarks
 	// on slow disks). A process crash then still keeps what was committed;
 	// a machine crash may not.
@@ -73,8 +79,12 @@ type Event struct {
 	Index    int
 	// What is "active" (started processing here), "released" (stopped
 	// processing here because it was placed elsewhere) or "stopped" (the
-	// node stopped).
+	// node stopped) for instance events, and "member-joined" or
+	// "member-left" (with Peer set) when the node's view of the cluster
+	// changes.
 	What string
+	// Peer is the member that joined or left.
+	Peer string
 }
 
 // DefaultConfig returns the configuration used for zero fields.
@@ -90,6 +100,7 @@ func DefaultConfig() Config {
 		CommitInterval: 200 * time.Millisecond,
 		BatchSize:      256,
 		Credits:        8,
+		BufferBatches:  32,
 	}
 }
 
@@ -113,6 +124,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Credits == 0 {
 		c.Credits = d.Credits
+	}
+	if c.BufferBatches == 0 {
+		c.BufferBatches = d.BufferBatches
 	}
 	if c.Cluster != nil {
 		cc := *c.Cluster
@@ -150,6 +164,9 @@ func (c Config) Validate() error {
 	}
 	if c.Credits < 1 {
 		errs = append(errs, fmt.Errorf("credits must be ≥ 1, got %d", c.Credits))
+	}
+	if c.BufferBatches < 1 {
+		errs = append(errs, fmt.Errorf("buffer batches must be ≥ 1, got %d", c.BufferBatches))
 	}
 	if c.Cluster != nil && c.Cluster.Discovery == nil {
 		errs = append(errs, errors.New("cluster: discovery must be set"))

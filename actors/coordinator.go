@@ -175,7 +175,11 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		}
 	case applyMsg:
 		c.applyQueued = false
+		old := c.members
 		c.members = c.pending
+		if c.haveView {
+			c.reportChanges(old, c.members)
+		}
 		c.haveView = true
 		for _, m := range c.members {
 			c.haveSeen[m.ID] = true
@@ -225,6 +229,23 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		c.tick()
 	case coordStateMsg:
 		m.reply <- c.snapshot()
+	}
+}
+
+// reportChanges emits membership events for the difference of two views.
+func (c *coordinator) reportChanges(old, cur []cluster.Member) {
+	was := make(map[string]bool)
+	for _, m := range old {
+		was[m.ID] = true
+	}
+	for _, m := range cur {
+		if !was[m.ID] {
+			c.n.memberEvent("member-joined", m.ID)
+		}
+		delete(was, m.ID)
+	}
+	for id := range was {
+		c.n.memberEvent("member-left", id)
 	}
 }
 

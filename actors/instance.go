@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -53,6 +54,7 @@ type instance struct {
 	closeErrV    error
 	processed    atomic.Int64
 	producedPub  atomic.Int64 // produced, published for status
+	bufferedPub  atomic.Int64 // records waiting in the output buffers, published
 	deadLetters  atomic.Int64
 
 	ctx    context.Context
@@ -82,6 +84,10 @@ type instance struct {
 	curEvent time.Time
 	timerOps []timerOp
 }
+
+// metaProcessed names the stored processed-records counter, kept in the
+// instance's first key group so that it survives restarts and moves.
+const metaProcessed = "processed"
 
 // mode is an instance's role on this node.
 type mode uint8
@@ -289,6 +295,7 @@ func (i *instance) bounceBack(b *batchMsg) {
 // and makes sure partial buffers are flushed once the mailbox is caught up.
 func (i *instance) settle() {
 	i.producedPub.Store(i.produced)
+	defer func() { i.bufferedPub.Store(int64(i.out.buffered())) }()
 	i.scheduleTimers()
 	i.blocked = i.out.flush(false)
 	if !i.flushQueued && i.out.pending() {
@@ -339,7 +346,8 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 		i.out.flushFull()
 	}
 	i.cur = work{}
-	i.processed.Add(int64(len(m.records) - from))
+	n := i.processed.Add(int64(len(m.records) - from))
+	i.store.SetMeta(i.lo, metaProcessed, binary.BigEndian.AppendUint64(nil, uint64(n)))
 	i.node.queued.Add(-int64(len(m.records)))
 	if m.from != nil {
 		i.node.replyAck(m.from, m.slot)
@@ -553,6 +561,9 @@ func (i *instance) activate() {
 	i.timers = newTimerQueue()
 	for _, t := range stored {
 		i.timers.set(t.Group, t.Key, t.At)
+	}
+	if v, ok, err := i.store.GetMeta(i.lo, metaProcessed); err == nil && ok && len(v) == 8 {
+		i.processed.Store(int64(binary.BigEndian.Uint64(v)))
 	}
 	i.node.event(i.key, "active")
 	i.startIncarnation()

@@ -37,7 +37,8 @@ func TestStatePersistsAcrossRestart(t *testing.T) {
 	// The generator resumes from its stored position and the counter from
 	// its stored counts.
 	n = startNode(t, dir, gen(25_000), count)
-	sluicetest.WaitFor(t, time.Minute, "next 15k counted", func() bool { return processed(n, "count") == 15_000 })
+	// Processed counts are stored with the state, so they continue too.
+	sluicetest.WaitFor(t, time.Minute, "next 15k counted", func() bool { return processed(n, "count") == 25_000 })
 	stop(t, n)
 	counts, _ := readCounts(t, dir, "count")
 	for i := 0; i < 1000; i++ {
@@ -133,10 +134,10 @@ func (s *slow) ProcessRecord(core.Context, core.Record) error {
 func (s *slow) ProcessTimer(core.Context, string, time.Time) error { return nil }
 
 func TestBackpressureBoundsQueuedRecords(t *testing.T) {
-	const credits, batch = 4, 64
+	const credits, batch, buffer = 4, 64, 8
 	seen := &atomic.Int64{}
 	n, err := actors.Start(context.Background(), actors.Config{
-		NodeID: "bp", DataDir: t.TempDir(), NoSync: true, Credits: credits, BatchSize: batch, Logger: sluicetest.Logger(t),
+		NodeID: "bp", DataDir: t.TempDir(), NoSync: true, Credits: credits, BatchSize: batch, BufferBatches: buffer, Logger: sluicetest.Logger(t),
 	},
 		func() core.Operator {
 			return &sluicetest.Gen{Name: "fast", Stream: "s", Count: 1 << 40, Key: sluicetest.Key(10), Batch: 1000}
@@ -151,7 +152,7 @@ func TestBackpressureBoundsQueuedRecords(t *testing.T) {
 		defer cancel()
 		_ = n.Stop(ctx)
 	}()
-	var maxQueued atomic.Int64
+	var maxQueued, maxBuffered atomic.Int64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -160,6 +161,9 @@ func TestBackpressureBoundsQueuedRecords(t *testing.T) {
 		for {
 			if q := n.Queued(); q > maxQueued.Load() {
 				maxQueued.Store(q)
+			}
+			if b := n.Buffered(); b > maxBuffered.Load() {
+				maxBuffered.Store(b)
 			}
 			select {
 			case <-done:
@@ -172,12 +176,15 @@ func TestBackpressureBoundsQueuedRecords(t *testing.T) {
 	sluicetest.WaitFor(t, time.Minute, "slow consumer to process 10k records", func() bool { return seen.Load() >= 10_000 })
 	close(done)
 	wg.Wait()
-	// One edge: at most credits batches in flight; the source adds at most
-	// one Poll's worth before it notices it is blocked.
-	bound := int64(credits*batch + 1000)
-	t.Logf("max queued %d records (bound %d) while the consumer processed %d", maxQueued.Load(), bound, seen.Load())
-	if maxQueued.Load() > bound {
+	// One edge: at most credits batches in flight, and at the producer at
+	// most bufferBatches batches plus one Poll's worth (the source notices
+	// it is blocked after a Poll).
+	t.Logf("max queued %d records, max buffered %d, while the consumer processed %d", maxQueued.Load(), maxBuffered.Load(), seen.Load())
+	if bound := int64(credits * batch); maxQueued.Load() > bound {
 		t.Fatalf("max queued %d records, want ≤ %d", maxQueued.Load(), bound)
+	}
+	if bound := int64(buffer*batch + 1000); maxBuffered.Load() > bound {
+		t.Fatalf("max buffered %d records, want ≤ %d", maxBuffered.Load(), bound)
 	}
 	if maxQueued.Load() < batch {
 		t.Fatalf("max queued %d: the test did not load the consumer", maxQueued.Load())

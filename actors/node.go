@@ -278,6 +278,14 @@ func (n *Node) goFunc(f func()) {
 	}()
 }
 
+// memberEvent reports a membership change to Config.OnEvent.
+func (n *Node) memberEvent(what, peer string) {
+	n.log.Info("cluster membership changed", "event", what, "peer", peer)
+	if n.cfg.OnEvent != nil {
+		n.cfg.OnEvent(Event{Time: time.Now(), Node: n.cfg.NodeID, What: what, Peer: peer})
+	}
+}
+
 // event reports an instance lifecycle event to Config.OnEvent.
 func (n *Node) event(k instKey, what string) {
 	if n.cfg.OnEvent != nil {
@@ -346,6 +354,16 @@ func (n *Node) Produce(ctx context.Context, stream string, rec core.Record) erro
 // Queued returns the number of records delivered to instances on this node
 // and not yet processed.
 func (n *Node) Queued() int64 { return n.queued.Load() }
+
+// Buffered returns the number of records produced on this node that wait
+// in output buffers (for credit, or for a moved instance's new owner).
+func (n *Node) Buffered() int64 {
+	var sum int64
+	for _, inst := range n.instances() {
+		sum += inst.bufferedPub.Load()
+	}
+	return sum
+}
 
 // DB returns the node's state database.
 func (n *Node) DB() *persistence.DB { return n.db }
@@ -458,6 +476,9 @@ func (n *Node) abort() {
 	if n.cancel != nil {
 		n.cancel()
 	}
+	if n.coord != nil {
+		_ = n.system.Root.StopFuture(n.coord).Wait()
+	}
 	n.wg.Wait()
 	if n.remote != nil {
 		n.remote.Shutdown(false)
@@ -556,4 +577,13 @@ func (n *Node) Pending(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	return st.pending, nil
+}
+
+// Members returns the node's current view of the cluster.
+func (n *Node) Members(ctx context.Context) ([]cluster.Member, error) {
+	st, err := n.coordState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.members, nil
 }

@@ -343,6 +343,7 @@ func (p *producer) flushFull() {
 // frozen subscriptions.
 func (p *producer) flush(all bool) (blocked bool) {
 	size, credits := p.node.cfg.BatchSize, p.node.cfg.Credits
+	limit := size * p.node.cfg.BufferBatches
 	p.anyFull = false
 	keep := p.dirty[:0]
 	marks := p.mark[:0]
@@ -358,8 +359,10 @@ func (p *producer) flush(all bool) (blocked bool) {
 			continue
 		}
 		if len(b.recs) >= size && (b.dest == nil || b.inflight >= credits) {
-			blocked = true
 			p.anyFull = true
+			if len(b.recs) >= limit {
+				blocked = true
+			}
 		}
 		keep = append(keep, b)
 		marks = append(marks, len(b.recs))
@@ -367,12 +370,26 @@ func (p *producer) flush(all bool) (blocked bool) {
 	p.dirty, p.mark = keep, marks
 	if p.frozen > 0 {
 		for _, so := range p.subs {
-			if len(so.held) >= size*credits {
+			if len(so.held) >= limit {
 				blocked = true
 			}
 		}
 	}
 	return blocked
+}
+
+// buffered returns the number of records waiting to be sent.
+func (p *producer) buffered() int {
+	n := 0
+	for _, b := range p.dirty {
+		n += len(b.recs)
+	}
+	if p.frozen > 0 {
+		for _, so := range p.subs {
+			n += len(so.held)
+		}
+	}
+	return n
 }
 
 func (p *producer) send(b *outBuf, recs []core.Record) {

@@ -27,7 +27,9 @@ type InstanceStatus struct {
 	// Restarts counts restarts since the node started.
 	Restarts int
 	// Processed counts records taken from the instance's inputs (including
-	// those dead-lettered).
+	// those dead-lettered), over the instance's life: the count is stored
+	// with its state and moves with it. Under a rescale each new instance
+	// starts from what its first key group's previous owner stored.
 	Processed int64
 	// Produced counts records the instance produced (dead letters excluded).
 	Produced int64

@@ -10,8 +10,9 @@
 //
 //	0x01 | uvarint(len(op)) | op | key group (2 bytes, big-endian) | class | key
 //
-// where class is 's' for state and 't' for timers (the value of a timer is
-// its due time in Unix nanoseconds, big-endian). All the data of one key
+// where class is 's' for state, 't' for timers (the value of a timer is
+// its due time in Unix nanoseconds, big-endian) and 'm' for the runtime's
+// per-instance bookkeeping (such as its processed-records counter). All the data of one key
 // group of one operator is a single contiguous key range, so a key group can
 // be exported, shipped and ingested as a unit, and an operator's data can be
 // purged with one range deletion. Keys under 0x02 hold node metadata.

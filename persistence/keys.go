@@ -13,6 +13,9 @@ const (
 	ClassState byte = 's'
 	// ClassTimer marks timer keys.
 	ClassTimer byte = 't'
+	// ClassMeta marks the runtime's own per-instance keys (such as the
+	// instance's processed-records counter), which move with the key group.
+	ClassMeta byte = 'm'
 )
 
 // operatorPrefix returns 0x01 | uvarint(len(op)) | op.

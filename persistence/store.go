@@ -200,6 +200,16 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
+// GetMeta returns the runtime's value name in key group kg.
+func (s *Store) GetMeta(kg int, name string) ([]byte, bool, error) {
+	return s.get(s.key(kg, ClassMeta, []byte(name)))
+}
+
+// SetMeta stores the runtime's value name in key group kg.
+func (s *Store) SetMeta(kg int, name string, value []byte) {
+	s.write(s.key(kg, ClassMeta, []byte(name)), bytes.Clone(value))
+}
+
 // Timer is a stored timer.
 type Timer struct {
 	Group int

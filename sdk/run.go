@@ -5,19 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/cluster/consul"
+	"github.com/sluicehq/sluice/control"
 )
 
-// Config configures the embedded runtime. The zero value runs with a data
-// directory "./sluice-data", the default logger and a 200 ms commit
-// interval.
+// Config configures the runtime in this process. The zero value runs the
+// embedded mode: one process, no Consul, state in "./sluice-data".
 type Config struct {
-	// NodeID names this process in logs and status; empty means the host name.
+	// NodeID names this process in logs, status and the cluster; empty
+	// means the host name.
 	NodeID string
 	// DataDir holds the Pebble database with every operator's state.
 	DataDir string
@@ -25,14 +28,35 @@ type Config struct {
 	Logger *slog.Logger
 	// CommitInterval bounds how long state writes stay uncommitted; 0 means 200 ms.
 	CommitInterval time.Duration
-	// BatchSize and Credits tune batching and backpressure; see
-	// actors.Config. 0 means the defaults (256 records, 8 batches).
-	BatchSize, Credits int
+	// BatchSize, Credits and BufferBatches tune batching and backpressure;
+	// see actors.Config. 0 means the defaults (256 records, 8 and 32 batches).
+	BatchSize, Credits, BufferBatches int
 	// NoSync commits state without fsync (tests, benchmarks).
 	NoSync bool
-	// StopTimeout bounds how long Run waits for in-flight records on
-	// shutdown; 0 means 10 s.
+	// StopTimeout bounds how long Run waits for in-flight records (and, in a
+	// cluster, for the handoff of this node's instances) on shutdown; 0
+	// means 30 s.
 	StopTimeout time.Duration
+
+	// Consul is the address of a Consul agent (e.g. "127.0.0.1:8500").
+	// When set, the process joins the cluster ClusterName and runs its
+	// share of the operators' instances; when empty it runs all of them.
+	Consul string
+	// ClusterName is the Consul service name of the cluster; empty means
+	// "sluice".
+	ClusterName string
+	// Bind is the host:port for node-to-node traffic in a cluster; empty
+	// means "127.0.0.1:0" (a free port on loopback).
+	Bind string
+	// Advertise is the host:port other nodes use to reach Bind, if different.
+	Advertise string
+	// HTTP is the address of the control API (see package control); empty
+	// means none, ":0" a free port.
+	HTTP string
+	// Version is announced in the cluster membership.
+	Version string
+	// OnEvent receives instance and membership events (tests, tooling).
+	OnEvent func(actors.Event)
 }
 
 func (c Config) node() actors.Config {
@@ -43,26 +67,67 @@ func (c Config) node() actors.Config {
 		CommitInterval: c.CommitInterval,
 		BatchSize:      c.BatchSize,
 		Credits:        c.Credits,
+		BufferBatches:  c.BufferBatches,
 		NoSync:         c.NoSync,
+		OnEvent:        c.OnEvent,
 	}
 }
 
 // Runtime is a running set of operators in this process.
 type Runtime struct {
 	node *actors.Node
+	http *control.Server
 }
 
 // Start validates the operators' metadata and starts them. Invalid metadata
-// fails with a *MetadataError naming the operator and the field.
+// fails with a *MetadataError naming the operator and the field. With
+// Config.Consul set it joins the cluster first and fails fast when Consul
+// cannot be reached.
 func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, error) {
 	if len(operators) == 0 {
 		return nil, errors.New("sdk: start: no operators given")
 	}
-	n, err := actors.Start(ctx, cfg.node(), operators...)
+	ncfg := cfg.node()
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var (
+		srv *control.Server
+		lis net.Listener
+		err error
+	)
+	if cfg.HTTP != "" {
+		if srv, lis, err = control.Listen(cfg.HTTP, logger); err != nil {
+			return nil, fmt.Errorf("sdk: start: %w", err)
+		}
+	}
+	if cfg.Consul != "" {
+		d, err := consul.New(consul.Config{Address: cfg.Consul, Service: cfg.ClusterName, Logger: logger})
+		if err != nil {
+			closeListener(lis)
+			return nil, fmt.Errorf("sdk: start: %w", err)
+		}
+		ncfg.Cluster = &actors.ClusterConfig{Discovery: d, BindAddr: cfg.Bind, AdvertiseAddr: cfg.Advertise, Version: cfg.Version}
+		if srv != nil {
+			ncfg.Cluster.HTTPAddr = srv.Addr()
+		}
+	}
+	n, err := actors.Start(ctx, ncfg, operators...)
 	if err != nil {
+		closeListener(lis)
 		return nil, err
 	}
-	return &Runtime{node: n}, nil
+	if srv != nil {
+		srv.Serve(lis, n)
+	}
+	return &Runtime{node: n, http: srv}, nil
+}
+
+func closeListener(l net.Listener) {
+	if l != nil {
+		_ = l.Close()
+	}
 }
 
 // Produce sends rec to stream from outside any operator, blocking while the
@@ -71,15 +136,33 @@ func (r *Runtime) Produce(ctx context.Context, stream string, rec Record) error 
 	return r.node.Produce(ctx, stream, rec)
 }
 
-// Status describes every operator and instance.
+// Status describes every operator and its instances in this process.
 func (r *Runtime) Status() []OperatorStatus { return r.node.Status() }
 
 // Node returns the underlying runtime node.
 func (r *Runtime) Node() *actors.Node { return r.node }
 
-// Stop stops sources, lets in-flight records finish (until ctx is done),
-// commits all state and closes the database. It is safe to call twice.
-func (r *Runtime) Stop(ctx context.Context) error { return r.node.Stop(ctx) }
+// HTTPAddr returns the control API's address, or "" when it is off.
+func (r *Runtime) HTTPAddr() string {
+	if r.http == nil {
+		return ""
+	}
+	return r.http.Addr()
+}
+
+// Stop stops the runtime: in a cluster this process first hands its
+// instances and their state to the other nodes; then sources stop,
+// in-flight records finish (until ctx is done), all state is committed and
+// the database closed. It is safe to call twice.
+func (r *Runtime) Stop(ctx context.Context) error {
+	err := r.node.Stop(ctx)
+	if r.http != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, r.http.Shutdown(sctx))
+	}
+	return err
+}
 
 // Run starts the operators and runs them until ctx is cancelled or the
 // process receives SIGINT or SIGTERM, then stops cleanly.
@@ -93,7 +176,7 @@ func Run(ctx context.Context, cfg Config, operators ...Factory) error {
 	<-ctx.Done()
 	timeout := cfg.StopTimeout
 	if timeout == 0 {
-		timeout = 10 * time.Second
+		timeout = 30 * time.Second
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -242,3 +242,21 @@ func ValidName(s string) error {
 	}
 	return nil
 }
+
+// MarshalText encodes the routing by name, as in manifests and JSON.
+func (r Routing) MarshalText() ([]byte, error) {
+	if r < Shuffle || r > Broadcast {
+		return nil, fmt.Errorf("unknown routing %d", int(r))
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText decodes a routing name (see ParseRouting).
+func (r *Routing) UnmarshalText(b []byte) error {
+	v, err := ParseRouting(string(b))
+	if err != nil {
+		return err
+	}
+	*r = v
+	return nil
+}

@@ -1,0 +1,130 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/cluster"
+)
+
+// Node is what the control API needs from a running node.
+type Node interface {
+	ID() string
+	Address() string
+	Status() []actors.OperatorStatus
+	Members(ctx context.Context) ([]cluster.Member, error)
+	Pending(ctx context.Context) ([]string, error)
+	Queued() int64
+	Buffered() int64
+}
+
+var _ Node = (*actors.Node)(nil)
+
+// Status is the answer of GET /v1/status.
+type Status struct {
+	Node      string                  `json:"node"`
+	Address   string                  `json:"address"`
+	HTTP      string                  `json:"http"`
+	Members   []cluster.Member        `json:"members"`
+	Operators []actors.OperatorStatus `json:"operators"`
+	Pending   []string                `json:"pending"`
+	Queued    int64                   `json:"queued"`
+	Buffered  int64                   `json:"buffered"`
+}
+
+// Server serves the control API of one node.
+type Server struct {
+	node Node
+	log  *slog.Logger
+	http *http.Server
+	addr string
+	mux  *http.ServeMux
+	done chan error
+}
+
+// Listen opens the control API's listener on addr (":0" picks a port), so
+// that its address is known before the node starts. Serve must follow.
+func Listen(addr string, log *slog.Logger) (*Server, net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("control: listen on %s: %w", addr, err)
+	}
+	s := &Server{log: log, addr: l.Addr().String(), mux: http.NewServeMux(), done: make(chan error, 1)}
+	return s, l, nil
+}
+
+// Addr returns the address the server listens on.
+func (s *Server) Addr() string { return s.addr }
+
+// Handle registers an extra handler (e.g. /metrics) before Serve.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Serve serves the API for node on l until Shutdown.
+func (s *Server) Serve(l net.Listener, node Node) {
+	s.node = node
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	s.mux.HandleFunc("GET /v1/status", s.status)
+	s.mux.HandleFunc("GET /v1/nodes", s.nodes)
+	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.done <- s.http.Serve(l) }()
+}
+
+// Shutdown stops the server, waiting for requests in progress until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if s.http == nil {
+		return nil
+	}
+	err := s.http.Shutdown(ctx)
+	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	members, err := s.node.Members(ctx)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	pending, err := s.node.Pending(ctx)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Status{
+		Node: s.node.ID(), Address: s.node.Address(), HTTP: s.addr,
+		Members: members, Operators: s.node.Status(), Pending: pending,
+		Queued: s.node.Queued(), Buffered: s.node.Buffered(),
+	})
+}
+
+func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
+	members, err := s.node.Members(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, members)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, map[string]string{"error": err.Error()})
+}

@@ -1,0 +1,299 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/control"
+)
+
+// nodeBinary is the testnode binary built by TestMain.
+var nodeBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sluice-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	nodeBinary = filepath.Join(dir, "testnode")
+	args := []string{"build", "-o", nodeBinary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "github.com/sluicehq/sluice/internal/testnode")...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building testnode:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// node is one running testnode process.
+type node struct {
+	id     string
+	http   string
+	data   string
+	events string
+	cmd    *exec.Cmd
+	logs   *os.File
+	done   chan error
+}
+
+// cluster is a set of node processes sharing a Consul agent and flags.
+type cluster struct {
+	t      *testing.T
+	consul string
+	flags  []string
+	dir    string
+	mu     sync.Mutex
+	nodes  map[string]*node
+}
+
+func newCluster(t *testing.T, consulAddr string, flags ...string) *cluster {
+	return &cluster{t: t, consul: consulAddr, flags: flags, dir: t.TempDir(), nodes: map[string]*node{}}
+}
+
+// start launches node id and waits until it reports ready.
+func (c *cluster) start(id string) *node {
+	c.t.Helper()
+	n := &node{id: id, data: filepath.Join(c.dir, id, "data"), events: filepath.Join(c.dir, "events.jsonl"), done: make(chan error, 1)}
+	if err := os.MkdirAll(filepath.Dir(n.data), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	logs, err := os.OpenFile(filepath.Join(c.dir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	n.logs = logs
+	args := append([]string{"-id", id, "-data", n.data, "-consul", c.consul, "-events", n.events}, c.flags...)
+	n.cmd = exec.Command(nodeBinary, args...)
+	n.cmd.Stderr = logs
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	out, err := n.cmd.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := n.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { n.kill() })
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "ready http="); ok {
+				ready <- addr
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	go func() { n.done <- n.cmd.Wait() }()
+	select {
+	case n.http = <-ready:
+	case err := <-n.done:
+		c.t.Fatalf("node %s exited before it was ready: %v\n%s", id, err, c.logTail(id))
+	case <-time.After(60 * time.Second):
+		c.t.Fatalf("node %s not ready after 60s\n%s", id, c.logTail(id))
+	}
+	c.mu.Lock()
+	c.nodes[id] = n
+	c.mu.Unlock()
+	return n
+}
+
+// kill sends SIGKILL to the node's process group and waits for it.
+func (n *node) kill() {
+	if n.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-n.done:
+	case <-time.After(10 * time.Second):
+	}
+	n.logs.Close()
+}
+
+// stop sends SIGTERM (graceful leave) and waits for the process to exit.
+func (c *cluster) stop(id string) {
+	c.t.Helper()
+	n := c.nodes[id]
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-n.done:
+		if err != nil {
+			c.t.Fatalf("node %s exited with %v\n%s", id, err, c.logTail(id))
+		}
+		n.done <- nil // for kill in cleanup
+	case <-time.After(90 * time.Second):
+		c.t.Fatalf("node %s did not stop within 90s\n%s", id, c.logTail(id))
+	}
+	c.mu.Lock()
+	delete(c.nodes, id)
+	c.mu.Unlock()
+}
+
+// crash kills node id with SIGKILL and returns the time of the kill.
+func (c *cluster) crash(id string) time.Time {
+	n := c.nodes[id]
+	at := time.Now()
+	n.kill()
+	c.mu.Lock()
+	delete(c.nodes, id)
+	c.mu.Unlock()
+	return at
+}
+
+// logTail returns the end of a node's log.
+func (c *cluster) logTail(id string) string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, id+".log"))
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// status fetches a node's /v1/status.
+func (n *node) status() (control.Status, error) {
+	var st control.Status
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.http+"/v1/status", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+// processed sums the Processed count of op's running instances over the
+// running nodes (a count moves with its instance).
+func (c *cluster) processed(op string) int64 {
+	c.mu.Lock()
+	nodes := make([]*node, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		nodes = append(nodes, n)
+	}
+	c.mu.Unlock()
+	var sum int64
+	for _, n := range nodes {
+		st, err := n.status()
+		if err != nil {
+			continue
+		}
+		for _, o := range st.Operators {
+			if o.Name != op {
+				continue
+			}
+			for _, in := range o.Instances {
+				if in.State == "running" {
+					sum += in.Processed
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func (c *cluster) waitFor(timeout time.Duration, what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.dumpLogs()
+			c.t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (c *cluster) dumpLogs() {
+	entries, _ := os.ReadDir(c.dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") {
+			c.t.Logf("--- %s ---\n%s", e.Name(), c.logTail(strings.TrimSuffix(e.Name(), ".log")))
+		}
+	}
+}
+
+// events reads every node's events.
+func (c *cluster) events() []actors.Event {
+	c.t.Helper()
+	f, err := os.Open(filepath.Join(c.dir, "events.jsonl"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer f.Close()
+	var out []actors.Event
+	dec := json.NewDecoder(f)
+	for {
+		var e actors.Event
+		if err := dec.Decode(&e); err != nil {
+			break // EOF, or a line cut short by a SIGKILL
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// checkNoDoubleActivity fails the test if an instance was active on two
+// nodes at the same time. A killed node's instance counts as active until
+// the kill.
+func checkNoDoubleActivity(t *testing.T, events []actors.Event, killedAt map[string]time.Time) {
+	t.Helper()
+	type span struct {
+		node       string
+		start, end time.Time
+	}
+	spans := map[string][]*span{}
+	open := map[string]*span{}
+	for _, e := range events {
+		if e.Operator == "" {
+			continue
+		}
+		k := fmt.Sprintf("%s/%d.%d", e.Operator, e.Epoch, e.Index)
+		if e.What == "active" {
+			s := &span{node: e.Node, start: e.Time, end: time.Now().Add(time.Hour)}
+			if at, ok := killedAt[e.Node]; ok {
+				s.end = at
+			}
+			spans[k] = append(spans[k], s)
+			open[k+"@"+e.Node] = s
+		} else if s := open[k+"@"+e.Node]; s != nil {
+			s.end = e.Time
+			delete(open, k+"@"+e.Node)
+		}
+	}
+	n := 0
+	for k, ss := range spans {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].start.Before(ss[j].start) })
+		for i := 1; i < len(ss); i++ {
+			if ss[i].start.Before(ss[i-1].end) {
+				t.Errorf("instance %s active on %s from %s while active on %s until %s", k, ss[i].node,
+					ss[i].start.Format("15:04:05.000"), ss[i-1].node, ss[i-1].end.Format("15:04:05.000"))
+			}
+		}
+		n += len(ss)
+	}
+	t.Logf("checked %d activations of %d instances: none overlapping", n, len(spans))
+}

@@ -1,0 +1,84 @@
+// Package testkinds holds deterministic operators for Sluice's multi-process
+// tests and benchmarks: a generator of numbered records over a fixed key
+// set and a group-by counter whose state can be checked exactly.
+package testkinds
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/connectors/generate"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+// Stream names.
+const (
+	Words  = "words"
+	Counts = "counts"
+)
+
+// Key returns the key of record i among keys keys: "k<i mod keys>".
+func Key(i int64, keys int) string { return "k" + strconv.FormatInt(i%int64(keys), 10) }
+
+// Gen returns a generator of records 0..count-1 with keys Key(i, keys) and
+// values i (decimal), at most rate records/s per instance (0: unlimited).
+func Gen(count int64, keys int, rate float64, parallelism int) sdk.Factory {
+	return func() sdk.Operator {
+		return &generate.Source{Name: "gen", Stream: Words, Count: count, Rate: rate, Parallelism: parallelism, Batch: 256,
+			Make: func(i int64, _ *rand.Rand) sdk.Record {
+				return sdk.Record{Key: []byte(Key(i, keys)), Value: strconv.AppendInt(nil, i, 10), EventTime: time.Now()}
+			}}
+	}
+}
+
+// Counter counts records per key (group-by). Its state value for a key is
+// the count as 8 big-endian bytes. With emit set it also produces every
+// new count to the "counts" stream.
+type Counter struct {
+	Parallelism int
+	Emit        bool
+}
+
+// CounterFactory returns a factory of Counter.
+func CounterFactory(parallelism int, emit bool) sdk.Factory {
+	return func() sdk.Operator { return Counter{Parallelism: parallelism, Emit: emit} }
+}
+
+// Metadata implements sdk.Operator.
+func (c Counter) Metadata() sdk.Metadata {
+	m := sdk.Metadata{Name: "count", Inputs: []sdk.Input{{Stream: Words, Routing: sdk.GroupBy}}, Parallelism: c.Parallelism}
+	if c.Emit {
+		m.Outputs = []string{Counts}
+	}
+	return m
+}
+
+// Init implements sdk.Operator.
+func (Counter) Init(sdk.Context) error { return nil }
+
+// ProcessRecord adds one to the key's count.
+func (c Counter) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
+	n, err := sdk.GetInt64(ctx.State(), rec.Key)
+	if err != nil {
+		return err
+	}
+	sdk.PutInt64(ctx.State(), rec.Key, n+1)
+	if c.Emit {
+		return ctx.Produce(Counts, sdk.Record{Key: rec.Key, Value: sdk.Int64Bytes(n + 1)})
+	}
+	return nil
+}
+
+// ProcessTimer implements sdk.Operator.
+func (Counter) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+
+// DecodeCount decodes a counter state value.
+func DecodeCount(v []byte) (int64, error) {
+	if len(v) != 8 {
+		return 0, errors.New("testkinds: count value is not 8 bytes")
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
