@@ -118,11 +118,11 @@ func TestStoreScanMergesOverlay(t *testing.T) {
 	if err := s.Commit(false); err != nil {
 		t.Fatal(err)
 	}
-	s.Set(2, []byte("a2"), []byte("d-a2"))   // new, uncommitted
-	s.Set(2, []byte("a3"), []byte("d-a3"))   // overwrite
-	s.Delete(2, []byte("a5"))                // delete committed
-	s.Set(2, []byte("a6"), []byte("d-a6"))   // after all committed
-	s.Set(2, []byte("zz"), []byte("no"))     // other prefix
+	s.Set(2, []byte("a2"), []byte("d-a2")) // new, uncommitted
+	s.Set(2, []byte("a3"), []byte("d-a3")) // overwrite
+	s.Delete(2, []byte("a5"))              // delete committed
+	s.Set(2, []byte("a6"), []byte("d-a6")) // after all committed
+	s.Set(2, []byte("zz"), []byte("no"))   // other prefix
 	var got []string
 	err := s.Scan(0, 8, []byte("a"), func(kg int, k, v []byte) error {
 		got = append(got, fmt.Sprintf("%d/%s=%s", kg, k, v))

@@ -87,7 +87,7 @@ func (s *wordSource) Poll(ctx sdk.Context) error {
 	}
 	return nil
 }
-func (s *wordSource) ProcessRecord(sdk.Context, sdk.Record) error        { return nil }
+func (s *wordSource) ProcessRecord(sdk.Context, sdk.Record) error       { return nil }
 func (s *wordSource) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 
 // wordCounter keeps a count per word in state and emits the new count.

@@ -143,4 +143,3 @@ func (Top) ProcessTimer(ctx sdk.Context, _ string, _ time.Time) error {
 	}
 	return ctx.SetTimer("report", time.Now().Add(time.Second))
 }
-
