@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/sluicehq/sluice/actors"
@@ -29,12 +30,15 @@ func main() {
 
 func run() error {
 	var cfg sdk.Config
-	flag.StringVar(&cfg.NodeID, "id", "", "node id")
-	flag.StringVar(&cfg.DataDir, "data", "", "data directory")
-	flag.StringVar(&cfg.Consul, "consul", "", "Consul address (empty: embedded)")
-	flag.StringVar(&cfg.ClusterName, "cluster", "sluice", "cluster (Consul service) name")
-	flag.StringVar(&cfg.HTTP, "http", "127.0.0.1:0", "control API address")
-	flag.StringVar(&cfg.Bind, "bind", "127.0.0.1:0", "node-to-node address")
+	// Defaults come from the environment, so that a launcher (the Mesos
+	// framework, a local-process launcher) can configure the node without
+	// knowing its flags.
+	flag.StringVar(&cfg.NodeID, "id", envOr("SLUICE_NODE_ID", os.Getenv("MESOS_TASK_ID")), "node id ($SLUICE_NODE_ID, else $MESOS_TASK_ID)")
+	flag.StringVar(&cfg.DataDir, "data", envOr("SLUICE_DATA_DIR", sandboxData()), "data directory ($SLUICE_DATA_DIR, else $MESOS_SANDBOX/data)")
+	flag.StringVar(&cfg.Consul, "consul", os.Getenv("SLUICE_CONSUL"), "Consul address ($SLUICE_CONSUL; empty: embedded)")
+	flag.StringVar(&cfg.ClusterName, "cluster", envOr("SLUICE_CLUSTER", "sluice"), "cluster (Consul service) name ($SLUICE_CLUSTER)")
+	flag.StringVar(&cfg.HTTP, "http", envOr("SLUICE_HTTP", "127.0.0.1:0"), "control API address ($SLUICE_HTTP)")
+	flag.StringVar(&cfg.Bind, "bind", envOr("SLUICE_BIND", "127.0.0.1:0"), "node-to-node address ($SLUICE_BIND)")
 	records := flag.Int64("records", 1_000_000, "records the generator produces in total")
 	keys := flag.Int("keys", 10_000, "distinct keys")
 	rate := flag.Float64("rate", 0, "records/s per generator instance (0: unlimited)")
@@ -44,6 +48,9 @@ func run() error {
 	events := flag.String("events", "", "file to append instance and membership events to (JSON lines)")
 	level := flag.String("log-level", "info", "log level")
 	flag.Parse()
+	if err := applyEnvInts(); err != nil {
+		return err
+	}
 
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
@@ -76,4 +83,38 @@ func run() error {
 	}
 	fmt.Printf("ready http=%s\n", rt.HTTPAddr())
 	return wait(rt)
+}
+
+// envOr returns $name, or def when it is empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// sandboxData returns $MESOS_SANDBOX/data when running as a Mesos task.
+func sandboxData() string {
+	if sb := os.Getenv("MESOS_SANDBOX"); sb != "" {
+		return sb + "/data"
+	}
+	return ""
+}
+
+// applyEnvInts sets flags not given on the command line from
+// SLUICE_TEST_<FLAG> variables (e.g. SLUICE_TEST_RECORDS), for launchers
+// that pass only an environment.
+func applyEnvInts() error {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	flag.VisitAll(func(f *flag.Flag) {
+		name := "SLUICE_TEST_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := os.Getenv(name); v != "" && !set[f.Name] && err == nil {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", name, v, e)
+			}
+		}
+	})
+	return err
 }
