@@ -34,12 +34,16 @@ type Config struct {
 	// a destination that is briefly slow or unreachable (a node that just
 	// died and is not yet detected) does not stall the producer's other
 	// destinations. Memory per edge is bounded by (Credits+BufferBatches)×
-	// BatchSize records. 0 means 32.
+	// BatchSize records. 0 means 8.
 	BufferBatches int
 	// NoSync commits state without waiting for fsync (tests and benchmarks
 	// on slow disks). A process crash then still keeps what was committed;
 	// a machine crash may not.
 	NoSync bool
+	// Host lists the operator kinds this node hosts; empty means every kind
+	// it has a factory for. The others are still routed to (on nodes that
+	// host them).
+	Host []string
 	// Cluster, when set, makes the node join a cluster; nil runs the
 	// embedded single-node mode.
 	Cluster *ClusterConfig
@@ -100,7 +104,7 @@ func DefaultConfig() Config {
 		CommitInterval: 200 * time.Millisecond,
 		BatchSize:      256,
 		Credits:        8,
-		BufferBatches:  32,
+		BufferBatches:  8,
 	}
 }
 

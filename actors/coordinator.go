@@ -705,10 +705,29 @@ func (c *coordinator) publish(owners map[instKey]string) {
 	c.n.ingress.refresh()
 }
 
-// snapshot describes the coordinator's state.
+// hostedElsewhere reports whether a member other than this node, and not
+// leaving, can host op's kind.
+func (c *coordinator) hostedElsewhere(op string) bool {
+	spec, ok := c.topo.find(op)
+	if !ok {
+		return false
+	}
+	for _, m := range c.members {
+		if m.ID != c.selfID && !c.leaving[m.ID] && slices.Contains(m.Kinds, spec.Kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// snapshot describes the coordinator's state. heldGroups counts only the
+// key groups another node could take over.
 func (c *coordinator) snapshot() coordState {
 	var s coordState
-	for _, h := range c.held {
+	for op, h := range c.held {
+		if !c.hostedElsewhere(op) {
+			continue // nobody else could take these groups: they stay here
+		}
 		for _, b := range h {
 			if b {
 				s.heldGroups++

@@ -37,7 +37,11 @@ func newIngress(n *Node) *ingress {
 		case bounceMsg:
 			in.onBounce(m.slot, m.records)
 		case *wire.Bounce:
-			in.onBounce(m.Slot, fromWireRecords(m.Records))
+			if recs, err := wire.DecodeRecords(m.Records); err == nil {
+				in.onBounce(m.Slot, recs)
+			} else {
+				in.onAck(m.Slot)
+			}
 		}
 	}))
 	in.p = newProducer(n, in.pid, uint64(time.Now().UnixNano()))

@@ -185,7 +185,13 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	case bounceMsg:
 		i.onBounce(m.slot, m.records)
 	case *wire.Bounce:
-		i.onBounce(m.Slot, fromWireRecords(m.Records))
+		recs, err := wire.DecodeRecords(m.Records)
+		if err != nil {
+			i.log.Error("dropped a corrupt bounce", "error", err)
+			i.onAck(m.Slot)
+			return
+		}
+		i.onBounce(m.Slot, recs)
 	case flushMsg:
 		i.flushQueued = false
 		i.blocked = i.out.flush(true)

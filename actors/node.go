@@ -107,6 +107,17 @@ func StartTopology(ctx context.Context, cfg Config, kinds map[string]core.Factor
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
+	if len(cfg.Host) > 0 {
+		hosted := make(map[string]core.Factory)
+		for _, k := range cfg.Host {
+			f := kinds[k]
+			if f == nil {
+				return nil, fmt.Errorf("actors: host kind %q: no such operator kind (have %v)", k, sortedKinds(kinds))
+			}
+			hosted[k] = f
+		}
+		kinds = hosted
+	}
 	db, err := persistence.Open(cfg.DataDir, persistence.Options{Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, err)

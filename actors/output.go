@@ -66,7 +66,7 @@ type outBuf struct {
 	dest     *actor.PID // nil when no node hosts the instance
 	owner    *subOut
 	retired  bool // belongs to a previous layout of owner
-	recs     []core.Record
+	recs     recBuf
 	inflight int  // batches sent and not yet acknowledged or bounced
 	isDirty  bool // listed in producer.dirty
 }
@@ -137,7 +137,7 @@ func (p *producer) refresh() {
 func (p *producer) newBufs(so *subOut, s *subscription) []*outBuf {
 	bufs := make([]*outBuf, len(s.pids))
 	for i, pid := range s.pids {
-		b := &outBuf{slot: int32(len(p.slots)), stream: s.stream, routing: s.routing, dest: pid, owner: so}
+		b := &outBuf{slot: int32(len(p.slots)), stream: s.stream, routing: s.routing, dest: pid, owner: so, recs: recBuf{size: p.node.cfg.BatchSize}}
 		p.slots = append(p.slots, b)
 		bufs[i] = b
 	}
@@ -153,7 +153,7 @@ func (p *producer) freeze(so *subOut) {
 	}
 	for _, b := range so.bufs {
 		b.retired = true
-		so.held = append(so.held, b.recs...)
+		so.held = append(so.held, b.recs.Drain()...)
 		p.drop(b)
 		if b.inflight > 0 {
 			so.old = append(so.old, b)
@@ -164,7 +164,7 @@ func (p *producer) freeze(so *subOut) {
 
 // drop empties b and removes it from the dirty list.
 func (p *producer) drop(b *outBuf) {
-	b.recs = nil
+	b.recs.TruncateTo(0)
 	if !b.isDirty {
 		return
 	}
@@ -276,13 +276,10 @@ func (p *producer) add(b *outBuf, rec core.Record) {
 	if !b.isDirty {
 		b.isDirty = true
 		p.dirty = append(p.dirty, b)
-		p.mark = append(p.mark, len(b.recs))
-		if b.recs == nil {
-			b.recs = make([]core.Record, 0, p.node.cfg.BatchSize)
-		}
+		p.mark = append(p.mark, b.recs.Len())
 	}
-	b.recs = append(b.recs, rec)
-	if len(b.recs) >= p.node.cfg.BatchSize {
+	b.recs.Add(rec)
+	if b.recs.Len() >= p.node.cfg.BatchSize {
 		p.anyFull = true
 	}
 }
@@ -292,7 +289,7 @@ func (p *producer) add(b *outBuf, rec core.Record) {
 func (p *producer) begin() {
 	p.refresh()
 	for i, b := range p.dirty {
-		p.mark[i] = len(b.recs)
+		p.mark[i] = b.recs.Len()
 	}
 	if p.frozen > 0 {
 		for _, so := range p.subs {
@@ -304,8 +301,7 @@ func (p *producer) begin() {
 // rollback discards the records added since begin.
 func (p *producer) rollback() {
 	for i, b := range p.dirty {
-		clear(b.recs[p.mark[i]:])
-		b.recs = b.recs[:p.mark[i]]
+		b.recs.TruncateTo(p.mark[i])
 	}
 	if p.frozen > 0 {
 		for _, so := range p.subs {
@@ -323,7 +319,7 @@ func (p *producer) pending() bool {
 		return true
 	}
 	for _, b := range p.dirty {
-		if len(b.recs) > 0 {
+		if b.recs.Len() > 0 {
 			return true
 		}
 	}
@@ -348,24 +344,21 @@ func (p *producer) flush(all bool) (blocked bool) {
 	keep := p.dirty[:0]
 	marks := p.mark[:0]
 	for _, b := range p.dirty {
-		for b.dest != nil && len(b.recs) > 0 && (all || len(b.recs) >= size) && b.inflight < credits {
-			n := min(len(b.recs), size)
-			p.send(b, b.recs[:n:n])
-			b.recs = b.recs[n:]
+		for b.dest != nil && b.recs.Len() > 0 && (all || b.recs.Len() >= size) && b.inflight < credits {
+			p.send(b, b.recs.Take())
 		}
-		if len(b.recs) == 0 {
-			b.recs = nil
+		if b.recs.Len() == 0 {
 			b.isDirty = false
 			continue
 		}
-		if len(b.recs) >= size && (b.dest == nil || b.inflight >= credits) {
+		if b.recs.Len() >= size && (b.dest == nil || b.inflight >= credits) {
 			p.anyFull = true
-			if len(b.recs) >= limit {
+			if b.recs.Len() >= limit {
 				blocked = true
 			}
 		}
 		keep = append(keep, b)
-		marks = append(marks, len(b.recs))
+		marks = append(marks, b.recs.Len())
 	}
 	p.dirty, p.mark = keep, marks
 	if p.frozen > 0 {
@@ -382,7 +375,7 @@ func (p *producer) flush(all bool) (blocked bool) {
 func (p *producer) buffered() int {
 	n := 0
 	for _, b := range p.dirty {
-		n += len(b.recs)
+		n += b.recs.Len()
 	}
 	if p.frozen > 0 {
 		for _, so := range p.subs {

@@ -1,56 +1,14 @@
 package actors
 
 import (
-	"time"
-
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
-// toWireRecords converts records for the wire.
-func toWireRecords(recs []core.Record) []*wire.Record {
-	out := make([]*wire.Record, len(recs))
-	backing := make([]wire.Record, len(recs))
-	for i, r := range recs {
-		w := &backing[i]
-		w.Key, w.Value = r.Key, r.Value
-		if !r.EventTime.IsZero() {
-			w.EventTimeUnixNano = r.EventTime.UnixNano()
-		}
-		if len(r.Headers) > 0 {
-			w.Headers = make([]*wire.Header, len(r.Headers))
-			for j, h := range r.Headers {
-				w.Headers[j] = &wire.Header{Key: h.Key, Value: h.Value}
-			}
-		}
-		out[i] = w
-	}
-	return out
-}
-
-// fromWireRecords converts records received from the wire.
-func fromWireRecords(ws []*wire.Record) []core.Record {
-	out := make([]core.Record, len(ws))
-	for i, w := range ws {
-		r := core.Record{Key: w.Key, Value: w.Value}
-		if w.EventTimeUnixNano != 0 {
-			r.EventTime = time.Unix(0, w.EventTimeUnixNano)
-		}
-		if len(w.Headers) > 0 {
-			r.Headers = make([]core.Header, len(w.Headers))
-			for j, h := range w.Headers {
-				r.Headers[j] = core.Header{Key: h.Key, Value: h.Value}
-			}
-		}
-		out[i] = r
-	}
-	return out
-}
-
 func toWireBatch(target string, stream string, routing core.Routing, from *actor.PID, slot int32, recs []core.Record) *wire.RecordBatch {
-	return &wire.RecordBatch{Target: target, Stream: stream, Routing: int32(routing), From: from, Slot: slot, Records: toWireRecords(recs)}
+	return &wire.RecordBatch{Target: target, Stream: stream, Routing: int32(routing), From: from, Slot: slot, Records: wire.AppendRecords(nil, recs)}
 }
 
 // dispatcherName is the actor id of every node's dispatcher.
@@ -68,9 +26,19 @@ func (d dispatcher) Receive(ctx actor.Context) {
 	if !ok {
 		return
 	}
+	recs, err := wire.DecodeRecords(m.Records)
+	if err != nil {
+		// A corrupt batch from a peer: nothing can be salvaged, and the
+		// producer's credit is returned so that it does not stall.
+		d.n.log.Error("dropped a corrupt record batch", "from", m.From.String(), "stream", m.Stream, "error", err)
+		if m.From != nil {
+			d.n.system.Root.Send(m.From, &wire.Ack{Slot: m.Slot})
+		}
+		return
+	}
 	if inst := d.n.lookup(m.Target); inst != nil {
-		d.n.queued.Add(int64(len(m.Records)))
-		d.n.system.Root.Send(inst.pid, fromWireBatch(m))
+		d.n.queued.Add(int64(len(recs)))
+		d.n.system.Root.Send(inst.pid, fromWireBatch(m, recs))
 		return
 	}
 	if m.From != nil {
@@ -78,8 +46,8 @@ func (d dispatcher) Receive(ctx actor.Context) {
 	}
 }
 
-func fromWireBatch(m *wire.RecordBatch) *batchMsg {
-	return &batchMsg{stream: m.Stream, routing: core.Routing(m.Routing), from: m.From, slot: m.Slot, records: fromWireRecords(m.Records), remote: true}
+func fromWireBatch(m *wire.RecordBatch, recs []core.Record) *batchMsg {
+	return &batchMsg{stream: m.Stream, routing: core.Routing(m.Routing), from: m.From, slot: m.Slot, records: recs, remote: true}
 }
 
 // replyAck returns a credit to a producer, locally or over the wire.
@@ -97,5 +65,5 @@ func (n *Node) replyBounce(to *actor.PID, slot int32, recs []core.Record) {
 		n.system.Root.Send(to, bounceMsg{slot: slot, records: recs})
 		return
 	}
-	n.system.Root.Send(to, &wire.Bounce{Slot: slot, Records: toWireRecords(recs)})
+	n.system.Root.Send(to, &wire.Bounce{Slot: slot, Records: wire.AppendRecords(nil, recs)})
 }

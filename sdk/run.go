@@ -29,7 +29,7 @@ type Config struct {
 	// CommitInterval bounds how long state writes stay uncommitted; 0 means 200 ms.
 	CommitInterval time.Duration
 	// BatchSize, Credits and BufferBatches tune batching and backpressure;
-	// see actors.Config. 0 means the defaults (256 records, 8 and 32 batches).
+	// see actors.Config. 0 means the defaults (256 records, 8 and 8 batches).
 	BatchSize, Credits, BufferBatches int
 	// NoSync commits state without fsync (tests, benchmarks).
 	NoSync bool
@@ -55,6 +55,9 @@ type Config struct {
 	HTTP string
 	// Version is announced in the cluster membership.
 	Version string
+	// Host lists the operators (by name) this process hosts in a cluster;
+	// empty means all of them. The others run on the nodes that host them.
+	Host []string
 	// OnEvent receives instance and membership events (tests, tooling).
 	OnEvent func(actors.Event)
 }
@@ -70,6 +73,7 @@ func (c Config) node() actors.Config {
 		BufferBatches:  c.BufferBatches,
 		NoSync:         c.NoSync,
 		OnEvent:        c.OnEvent,
+		Host:           c.Host,
 	}
 }
 

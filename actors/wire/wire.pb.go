@@ -124,7 +124,9 @@ func (x *Header) GetValue() string {
 	return ""
 }
 
-// Record is one record on the wire.
+// Record is one record as its own message. Batches do not use it (they
+// carry records packed, see records.go); the raw-remote benchmark baseline
+// sends one per record.
 type Record struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Key               []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -202,7 +204,10 @@ type RecordBatch struct {
 	Routing int32                  `protobuf:"varint,2,opt,name=routing,proto3" json:"routing,omitempty"`
 	From    *actor.PID             `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
 	Slot    int32                  `protobuf:"varint,4,opt,name=slot,proto3" json:"slot,omitempty"`
-	Records []*Record              `protobuf:"bytes,5,rep,name=records,proto3" json:"records,omitempty"`
+	// records holds the batch's records packed one after the other in the
+	// format of AppendRecords (records.go): far cheaper to encode and decode
+	// than one message per record.
+	Records []byte `protobuf:"bytes,5,opt,name=records,proto3" json:"records,omitempty"`
 	// target is the actor id of the destination instance; batches go to the
 	// receiving node's dispatcher, which bounces them if the instance is not
 	// (or no longer) there.
@@ -269,7 +274,7 @@ func (x *RecordBatch) GetSlot() int32 {
 	return 0
 }
 
-func (x *RecordBatch) GetRecords() []*Record {
+func (x *RecordBatch) GetRecords() []byte {
 	if x != nil {
 		return x.Records
 	}
@@ -333,7 +338,7 @@ func (x *Ack) GetSlot() int32 {
 type Bounce struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Slot          int32                  `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
-	Records       []*Record              `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
+	Records       []byte                 `protobuf:"bytes,2,opt,name=records,proto3" json:"records,omitempty"` // packed as in RecordBatch
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -375,7 +380,7 @@ func (x *Bounce) GetSlot() int32 {
 	return 0
 }
 
-func (x *Bounce) GetRecords() []*Record {
+func (x *Bounce) GetRecords() []byte {
 	if x != nil {
 		return x.Records
 	}
@@ -883,20 +888,20 @@ const file_wire_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12/\n" +
 	"\x14event_time_unix_nano\x18\x03 \x01(\x03R\x11eventTimeUnixNano\x12-\n" +
-	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xba\x01\n" +
+	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xa5\x01\n" +
 	"\vRecordBatch\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x18\n" +
 	"\arouting\x18\x02 \x01(\x05R\arouting\x12\x1e\n" +
 	"\x04from\x18\x03 \x01(\v2\n" +
 	".actor.PIDR\x04from\x12\x12\n" +
-	"\x04slot\x18\x04 \x01(\x05R\x04slot\x12-\n" +
-	"\arecords\x18\x05 \x03(\v2\x13.sluice.wire.RecordR\arecords\x12\x16\n" +
+	"\x04slot\x18\x04 \x01(\x05R\x04slot\x12\x18\n" +
+	"\arecords\x18\x05 \x01(\fR\arecords\x12\x16\n" +
 	"\x06target\x18\x06 \x01(\tR\x06target\"\x19\n" +
 	"\x03Ack\x12\x12\n" +
-	"\x04slot\x18\x01 \x01(\x05R\x04slot\"K\n" +
+	"\x04slot\x18\x01 \x01(\x05R\x04slot\"6\n" +
 	"\x06Bounce\x12\x12\n" +
-	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12-\n" +
-	"\arecords\x18\x02 \x03(\v2\x13.sluice.wire.RecordR\arecords\",\n" +
+	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x18\n" +
+	"\arecords\x18\x02 \x01(\fR\arecords\",\n" +
 	"\x02KV\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\xfd\x01\n" +
@@ -972,17 +977,15 @@ var file_wire_proto_goTypes = []any{
 var file_wire_proto_depIdxs = []int32{
 	1,  // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
 	13, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
-	2,  // 2: sluice.wire.RecordBatch.records:type_name -> sluice.wire.Record
-	2,  // 3: sluice.wire.Bounce.records:type_name -> sluice.wire.Record
-	13, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
-	0,  // 5: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
-	9,  // 6: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
-	6,  // 7: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	13, // 2: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
+	0,  // 3: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
+	9,  // 4: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
+	6,  // 5: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
+	6,  // [6:6] is the sub-list for method output_type
+	6,  // [6:6] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }

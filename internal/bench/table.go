@@ -11,6 +11,12 @@ import (
 type TableConfig struct {
 	Runs    int // runs per scenario; the table shows medians
 	Records int // records per word-count run
+	// NodeBinary is a built internal/testnode; with ConsulAddr (a running
+	// Consul agent) it enables the cross-node scenarios.
+	NodeBinary string
+	ConsulAddr string
+	// TempDir holds the cross-node scenarios' data directories.
+	TempDir string
 }
 
 // row is one line of the table.
@@ -80,6 +86,26 @@ func Table(w io.Writer, cfg TableConfig) error {
 		return err
 	}
 	rows = append(rows, row{"  e2e latency p50 / p99 at 100k records/s", fmt.Sprintf("%v / %v", medianPct(wcp, 50).Round(time.Microsecond), medianPct(wcp, 99).Round(time.Microsecond)), "", "", "source paced"})
+
+	if cfg.NodeBinary != "" && cfg.ConsulAddr != "" {
+		raw, err := measure("protoactor remote one-way", func() (Result, error) { return RemoteRaw(cfg.NodeBinary, cfg.Records) })
+		if err != nil {
+			return err
+		}
+		rawRate := medianRate(raw)
+		rows = append(rows, row{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes"})
+		run := 0
+		cross, err := measure("sluice cross-node", func() (Result, error) {
+			run++
+			return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, run), cfg.Records)
+		})
+		if err != nil {
+			return err
+		}
+		crossRate := medianRate(cross)
+		rows = append(rows, row{"sluice cross-node, group-by on far node", human(crossRate), "records/s", fmt.Sprintf("%.2f×", crossRate/rawRate),
+			"2 node processes via Consul, batched, target ≥ 3.00×"})
+	}
 
 	fmt.Fprintf(w, "\nMedians of %d runs (ratios within this run):\n\n", cfg.Runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

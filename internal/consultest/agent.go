@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -38,7 +37,7 @@ type Ports struct {
 // from the test's goroutine (they call t.Fatal on failure), except Addr,
 // Client and Ports, which are safe anywhere.
 type Agent struct {
-	t       testing.TB
+	t       TB
 	bin     string
 	dir     string // t.TempDir(): config, data, log, TMPDIR
 	logPath string
@@ -61,7 +60,7 @@ type process struct {
 // once it has a leader and answers; the process group is killed and its
 // files removed when the test ends. Start fails t if the binary is missing
 // or the agent is not ready within 30s.
-func Start(t testing.TB) *Agent {
+func Start(t TB) *Agent {
 	t.Helper()
 	a := &Agent{t: t, bin: Binary(t), dir: t.TempDir()}
 	a.logPath = filepath.Join(a.dir, "consul.log")

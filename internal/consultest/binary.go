@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 )
 
 // Version is the Consul release the tests are written for.
@@ -38,7 +37,7 @@ var (
 // running scripts/ensure-tool.sh consul from the repository root, which
 // builds into the cache (serialised across test processes by a lock file).
 // The result is computed once per test binary.
-func Binary(t testing.TB) string {
+func Binary(t TB) string {
 	t.Helper()
 	binaryOnce.Do(func() { binaryPath, binaryErr = findBinary(t) })
 	if binaryErr != nil {
@@ -47,7 +46,7 @@ func Binary(t testing.TB) string {
 	return binaryPath
 }
 
-func findBinary(t testing.TB) (string, error) {
+func findBinary(t TB) (string, error) {
 	if p := os.Getenv(EnvBinary); p != "" {
 		if err := checkBinary(p); err != nil {
 			return "", fmt.Errorf("%s=%s: %w", EnvBinary, p, err)
@@ -75,7 +74,7 @@ func findBinary(t testing.TB) (string, error) {
 
 // runEnsureTool builds the binary with scripts/ensure-tool.sh. A lock file
 // in the cache keeps parallel test binaries from building it twice.
-func runEnsureTool(t testing.TB, cacheBin string) (string, error) {
+func runEnsureTool(t TB, cacheBin string) (string, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return "", err

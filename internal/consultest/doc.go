@@ -19,3 +19,16 @@
 // fills, else built by that script. A test that cannot find it fails; it
 // never skips.
 package consultest
+
+// TB is the part of testing.TB that this package uses. Tests pass their
+// *testing.T; a program such as the benchmark harness passes its own
+// implementation (Fatal and Fatalf must not return).
+type TB interface {
+	Helper()
+	Cleanup(func())
+	TempDir() string
+	Logf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Failed() bool
+}

@@ -29,7 +29,8 @@ func Gen(count int64, keys int, rate float64, parallelism int) sdk.Factory {
 	return func() sdk.Operator {
 		return &generate.Source{Name: "gen", Stream: Words, Count: count, Rate: rate, Parallelism: parallelism, Batch: 256,
 			Make: func(i int64, _ *rand.Rand) sdk.Record {
-				return sdk.Record{Key: []byte(Key(i, keys)), Value: strconv.AppendInt(nil, i, 10), EventTime: time.Now()}
+				// EventTime stays zero: the runtime stamps the Poll's start.
+				return sdk.Record{Key: []byte(Key(i, keys)), Value: strconv.AppendInt(nil, i, 10)}
 			}}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 
@@ -47,11 +48,30 @@ func run() error {
 	emit := flag.Bool("emit", false, "counter also produces each new count")
 	events := flag.String("events", "", "file to append instance and membership events to (JSON lines)")
 	level := flag.String("log-level", "info", "log level")
+	host := flag.String("host", os.Getenv("SLUICE_HOST"), "comma-separated operators this node hosts: gen, count ($SLUICE_HOST; empty: both)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until the node stops")
+	rawSink := flag.Int64("raw-sink", 0, "benchmark mode: instead of a node, run a bare protoactor remote on -bind with an actor \"sink\" that counts this many messages, then prints \"done\"")
 	flag.Parse()
 	if err := applyEnvInts(); err != nil {
 		return err
 	}
 
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *rawSink > 0 {
+		return runRawSink(cfg.Bind, *rawSink)
+	}
+	if *host != "" {
+		cfg.Host = strings.Split(*host, ",")
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return err

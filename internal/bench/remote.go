@@ -1,0 +1,89 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/remote"
+
+	"github.com/sluicehq/sluice/actors/wire"
+)
+
+// RemoteRaw measures protoactor remote one-way throughput: this process
+// sends n small protobuf messages (a record-sized wire.Record each) with
+// plain Send to an actor in another process (nodeBin in -raw-sink mode),
+// one message per record, no batching. It is the baseline for CrossNode.
+func RemoteRaw(nodeBin string, n int) (Result, error) {
+	p, ready, err := startProc(nodeBin, []string{"-bind", "127.0.0.1:0", "-raw-sink", strconv.Itoa(n)}, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	defer p.kill()
+	addr, _ := strings.CutPrefix(ready, "ready addr=")
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	r := remote.NewRemote(system, remote.Configure("127.0.0.1", 0))
+	r.Start()
+	defer func() {
+		r.Shutdown(false)
+		system.Shutdown()
+	}()
+	sink := actor.NewPID(addr, "sink")
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		system.Root.Send(sink, &wire.Record{Key: []byte("k" + strconv.Itoa(i%10000)), Value: strconv.AppendInt(nil, int64(i), 10), EventTimeUnixNano: start.UnixNano()})
+	}
+	select {
+	case l := <-p.lines:
+		if l != "done" {
+			return Result{}, fmt.Errorf("bench: raw sink said %q", l)
+		}
+	case <-time.After(5 * time.Minute):
+		return Result{}, fmt.Errorf("bench: raw remote: sink did not receive %d messages", n)
+	}
+	return Result{Ops: int64(n), Elapsed: time.Since(start)}, nil
+}
+
+// CrossNode measures Sluice records/s between two node processes joined
+// through Consul: node "far" hosts a group-by counter (4 instances), node
+// "near" a generator of n records; every record crosses the nodes in
+// batches. The rate is taken between the far node's first and last counted
+// record (polled every 5 ms).
+func CrossNode(nodeBin, consulAddr, dataDir string, n int) (Result, error) {
+	common := []string{"-consul", consulAddr, "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		"-records", strconv.Itoa(n), "-keys", "10000", "-gen-parallelism", "1", "-count-parallelism", "4", "-log-level", "error"}
+	far, ready, err := startProc(nodeBin, append([]string{"-id", "far", "-data", dataDir + "/far", "-host", "count"}, common...), nil)
+	if err != nil {
+		return Result{}, err
+	}
+	defer far.stop(10 * time.Second)
+	farHTTP, _ := strings.CutPrefix(ready, "ready http=")
+	near, _, err := startProc(nodeBin, append([]string{"-id", "near", "-data", dataDir + "/near", "-host", "gen"}, common...), nil)
+	if err != nil {
+		return Result{}, err
+	}
+	defer near.stop(10 * time.Second)
+	var t0 time.Time
+	var c0 int64
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		st, err := nodeStatus(farHTTP)
+		if err == nil {
+			c := processed(st, "count")
+			if t0.IsZero() && c > 0 {
+				t0, c0 = time.Now(), c
+			}
+			if c >= int64(n) {
+				return Result{Ops: int64(n) - c0, Elapsed: time.Since(t0)}, nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return Result{}, fmt.Errorf("bench: cross-node: far node did not count %d records in 5 minutes", n)
+}
