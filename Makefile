@@ -29,8 +29,8 @@ tools:
 	@scripts/ensure-tool.sh consul >/dev/null
 
 ## bench: the benchmark table (medians of several runs) and the Go benchmarks
-bench:
-	$(GO) run ./cmd/sluice-bench
+bench: tools
+	SLUICE_CONSUL="$$(scripts/ensure-tool.sh consul)" $(GO) run ./cmd/sluice-bench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/bench/...
 
 fmt:

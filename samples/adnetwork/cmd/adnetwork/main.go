@@ -30,6 +30,10 @@ func run() error {
 	dataDir := flag.String("data", "sluice-data/adnetwork", "directory of the node's state database")
 	rate := flag.Float64("rate", 20000, "impressions per second")
 	duration := flag.Duration("duration", 0, "stop after this long (0: run until Ctrl-C); defaults to $DURATION")
+	consulAddr := flag.String("consul", "", "Consul address: join the cluster of all processes started with it (empty: run everything here)")
+	id := flag.String("id", "", "node id in the cluster (default: host name)")
+	httpAddr := flag.String("http", "", "control API address, e.g. 127.0.0.1:0")
+	bind := flag.String("bind", "", "node-to-node address (default 127.0.0.1:0)")
 	flag.Parse()
 	if *duration == 0 && os.Getenv("DURATION") != "" {
 		d, err := time.ParseDuration(os.Getenv("DURATION"))
@@ -49,12 +53,17 @@ func run() error {
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dash := adnetwork.NewDashboard()
-	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger},
+	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger, Consul: *consulAddr, NodeID: *id, HTTP: *httpAddr, Bind: *bind},
 		adnetwork.Operators(adnetwork.Config{ImpressionRate: *rate}, dash)...)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("adnetwork: running on the embedded runtime, state in %s (Ctrl-C to stop)\n", *dataDir)
+	if *consulAddr == "" {
+		fmt.Printf("adnetwork: running on the embedded runtime, state in %s (Ctrl-C to stop)\n", *dataDir)
+	} else {
+		fmt.Printf("adnetwork: node %s joined the cluster through Consul at %s, state in %s, control API %s (Ctrl-C to leave)\n",
+			rt.Node().ID(), *consulAddr, *dataDir, rt.HTTPAddr())
+	}
 
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -75,7 +84,8 @@ func run() error {
 	return rt.Stop(sctx)
 }
 
-// counted returns the records processed by publisher-counts so far.
+// counted returns the records processed by publisher-counts so far (by the
+// instances in this process).
 func counted(rt *sdk.Runtime) int64 {
 	var n int64
 	for _, op := range rt.Status() {
