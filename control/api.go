@@ -1,0 +1,191 @@
+package control
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+// The JSON types of the control API, shared by the server and the sluice
+// CLI. Every endpoint answers errors as Error with a 4xx/5xx status.
+//
+//	GET    /healthz                         "ok"
+//	GET    /v1/status                       ClusterStatus (this node's view of the whole cluster)
+//	GET    /v1/node                         Status (this node only)
+//	GET    /v1/nodes                        []NodeView
+//	GET    /v1/operators                    []OperatorView
+//	GET    /v1/operators/{name}             OperatorView
+//	POST   /v1/operators                    body DeployRequest   → DeployResponse (201 created, 200 changed)
+//	PUT    /v1/operators/{name}/instances   body ScaleRequest    → DeployResponse
+//	DELETE /v1/operators/{name}[?purge=1]                        → DeployResponse
+//	GET    /v1/streams                      []StreamView
+//	GET    /v1/graph[?format=dot]           text/plain: the stream graph as text, or Graphviz DOT
+//
+// A change that loses a race with another change (both read the same
+// topology version) answers 409 with Error.Conflict set.
+
+// Error is the body of every error answer.
+type Error struct {
+	Error string `json:"error"`
+	// Fields lists invalid manifest fields, each "field: problem".
+	Fields []string `json:"fields,omitempty"`
+	// Conflict is set on 409: the topology changed concurrently.
+	Conflict bool `json:"conflict,omitempty"`
+}
+
+// Manifest describes one operator deployment, as in a manifest file (YAML or
+// JSON). Zero fields take the kind's own metadata or the defaults.
+type Manifest struct {
+	// Name of the operator; required.
+	Name string `json:"name" yaml:"name"`
+	// Kind is the registered operator implementation to run; defaults to
+	// Name.
+	Kind string `json:"kind,omitempty" yaml:"kind,omitempty"`
+	// Executable is a node binary (a "slug": a program calling sdk.Run with
+	// the kind compiled in) that a launcher starts when no node hosts Kind.
+	Executable string `json:"executable,omitempty" yaml:"executable,omitempty"`
+	// Instances is the parallelism; 0 keeps the kind's default.
+	Instances int `json:"instances,omitempty" yaml:"instances,omitempty"`
+	// KeyGroups is fixed at the first deploy; 0 means the kind's or 256.
+	KeyGroups int `json:"keyGroups,omitempty" yaml:"keyGroups,omitempty"`
+	// Inputs, when set, replace the kind's declared inputs.
+	Inputs []ManifestInput `json:"inputs,omitempty" yaml:"inputs,omitempty"`
+	// Outputs, when set, replace the kind's declared outputs.
+	Outputs []string `json:"outputs,omitempty" yaml:"outputs,omitempty"`
+	// Resources for launchers (Mesos): CPUs, memory and disk in MB.
+	CPUs float64 `json:"cpus,omitempty" yaml:"cpus,omitempty"`
+	Mem  float64 `json:"mem,omitempty" yaml:"mem,omitempty"`
+	Disk float64 `json:"disk,omitempty" yaml:"disk,omitempty"`
+	// Retries bounds how often a launcher restarts the operator's process.
+	Retries int `json:"retries,omitempty" yaml:"retries,omitempty"`
+	// Environment for the operator's process when a launcher starts it.
+	Environment map[string]string `json:"environment,omitempty" yaml:"environment,omitempty"`
+	// Restart overrides the restart policy; durations as Go strings ("30s").
+	Restart *ManifestRestart `json:"restart,omitempty" yaml:"restart,omitempty"`
+}
+
+// ManifestInput is one input of a Manifest.
+type ManifestInput struct {
+	Stream string `json:"stream" yaml:"stream"`
+	// Routing is "shuffle" (default), "round-robin", "group-by" or "broadcast".
+	Routing string `json:"routing,omitempty" yaml:"routing,omitempty"`
+}
+
+// ManifestRestart is the restart policy of a Manifest.
+type ManifestRestart struct {
+	MaxRestarts     int    `json:"maxRestarts,omitempty" yaml:"maxRestarts,omitempty"`
+	Window          string `json:"window,omitempty" yaml:"window,omitempty"`
+	InitialBackoff  string `json:"initialBackoff,omitempty" yaml:"initialBackoff,omitempty"`
+	MaxBackoff      string `json:"maxBackoff,omitempty" yaml:"maxBackoff,omitempty"`
+	DeadLetterAfter int    `json:"deadLetterAfter,omitempty" yaml:"deadLetterAfter,omitempty"`
+}
+
+// DeployRequest is the body of POST /v1/operators.
+type DeployRequest struct {
+	Manifest Manifest `json:"manifest"`
+}
+
+// ScaleRequest is the body of PUT /v1/operators/{name}/instances.
+type ScaleRequest struct {
+	Instances int `json:"instances"`
+}
+
+// DeployResponse answers a change: the operator as now deployed and the
+// topology version that holds it.
+type DeployResponse struct {
+	Operator OperatorView `json:"operator"`
+	Version  int64        `json:"version"`
+	// Created is true when the operator did not exist before.
+	Created bool `json:"created,omitempty"`
+}
+
+// OperatorView is one deployed operator as the cluster runs it.
+type OperatorView struct {
+	Name       string       `json:"name"`
+	Kind       string       `json:"kind"`
+	Executable string       `json:"executable,omitempty"`
+	Instances  int          `json:"instances"`
+	KeyGroups  int          `json:"keyGroups"`
+	Epoch      int64        `json:"epoch"`
+	Inputs     []core.Input `json:"inputs"`
+	Outputs    []string     `json:"outputs"`
+	CPUs       float64      `json:"cpus,omitempty"`
+	Mem        float64      `json:"mem,omitempty"`
+	Disk       float64      `json:"disk,omitempty"`
+	Retries    int          `json:"retries,omitempty"`
+	DeployedAt time.Time    `json:"deployedAt"`
+	// State is "running" (every instance running), "starting" (some
+	// awaiting state or placement), "pending" (no node can run it: see
+	// Pending), "degraded" (some instance failed) or "unknown" (a node
+	// did not answer).
+	State string `json:"state"`
+	// Pending says why instances are not running, if they are not.
+	Pending string `json:"pending,omitempty"`
+	// Placement lists every instance with the node running it.
+	Placement []InstanceView `json:"placement"`
+}
+
+// InstanceView is one operator instance in an OperatorView.
+type InstanceView struct {
+	Index       int    `json:"index"`
+	Node        string `json:"node"`
+	State       string `json:"state"`
+	FirstGroup  int    `json:"firstGroup"`
+	EndGroup    int    `json:"endGroup"`
+	Processed   int64  `json:"processed"`
+	Produced    int64  `json:"produced"`
+	Restarts    int    `json:"restarts"`
+	DeadLetters int64  `json:"deadLetters"`
+	LastError   string `json:"lastError,omitempty"`
+}
+
+// StreamView is one stream of the graph.
+type StreamView struct {
+	Name      string         `json:"name"`
+	Producers []string       `json:"producers"`
+	Consumers []StreamReader `json:"consumers"`
+	// NoProducer and NoConsumer mark dangling streams.
+	NoProducer bool `json:"noProducer,omitempty"`
+	NoConsumer bool `json:"noConsumer,omitempty"`
+}
+
+// StreamReader is one operator reading a stream.
+type StreamReader struct {
+	Operator string       `json:"operator"`
+	Routing  core.Routing `json:"routing"`
+}
+
+// NodeView is one cluster member and its health as seen by the answering
+// node.
+type NodeView struct {
+	cluster.Member
+	// Healthy is true when the node's control API answered.
+	Healthy bool   `json:"healthy"`
+	Error   string `json:"error,omitempty"`
+	// Instances is the number of instances running there.
+	Instances int `json:"instances"`
+}
+
+// ClusterStatus is the answer of GET /v1/status.
+type ClusterStatus struct {
+	Node            string         `json:"node"`
+	TopologyVersion int64          `json:"topologyVersion"`
+	Nodes           []NodeView     `json:"nodes"`
+	Operators       []OperatorView `json:"operators"`
+	// Pending lists what is waiting and why: operators no node can run,
+	// instances waiting for their state.
+	Pending []string `json:"pending"`
+	// Launcher describes processes started by launchers (local or Mesos).
+	Launcher []LaunchedView `json:"launcher,omitempty"`
+}
+
+// LaunchedView is one process a launcher runs for an operator.
+type LaunchedView struct {
+	Operator string `json:"operator"`
+	ID       string `json:"id"`
+	Where    string `json:"where"`
+	State    string `json:"state"`
+	Restarts int    `json:"restarts"`
+	Message  string `json:"message,omitempty"`
+}
