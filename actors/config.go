@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // Config configures a Node. Zero fields take the defaults of DefaultConfig.
@@ -47,6 +48,10 @@ type Config struct {
 	// Cluster, when set, makes the node join a cluster; nil runs the
 	// embedded single-node mode.
 	Cluster *ClusterConfig
+	// Store keeps the topology (the deployed operators); nil means the
+	// node's own database (embedded mode). A cluster shares one store,
+	// e.g. topology.NewConsulStore.
+	Store topology.Store
 	// OnEvent, when set, is called (synchronously, from the instance's
 	// goroutine) when an instance becomes active, is released or stops.
 	OnEvent func(Event)

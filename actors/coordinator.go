@@ -10,9 +10,9 @@ import (
 
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/cluster"
-	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/placement"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // coordinatorName is the actor id of every node's coordinator.
@@ -42,13 +42,14 @@ type coordinator struct {
 	applyQueued bool
 	leaving     map[string]bool // node ids that announced they are leaving
 	haveSeen    map[string]bool // node ids ever in an applied view
-	topo        Topology
+	topo        topology.Topology
 
 	local     map[instKey]*localInst
 	acq       map[uint64]*acquisition  // by id, including abandoned ones
 	current   map[instKey]*acquisition // the live acquisition of each awaiting instance
 	held      map[string][]bool        // op → key groups whose data this node holds
 	shipping  map[string][]bool        // op → key groups being exported now
+	purged    map[string]bool          // killed operators whose state was purged here
 	waiting   []*wire.HandoffRequest
 	exporting map[string]bool // requester|op|first|end of exports in progress
 
@@ -97,12 +98,9 @@ const abandonedTimeout = 30 * time.Second
 
 // Coordinator messages from this node.
 type (
-	membershipMsg struct{ members []cluster.Member }
-	applyMsg      struct{}
-	topologyMsg   struct {
-		topo Topology
-		done chan<- error
-	}
+	membershipMsg    struct{ members []cluster.Member }
+	applyMsg         struct{}
+	topologyMsg      struct{ topo topology.Topology }
 	instanceReleased struct{ key instKey }
 	exportDone       struct {
 		req  *wire.HandoffRequest
@@ -125,7 +123,10 @@ type coordState struct {
 	members      []cluster.Member
 }
 
-func newCoordinator(n *Node, selfID string, topo Topology) *coordinator {
+func newCoordinator(n *Node, selfID string, topo topology.Topology, held map[string][]bool) *coordinator {
+	if held == nil {
+		held = make(map[string][]bool)
+	}
 	return &coordinator{
 		n:         n,
 		selfID:    selfID,
@@ -135,8 +136,9 @@ func newCoordinator(n *Node, selfID string, topo Topology) *coordinator {
 		local:     make(map[instKey]*localInst),
 		acq:       make(map[uint64]*acquisition),
 		current:   make(map[instKey]*acquisition),
-		held:      make(map[string][]bool),
+		held:      held,
 		shipping:  make(map[string][]bool),
+		purged:    make(map[string]bool),
 		exporting: make(map[string]bool),
 		ready:     make(chan struct{}),
 	}
@@ -194,9 +196,12 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		}
 		c.apply()
 	case topologyMsg:
+		if m.topo.Version < c.topo.Version {
+			return // an older version, delivered late
+		}
 		c.topo = m.topo
+		c.purge()
 		c.apply()
-		m.done <- nil
 	case instanceReleased:
 		if li := c.local[m.key]; li != nil && li.state == lsReleasing {
 			li.state = lsReleased
@@ -205,6 +210,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 				li.state = lsAwaiting // placed here again while releasing
 			}
 		}
+		c.purge()
 		c.serveWaiting()
 		c.checkAll()
 	case *wire.HandoffRequest:
@@ -420,7 +426,7 @@ func (c *coordinator) ask(a *acquisition, id string) {
 // ownerOf returns the node that owns instance k in this node's view, or ""
 // (also when k is not in the current topology).
 func (c *coordinator) ownerOf(k instKey) string {
-	spec, ok := c.topo.find(k.op)
+	spec, ok := c.topo.Find(k.op)
 	if !ok || spec.Epoch != k.epoch || k.index >= spec.Meta.Parallelism {
 		return ""
 	}
@@ -641,7 +647,7 @@ const releasedLinger = time.Minute
 func (c *coordinator) groups(m map[string][]bool, op string) []bool {
 	g := m[op]
 	if g == nil {
-		g = make([]bool, core.MaxKeyGroups)
+		g = make([]bool, maxKeyGroups)
 		m[op] = g
 	}
 	return g
@@ -708,7 +714,7 @@ func (c *coordinator) publish(owners map[instKey]string) {
 // hostedElsewhere reports whether a member other than this node, and not
 // leaving, can host op's kind.
 func (c *coordinator) hostedElsewhere(op string) bool {
-	spec, ok := c.topo.find(op)
+	spec, ok := c.topo.Find(op)
 	if !ok {
 		return false
 	}
@@ -753,4 +759,35 @@ func (c *coordinator) snapshot() coordState {
 	slices.Sort(s.pending)
 	s.members = slices.Clone(c.members)
 	return s
+}
+
+// purge deletes the state of operators killed with purge, once none of
+// their instances is still active here.
+func (c *coordinator) purge() {
+	for _, op := range c.topo.Purged {
+		if _, deployed := c.topo.Find(op); deployed || c.purged[op] {
+			continue
+		}
+		busy := false
+		for k, li := range c.local {
+			if k.op == op && (li.state == lsActive || li.state == lsAwaiting) {
+				busy = true // released by the apply that follows; purged next time
+			}
+		}
+		if busy {
+			continue
+		}
+		if err := c.n.db.PurgeOperator(op); err != nil {
+			c.n.log.Error("purging a killed operator's state failed", "operator", op, "error", err)
+			continue
+		}
+		delete(c.held, op)
+		c.purged[op] = true
+		c.n.log.Info("purged a killed operator's state", "operator", op)
+	}
+	for op := range c.purged {
+		if !slices.Contains(c.topo.Purged, op) {
+			delete(c.purged, op) // redeployed: purge again if killed again
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/placement"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // instance is one operator instance on this node. It outlives the actor
@@ -37,7 +38,7 @@ import (
 type instance struct {
 	op   *operator
 	node *Node
-	spec OperatorSpec
+	spec topology.OperatorSpec
 	key  instKey
 	lo   int // first key group owned
 	hi   int // end of the owned key groups
@@ -133,7 +134,7 @@ func (f *failure) String() string {
 	return fmt.Sprint(f.value)
 }
 
-func newInstance(op *operator, spec OperatorSpec, key instKey, lo, hi int, pid *actor.PID) *instance {
+func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi int, pid *actor.PID) *instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	inst := &instance{
 		op:     op,

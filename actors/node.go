@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // Node runs operator instances as protoactor actors in one process, with
@@ -34,12 +35,13 @@ type Node struct {
 	system *actor.ActorSystem
 	remote *remote.Remote // nil when embedded
 	db     *persistence.DB
+	store  topology.Store
 	addr   string // actor address of this node
 	kinds  map[string]core.Factory
 
 	table  atomic.Pointer[routeTable]
-	topo   atomic.Pointer[Topology] // as last applied by the coordinator
-	queued atomic.Int64             // records delivered to instances here and not yet processed
+	topo   atomic.Pointer[topology.Topology] // as last applied by the coordinator
+	queued atomic.Int64                      // records delivered to instances here and not yet processed
 
 	coord     *actor.PID
 	coordImpl *coordinator
@@ -60,51 +62,56 @@ type Node struct {
 // node. Every operator's kind is its name. Without cfg.Cluster the node runs
 // every instance itself; with it, the node joins the cluster and runs its
 // share.
+//
+// The operators are also deployed (seeded into the node's topology store)
+// unless they were deployed before: see topology.Topology.Seed.
 func Start(ctx context.Context, cfg Config, factories ...core.Factory) (*Node, error) {
 	kinds, topo, err := fromFactories(factories)
 	if err != nil {
 		return nil, err
 	}
-	return StartTopology(ctx, cfg, kinds, topo)
+	return StartNode(ctx, cfg, kinds, topo.Operators)
 }
 
 // fromFactories derives kinds and a topology from operator factories.
-func fromFactories(factories []core.Factory) (map[string]core.Factory, Topology, error) {
+func fromFactories(factories []core.Factory) (map[string]core.Factory, topology.Topology, error) {
 	kinds := make(map[string]core.Factory)
-	var topo Topology
+	var topo topology.Topology
 	for i, f := range factories {
 		if f == nil {
-			return nil, Topology{}, &core.MetadataError{Operator: fmt.Sprintf("#%d", i), Field: "factory", Problem: "is nil"}
+			return nil, topology.Topology{}, &core.MetadataError{Operator: fmt.Sprintf("#%d", i), Field: "factory", Problem: "is nil"}
 		}
 		op := f()
 		if op == nil {
-			return nil, Topology{}, &core.MetadataError{Operator: fmt.Sprintf("#%d", i), Field: "factory", Problem: "returned a nil Operator"}
+			return nil, topology.Topology{}, &core.MetadataError{Operator: fmt.Sprintf("#%d", i), Field: "factory", Problem: "returned a nil Operator"}
 		}
 		m := op.Metadata().WithDefaults()
 		if err := m.Validate(); err != nil {
-			return nil, Topology{}, err
+			return nil, topology.Topology{}, err
 		}
 		if _, dup := kinds[m.Name]; dup {
 			for j, o := range topo.Operators {
 				if o.Meta.Name == m.Name {
-					return nil, Topology{}, &core.MetadataError{Operator: m.Name, Field: "name", Problem: fmt.Sprintf("duplicate: operators #%d and #%d are both named %q", j, i, m.Name)}
+					return nil, topology.Topology{}, &core.MetadataError{Operator: m.Name, Field: "name", Problem: fmt.Sprintf("duplicate: operators #%d and #%d are both named %q", j, i, m.Name)}
 				}
 			}
 		}
 		kinds[m.Name] = f
-		topo.Operators = append(topo.Operators, OperatorSpec{Kind: m.Name, Meta: m})
+		topo.Operators = append(topo.Operators, topology.OperatorSpec{Kind: m.Name, Meta: m})
 	}
 	topo.Version = 1
 	return kinds, topo, nil
 }
 
-// StartTopology starts a node that can host the given kinds and runs topo.
-func StartTopology(ctx context.Context, cfg Config, kinds map[string]core.Factory, topo Topology) (*Node, error) {
+// StartNode starts a node that can host the given kinds. It first deploys
+// the seed operators that were never deployed before (Topology.Seed), then
+// runs whatever the topology store holds, following its changes.
+func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, seed []topology.OperatorSpec) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	if err := topo.Validate(); err != nil {
+	if err := (topology.Topology{Operators: seed}).Validate(); err != nil {
 		return nil, err
 	}
 	if len(cfg.Host) > 0 {
@@ -143,12 +150,22 @@ func StartTopology(ctx context.Context, cfg Config, kinds map[string]core.Factor
 		}
 	}
 	n.addr = n.system.Address()
+	n.store = cfg.Store
+	if n.store == nil {
+		n.store = topology.NewPebbleStore(db)
+	}
+	topo, err := n.seed(ctx, seed)
+	if err != nil {
+		n.system.Shutdown()
+		_ = db.Close()
+		return nil, err
+	}
 	if _, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return dispatcher{n} }), dispatcherName); err != nil {
 		n.abort()
 		return nil, fmt.Errorf("actors: start dispatcher: %w", err)
 	}
 	n.ingress = newIngress(n)
-	n.coordImpl = newCoordinator(n, cfg.NodeID, topo)
+	n.coordImpl = newCoordinator(n, cfg.NodeID, topo, n.loadHeld())
 	n.coord, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return n.coordImpl }), coordinatorName)
 	if err != nil {
 		n.abort()
@@ -159,6 +176,12 @@ func StartTopology(ctx context.Context, cfg Config, kinds map[string]core.Factor
 	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: sortedKinds(kinds)}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
+	topoCh := n.store.Watch(runCtx)
+	n.goFunc(func() {
+		for t := range topoCh {
+			n.system.Root.Send(n.coord, topologyMsg{topo: t})
+		}
+	})
 	if cfg.Cluster == nil {
 		n.system.Root.Send(n.coord, membershipMsg{members: []cluster.Member{self}})
 	} else if err := n.joinCluster(ctx, runCtx, self); err != nil {
@@ -175,6 +198,34 @@ func StartTopology(ctx context.Context, cfg Config, kinds map[string]core.Factor
 	n.log.Info("node started", "address", n.addr, "data_dir", cfg.DataDir, "kinds", len(kinds))
 	return n, nil
 }
+
+// seed deploys the seed operators not deployed before and returns the
+// topology to start with.
+func (n *Node) seed(ctx context.Context, seed []topology.OperatorSpec) (topology.Topology, error) {
+	if len(seed) > 0 {
+		_, err := topology.Update(ctx, n.store, 20, func(t topology.Topology) (topology.Topology, error) {
+			next, changed, err := t.Seed(seed, time.Now())
+			if err != nil || !changed {
+				return t, err
+			}
+			return next, nil
+		})
+		if err != nil {
+			return topology.Topology{}, fmt.Errorf("actors: deploy the program's operators: %w", err)
+		}
+	}
+	t, err := n.store.Load(ctx)
+	if err != nil {
+		return topology.Topology{}, fmt.Errorf("actors: load topology: %w", err)
+	}
+	return t, nil
+}
+
+// Store returns the node's topology store.
+func (n *Node) Store() topology.Store { return n.store }
+
+// Kinds returns the operator kinds this node hosts, sorted.
+func (n *Node) Kinds() []string { return sortedKinds(n.kinds) }
 
 // startRemote starts protoactor remote on the configured address.
 func (n *Node) startRemote() error {
@@ -307,7 +358,7 @@ func (n *Node) event(k instKey, what string) {
 // logDanglingInputs logs, once, every input stream that no operator
 // produces. Such subscriptions are allowed: records may come from outside
 // (Node.Produce) or from an operator deployed later.
-func (n *Node) logDanglingInputs(topo Topology) {
+func (n *Node) logDanglingInputs(topo topology.Topology) {
 	produced := make(map[string]bool)
 	for _, op := range topo.Operators {
 		for _, s := range op.Meta.Outputs {
@@ -428,6 +479,9 @@ func (n *Node) stop(ctx context.Context) error {
 	}
 	_ = n.system.Root.StopFuture(n.coord).Wait()
 	n.wg.Wait()
+	if err := n.saveHeld(); err != nil {
+		errs = append(errs, err)
+	}
 	if n.remote != nil {
 		n.remote.Shutdown(false)
 	}
@@ -573,11 +627,11 @@ func (n *Node) Status() []OperatorStatus {
 }
 
 // topology returns the topology the coordinator last applied.
-func (n *Node) topology() Topology {
+func (n *Node) topology() topology.Topology {
 	if t := n.topo.Load(); t != nil {
 		return *t
 	}
-	return Topology{}
+	return topology.Topology{}
 }
 
 // Pending describes what the node is waiting for: instances placed here

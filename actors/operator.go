@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/placement"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // operator is one operator on this node: its factory, its supervisor actor
@@ -46,7 +47,7 @@ func newOperator(n *Node, name string, f core.Factory) (*operator, error) {
 
 // spawn creates instance index of spec under the supervisor, in awaiting
 // mode, and returns it once its actor exists.
-func (op *operator) spawn(ctx context.Context, spec OperatorSpec, index int) (*instance, error) {
+func (op *operator) spawn(ctx context.Context, spec topology.OperatorSpec, index int) (*instance, error) {
 	m := spec.Meta
 	lo, hi := placement.GroupRange(index, m.KeyGroups, m.Parallelism)
 	key := instKey{op: m.Name, epoch: spec.Epoch, index: index}

@@ -14,6 +14,7 @@
 package adnetwork
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -193,8 +194,8 @@ func (CTROp) ProcessTimer(ctx sdk.Context, key string, _ time.Time) error {
 	return ctx.SetTimer(reportTimer, time.Now().Add(time.Second))
 }
 
-// TrendingOp ranks URLs by impressions in 10-second tumbling windows and
-// reports the top five once a second.
+// TrendingOp ranks URLs by impressions over the last one or two 10-second
+// windows and reports the top five once a second.
 type TrendingOp struct{}
 
 // Window is the length of a trending window.
@@ -229,25 +230,25 @@ func (TrendingOp) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	return nil
 }
 
-// ProcessTimer reports the current window's top URLs and drops old windows.
+// ProcessTimer reports the top URLs of the current and the previous window
+// (the last 10 to 20 seconds) and drops older windows.
 func (TrendingOp) ProcessTimer(ctx sdk.Context, key string, _ time.Time) error {
 	if key != reportTimer {
 		return nil
 	}
-	cur := windowPrefix(time.Now())
-	var top topK
+	now := time.Now()
+	cur, prev := string(windowPrefix(now)), string(windowPrefix(now.Add(-Window)))
+	counts := map[string]int64{}
 	var stale [][]byte
 	err := ctx.State().Scan([]byte("w/"), func(k, v []byte) error {
-		if string(k[:len(cur)]) != string(cur) {
+		w, url, ok := cutWindow(k)
+		if !ok || (w != cur && w != prev) {
 			stale = append(stale, append([]byte(nil), k...))
 			return nil
 		}
 		n, err := sdk.BytesInt64(v)
-		if err != nil {
-			return err
-		}
-		top.offer(string(k[len(cur):]), n)
-		return nil
+		counts[url] += n
+		return err
 	})
 	if err != nil {
 		return err
@@ -255,12 +256,28 @@ func (TrendingOp) ProcessTimer(ctx sdk.Context, key string, _ time.Time) error {
 	for _, k := range stale {
 		ctx.State().Delete(k)
 	}
+	var top topK
+	for url, n := range counts {
+		top.offer(url, n)
+	}
 	if len(top) > 0 {
 		if err := ctx.Produce(Trending, sdk.Record{Key: []byte("top"), Value: []byte(top.String())}); err != nil {
 			return err
 		}
 	}
-	return ctx.SetTimer(reportTimer, time.Now().Add(time.Second))
+	return ctx.SetTimer(reportTimer, now.Add(time.Second))
+}
+
+// cutWindow splits a state key "w/<window>/<url>" into "w/<window>/" and url.
+func cutWindow(k []byte) (window, url string, ok bool) {
+	if len(k) < 2 {
+		return "", "", false
+	}
+	i := bytes.IndexByte(k[2:], '/')
+	if i < 0 {
+		return "", "", false
+	}
+	return string(k[:i+3]), string(k[i+3:]), true
 }
 
 // topK keeps the five largest counts.

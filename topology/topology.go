@@ -1,0 +1,209 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+// OperatorSpec is one deployed operator: which implementation runs it, its
+// metadata (with defaults applied) and its layout epoch, which grows by one
+// on every rescale so that instances of different layouts never share an
+// identity.
+type OperatorSpec struct {
+	// Kind names the implementation; a node can host the operator if it has
+	// a factory for the kind.
+	Kind string
+	// Meta is the operator's metadata; Meta.Parallelism is the current
+	// number of instances.
+	Meta core.Metadata
+	// Epoch identifies the current layout (parallelism) of the operator.
+	Epoch int64
+	// Executable is a node binary hosting Kind, for launchers; optional.
+	Executable string `json:",omitempty"`
+	// Resources for launchers.
+	CPUs, Mem, Disk float64 `json:",omitempty"`
+	// Retries bounds launcher restarts of the operator's process.
+	Retries int `json:",omitempty"`
+	// Env is the environment of the operator's process when launched.
+	Env map[string]string `json:",omitempty"`
+	// FromCode marks operators deployed from a program's own operator list
+	// (sdk.Run) rather than through the control API: a changed program
+	// updates them on its next start.
+	FromCode bool `json:",omitempty"`
+	// DeployedAt is when the operator was deployed or last changed.
+	DeployedAt time.Time
+}
+
+// Topology is the set of deployed operators.
+type Topology struct {
+	// Version grows with every change; 0 means never written.
+	Version int64
+	// Operators in deployment order.
+	Operators []OperatorSpec
+	// Retired holds the last epoch of killed operators, so that a
+	// redeployed operator never reuses an instance identity.
+	Retired map[string]int64 `json:",omitempty"`
+	// Purged lists killed operators whose state every node must delete.
+	Purged []string `json:",omitempty"`
+	// Seeded lists the operator names ever deployed from a program's
+	// operator list, so that a killed one is not deployed again when the
+	// program restarts.
+	Seeded []string `json:",omitempty"`
+}
+
+// Find returns the spec of the named operator.
+func (t Topology) Find(name string) (OperatorSpec, bool) {
+	for _, op := range t.Operators {
+		if op.Meta.Name == name {
+			return op, true
+		}
+	}
+	return OperatorSpec{}, false
+}
+
+// Clone returns a deep enough copy of t to modify.
+func (t Topology) Clone() Topology {
+	c := t
+	c.Operators = slices.Clone(t.Operators)
+	c.Purged = slices.Clone(t.Purged)
+	c.Seeded = slices.Clone(t.Seeded)
+	c.Retired = make(map[string]int64, len(t.Retired))
+	for k, v := range t.Retired {
+		c.Retired[k] = v
+	}
+	return c
+}
+
+// Validate checks every operator's metadata and that names are unique.
+func (t Topology) Validate() error {
+	seen := make(map[string]int)
+	for i, op := range t.Operators {
+		if err := op.Meta.Validate(); err != nil {
+			return err
+		}
+		if j, dup := seen[op.Meta.Name]; dup {
+			return &core.MetadataError{Operator: op.Meta.Name, Field: "name",
+				Problem: fmt.Sprintf("duplicate: operators #%d and #%d are both named %q", j, i, op.Meta.Name)}
+		}
+		seen[op.Meta.Name] = i
+		if op.Kind == "" {
+			return &core.MetadataError{Operator: op.Meta.Name, Field: "kind", Problem: "must not be empty"}
+		}
+	}
+	return nil
+}
+
+// Deploy adds spec, or replaces the operator of the same name (a change of
+// settings). Changing the parallelism starts a new epoch; the key groups
+// of a deployed operator never change. created reports a new operator.
+func (t Topology) Deploy(spec OperatorSpec, now time.Time) (next Topology, created bool, err error) {
+	spec.Meta = spec.Meta.WithDefaults()
+	if err := spec.Meta.Validate(); err != nil {
+		return t, false, err
+	}
+	next = t.Clone()
+	next.Version++
+	spec.DeployedAt = now
+	for i, old := range next.Operators {
+		if old.Meta.Name != spec.Meta.Name {
+			continue
+		}
+		if spec.Meta.KeyGroups != old.Meta.KeyGroups {
+			return t, false, &core.MetadataError{Operator: spec.Meta.Name, Field: "keyGroups",
+				Problem: fmt.Sprintf("is fixed when the operator is first deployed: %d, got %d", old.Meta.KeyGroups, spec.Meta.KeyGroups)}
+		}
+		spec.Epoch = old.Epoch
+		if spec.Meta.Parallelism != old.Meta.Parallelism || spec.Kind != old.Kind {
+			spec.Epoch++
+		}
+		next.Operators[i] = spec
+		return next, false, nil
+	}
+	if last, ok := next.Retired[spec.Meta.Name]; ok {
+		spec.Epoch = last + 1
+		delete(next.Retired, spec.Meta.Name)
+	}
+	next.Purged = slices.DeleteFunc(next.Purged, func(s string) bool { return s == spec.Meta.Name })
+	next.Operators = append(next.Operators, spec)
+	return next, true, nil
+}
+
+// Scale sets the parallelism of the named operator, starting a new epoch.
+func (t Topology) Scale(name string, instances int, now time.Time) (Topology, error) {
+	spec, ok := t.Find(name)
+	if !ok {
+		return t, fmt.Errorf("%w: %q", ErrUnknownOperator, name)
+	}
+	if spec.Meta.Parallelism == instances {
+		return t, nil
+	}
+	spec.Meta.Parallelism = instances
+	spec.FromCode = false
+	next, _, err := t.Deploy(spec, now)
+	return next, err
+}
+
+// Kill removes the named operator. Its state stays on the nodes (and comes
+// back if it is redeployed) unless purge is set.
+func (t Topology) Kill(name string, purge bool) (Topology, error) {
+	spec, ok := t.Find(name)
+	if !ok {
+		return t, fmt.Errorf("%w: %q", ErrUnknownOperator, name)
+	}
+	next := t.Clone()
+	next.Version++
+	next.Operators = slices.DeleteFunc(next.Operators, func(s OperatorSpec) bool { return s.Meta.Name == name })
+	next.Retired[name] = spec.Epoch
+	if purge && !slices.Contains(next.Purged, name) {
+		next.Purged = append(next.Purged, name)
+	}
+	return next, nil
+}
+
+// Seed deploys the operators of a program's own list (specs, with FromCode
+// set) that were never seeded before, and updates those still deployed from
+// code whose metadata changed. It reports whether anything changed.
+func (t Topology) Seed(specs []OperatorSpec, now time.Time) (Topology, bool, error) {
+	next, changed := t, false
+	for _, spec := range specs {
+		spec.FromCode = true
+		old, deployed := next.Find(spec.Meta.Name)
+		switch {
+		case !slices.Contains(next.Seeded, spec.Meta.Name) && !deployed:
+			n, _, err := next.Deploy(spec, now)
+			if err != nil {
+				return t, false, err
+			}
+			next, changed = n, true
+		case deployed && old.FromCode && !sameCode(old, spec):
+			spec.Meta.KeyGroups = old.Meta.KeyGroups // fixed at first deploy
+			n, _, err := next.Deploy(spec, now)
+			if err != nil {
+				return t, false, err
+			}
+			next, changed = n, true
+		}
+		if !slices.Contains(next.Seeded, spec.Meta.Name) {
+			if !changed {
+				next = next.Clone()
+				next.Version++
+				changed = true
+			}
+			next.Seeded = append(next.Seeded, spec.Meta.Name)
+		}
+	}
+	if changed {
+		next.Version = t.Version + 1 // one change, however many operators
+	}
+	return next, changed, nil
+}
+
+// sameCode reports whether a deployed spec matches a program's spec.
+func sameCode(a, b OperatorSpec) bool {
+	am, bm := a.Meta.WithDefaults(), b.Meta.WithDefaults()
+	return a.Kind == b.Kind && am.Parallelism == bm.Parallelism &&
+		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart
+}
