@@ -66,11 +66,19 @@ type Node struct {
 // The operators are also deployed (seeded into the node's topology store)
 // unless they were deployed before: see topology.Topology.Seed.
 func Start(ctx context.Context, cfg Config, factories ...core.Factory) (*Node, error) {
-	kinds, topo, err := fromFactories(factories)
+	kinds, seed, err := Kinds(factories...)
 	if err != nil {
 		return nil, err
 	}
-	return StartNode(ctx, cfg, kinds, topo.Operators)
+	return StartNode(ctx, cfg, kinds, seed)
+}
+
+// Kinds validates operator factories and returns them by kind (each
+// operator's name is its kind) with the spec of each operator as its
+// metadata declares it, for StartNode.
+func Kinds(factories ...core.Factory) (map[string]core.Factory, []topology.OperatorSpec, error) {
+	kinds, topo, err := fromFactories(factories)
+	return kinds, topo.Operators, err
 }
 
 // fromFactories derives kinds and a topology from operator factories.
@@ -226,6 +234,18 @@ func (n *Node) Store() topology.Store { return n.store }
 
 // Kinds returns the operator kinds this node hosts, sorted.
 func (n *Node) Kinds() []string { return sortedKinds(n.kinds) }
+
+// KindMetadata returns the metadata a hosted kind declares, with defaults.
+func (n *Node) KindMetadata(kind string) (core.Metadata, bool) {
+	f := n.kinds[kind]
+	if f == nil {
+		return core.Metadata{}, false
+	}
+	return f().Metadata().WithDefaults(), true
+}
+
+// Topology returns the topology the node currently runs.
+func (n *Node) Topology() topology.Topology { return n.topology() }
 
 // startRemote starts protoactor remote on the configured address.
 func (n *Node) startRemote() error {

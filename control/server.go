@@ -12,6 +12,8 @@ import (
 
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // Node is what the control API needs from a running node.
@@ -23,30 +25,43 @@ type Node interface {
 	Pending(ctx context.Context) ([]string, error)
 	Queued() int64
 	Buffered() int64
+	Store() topology.Store
+	Topology() topology.Topology
+	Kinds() []string
+	KindMetadata(kind string) (core.Metadata, bool)
 }
 
 var _ Node = (*actors.Node)(nil)
 
-// Status is the answer of GET /v1/status.
+// Launcher is implemented by launchers whose processes show in the status.
+type Launcher interface {
+	Launched() []LaunchedView
+}
+
+// Status is the answer of GET /v1/node: this node alone.
 type Status struct {
 	Node      string                  `json:"node"`
 	Address   string                  `json:"address"`
 	HTTP      string                  `json:"http"`
+	Kinds     []string                `json:"kinds"`
 	Members   []cluster.Member        `json:"members"`
 	Operators []actors.OperatorStatus `json:"operators"`
 	Pending   []string                `json:"pending"`
 	Queued    int64                   `json:"queued"`
 	Buffered  int64                   `json:"buffered"`
+	Launched  []LaunchedView          `json:"launched,omitempty"`
 }
 
 // Server serves the control API of one node.
 type Server struct {
-	node Node
-	log  *slog.Logger
-	http *http.Server
-	addr string
-	mux  *http.ServeMux
-	done chan error
+	node     Node
+	launcher Launcher
+	log      *slog.Logger
+	http     *http.Server
+	addr     string
+	mux      *http.ServeMux
+	client   *http.Client
+	done     chan error
 }
 
 // Listen opens the control API's listener on addr (":0" picks a port), so
@@ -56,7 +71,11 @@ func Listen(addr string, log *slog.Logger) (*Server, net.Listener, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("control: listen on %s: %w", addr, err)
 	}
-	s := &Server{log: log, addr: l.Addr().String(), mux: http.NewServeMux(), done: make(chan error, 1)}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{log: log, addr: l.Addr().String(), mux: http.NewServeMux(), done: make(chan error, 1),
+		client: &http.Client{Timeout: 3 * time.Second}}
 	return s, l, nil
 }
 
@@ -66,12 +85,23 @@ func (s *Server) Addr() string { return s.addr }
 // Handle registers an extra handler (e.g. /metrics) before Serve.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
+// SetLauncher makes the launcher's processes part of the status.
+func (s *Server) SetLauncher(l Launcher) { s.launcher = l }
+
 // Serve serves the API for node on l until Shutdown.
 func (s *Server) Serve(l net.Listener, node Node) {
 	s.node = node
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	s.mux.HandleFunc("GET /v1/status", s.status)
+	s.mux.HandleFunc("GET /v1/node", s.nodeStatus)
+	s.mux.HandleFunc("GET /v1/status", s.clusterStatus)
 	s.mux.HandleFunc("GET /v1/nodes", s.nodes)
+	s.mux.HandleFunc("GET /v1/operators", s.listOperators)
+	s.mux.HandleFunc("GET /v1/operators/{name}", s.getOperator)
+	s.mux.HandleFunc("POST /v1/operators", s.deploy)
+	s.mux.HandleFunc("PUT /v1/operators/{name}/instances", s.scale)
+	s.mux.HandleFunc("DELETE /v1/operators/{name}", s.kill)
+	s.mux.HandleFunc("GET /v1/streams", s.streams)
+	s.mux.HandleFunc("GET /v1/graph", s.graph)
 	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.done <- s.http.Serve(l) }()
 }
@@ -88,33 +118,36 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+// local returns this node's status.
+func (s *Server) local(ctx context.Context) (Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	members, err := s.node.Members(ctx)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
+		return Status{}, err
 	}
 	pending, err := s.node.Pending(ctx)
 	if err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
-		return
+		return Status{}, err
 	}
-	writeJSON(w, http.StatusOK, Status{
-		Node: s.node.ID(), Address: s.node.Address(), HTTP: s.addr,
+	st := Status{
+		Node: s.node.ID(), Address: s.node.Address(), HTTP: s.addr, Kinds: s.node.Kinds(),
 		Members: members, Operators: s.node.Status(), Pending: pending,
 		Queued: s.node.Queued(), Buffered: s.node.Buffered(),
-	})
+	}
+	if s.launcher != nil {
+		st.Launched = s.launcher.Launched()
+	}
+	return st, nil
 }
 
-func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
-	members, err := s.node.Members(r.Context())
+func (s *Server) nodeStatus(w http.ResponseWriter, r *http.Request) {
+	st, err := s.local(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, members)
+	writeJSON(w, http.StatusOK, st)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -126,5 +159,5 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, map[string]string{"error": err.Error()})
+	writeJSON(w, code, Error{Error: err.Error()})
 }

@@ -8,12 +8,14 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/cluster/consul"
 	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // Config configures the runtime in this process. The zero value runs the
@@ -58,6 +60,13 @@ type Config struct {
 	// Host lists the operators (by name) this process hosts in a cluster;
 	// empty means all of them. The others run on the nodes that host them.
 	Host []string
+	// Deploy lists which of the given operators to deploy when the
+	// program first starts (later starts never redeploy a killed one); nil
+	// means all of them. The others are only hosted, ready for "sluice
+	// deploy". HostOnly deploys none (an operator "slug" started by a
+	// launcher).
+	Deploy   []string
+	HostOnly bool
 	// OnEvent receives instance and membership events (tests, tooling).
 	OnEvent func(actors.Event)
 }
@@ -107,7 +116,7 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		}
 	}
 	if cfg.Consul != "" {
-		d, err := consul.New(consul.Config{Address: cfg.Consul, Service: cfg.ClusterName, Logger: logger})
+		d, err := consul.New(consul.Config{Address: cfg.Consul, Service: clusterName(cfg), Logger: logger})
 		if err != nil {
 			closeListener(lis)
 			return nil, fmt.Errorf("sdk: start: %w", err)
@@ -117,7 +126,21 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 			ncfg.Cluster.HTTPAddr = srv.Addr()
 		}
 	}
-	n, err := actors.Start(ctx, ncfg, operators...)
+	if cfg.Consul != "" {
+		store, err := topology.NewConsulStore(cfg.Consul, clusterName(cfg), logger)
+		if err != nil {
+			closeListener(lis)
+			return nil, fmt.Errorf("sdk: start: %w", err)
+		}
+		ncfg.Store = store
+	}
+	kinds, seed, err := actors.Kinds(operators...)
+	if err != nil {
+		closeListener(lis)
+		return nil, err
+	}
+	seed = deployed(cfg, seed)
+	n, err := actors.StartNode(ctx, ncfg, kinds, seed)
 	if err != nil {
 		closeListener(lis)
 		return nil, err
@@ -126,6 +149,31 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		srv.Serve(lis, n)
 	}
 	return &Runtime{node: n, http: srv}, nil
+}
+
+// clusterName returns the configured cluster name or its default.
+func clusterName(cfg Config) string {
+	if cfg.ClusterName == "" {
+		return "sluice"
+	}
+	return cfg.ClusterName
+}
+
+// deployed filters the program's operators by Config.Deploy and HostOnly.
+func deployed(cfg Config, seed []topology.OperatorSpec) []topology.OperatorSpec {
+	if cfg.HostOnly {
+		return nil
+	}
+	if cfg.Deploy == nil {
+		return seed
+	}
+	var out []topology.OperatorSpec
+	for _, s := range seed {
+		if slices.Contains(cfg.Deploy, s.Meta.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func closeListener(l net.Listener) {

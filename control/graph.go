@@ -1,0 +1,132 @@
+package control
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// Streams returns every stream of t: who produces it, who reads it with
+// which routing, and whether it dangles. Dead-letter streams appear when
+// some operator reads them.
+func Streams(t topology.Topology) []StreamView {
+	byName := map[string]*StreamView{}
+	get := func(name string) *StreamView {
+		sv := byName[name]
+		if sv == nil {
+			sv = &StreamView{Name: name, Producers: []string{}, Consumers: []StreamReader{}}
+			byName[name] = sv
+		}
+		return sv
+	}
+	for _, spec := range t.Operators {
+		for _, out := range spec.Meta.Outputs {
+			sv := get(out)
+			sv.Producers = append(sv.Producers, spec.Meta.Name)
+		}
+		for _, in := range spec.Meta.Inputs {
+			sv := get(in.Stream)
+			sv.Consumers = append(sv.Consumers, StreamReader{Operator: spec.Meta.Name, Routing: in.Routing})
+		}
+	}
+	// A dead-letter stream has its operator as producer.
+	for _, spec := range t.Operators {
+		if sv := byName[core.DeadLetterStream(spec.Meta.Name)]; sv != nil {
+			sv.Producers = append(sv.Producers, spec.Meta.Name)
+		}
+	}
+	out := make([]StreamView, 0, len(byName))
+	for _, sv := range byName {
+		sv.NoProducer = len(sv.Producers) == 0
+		sv.NoConsumer = len(sv.Consumers) == 0
+		out = append(out, *sv)
+	}
+	slices.SortFunc(out, func(a, b StreamView) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// GraphText renders t as lines "producer → stream (routing) → consumer",
+// marking streams with no producer or no consumer.
+func GraphText(t topology.Topology) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "topology version %d: %d operators\n", t.Version, len(t.Operators))
+	for _, sv := range Streams(t) {
+		producers := strings.Join(sv.Producers, ", ")
+		if sv.NoProducer {
+			producers = "(no producer)"
+		}
+		var readers []string
+		for _, c := range sv.Consumers {
+			readers = append(readers, fmt.Sprintf("%s [%s]", c.Operator, c.Routing))
+		}
+		consumers := strings.Join(readers, ", ")
+		if sv.NoConsumer {
+			consumers = "(no consumer)"
+		}
+		fmt.Fprintf(&b, "%s → %s → %s\n", producers, sv.Name, consumers)
+	}
+	for _, spec := range t.Operators {
+		if len(spec.Meta.Inputs) == 0 && len(spec.Meta.Outputs) == 0 {
+			fmt.Fprintf(&b, "%s (no inputs, no outputs)\n", spec.Meta.Name)
+		}
+	}
+	return b.String()
+}
+
+// GraphDOT renders t in Graphviz DOT: operators as boxes, streams as
+// ellipses (dashed and red when they have no producer or no consumer),
+// edges labelled with the routing.
+func GraphDOT(t topology.Topology) string {
+	var b strings.Builder
+	b.WriteString("digraph sluice {\n  rankdir=LR;\n")
+	for _, spec := range t.Operators {
+		fmt.Fprintf(&b, "  %q [shape=box, label=%q];\n", "op:"+spec.Meta.Name, fmt.Sprintf("%s ×%d", spec.Meta.Name, spec.Meta.Parallelism))
+	}
+	for _, sv := range Streams(t) {
+		style := ""
+		switch {
+		case sv.NoProducer && sv.NoConsumer:
+			style = `, style=dashed, color=red, xlabel="no producer, no consumer"`
+		case sv.NoProducer:
+			style = `, style=dashed, color=red, xlabel="no producer"`
+		case sv.NoConsumer:
+			style = `, style=dashed, color=red, xlabel="no consumer"`
+		}
+		fmt.Fprintf(&b, "  %q [shape=ellipse, label=%q%s];\n", "stream:"+sv.Name, sv.Name, style)
+		for _, p := range sv.Producers {
+			fmt.Fprintf(&b, "  %q -> %q;\n", "op:"+p, "stream:"+sv.Name)
+		}
+		for _, c := range sv.Consumers {
+			fmt.Fprintf(&b, "  %q -> %q [label=%q];\n", "stream:"+sv.Name, "op:"+c.Operator, c.Routing.String())
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+func (s *Server) streams(w http.ResponseWriter, r *http.Request) {
+	t, err := s.node.Store().Load(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Streams(t))
+}
+
+func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
+	t, err := s.node.Store().Load(r.Context())
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if f := r.URL.Query().Get("format"); f == "dot" {
+		_, _ = w.Write([]byte(GraphDOT(t)))
+		return
+	}
+	_, _ = w.Write([]byte(GraphText(t)))
+}
