@@ -14,7 +14,7 @@ run:
 
 ## test: go vet + every test under the race detector, with the services they need
 test: tools vet
-	SLUICE_CONSUL="$$(scripts/ensure-tool.sh consul)" \
+	SLUICE_CONSUL_BIN="$$(scripts/ensure-tool.sh consul)" \
 	$(GO) test -race -timeout 20m ./...
 	# In-process multi-node tests: several protoactor remotes in one process
 	# race on grpc's global logger, so these run without -race (see
@@ -30,7 +30,7 @@ tools:
 
 ## bench: the benchmark table (medians of several runs) and the Go benchmarks
 bench: tools
-	SLUICE_CONSUL="$$(scripts/ensure-tool.sh consul)" $(GO) run ./cmd/sluice-bench
+	SLUICE_CONSUL_BIN="$$(scripts/ensure-tool.sh consul)" $(GO) run ./cmd/sluice-bench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/bench/...
 
 fmt:

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
@@ -62,6 +63,9 @@ type Server struct {
 	mux      *http.ServeMux
 	client   *http.Client
 	done     chan error
+
+	shutdownOnce sync.Once
+	shutdownErr  error
 }
 
 // Listen opens the control API's listener on addr (":0" picks a port), so
@@ -106,16 +110,20 @@ func (s *Server) Serve(l net.Listener, node Node) {
 	go func() { s.done <- s.http.Serve(l) }()
 }
 
-// Shutdown stops the server, waiting for requests in progress until ctx ends.
+// Shutdown stops the server, waiting for requests in progress until ctx
+// ends. It is safe to call twice; later calls return the first's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.http == nil {
 		return nil
 	}
-	err := s.http.Shutdown(ctx)
-	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
-		err = serr
-	}
-	return err
+	s.shutdownOnce.Do(func() {
+		err := s.http.Shutdown(ctx)
+		if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+		s.shutdownErr = err
+	})
+	return s.shutdownErr
 }
 
 // local returns this node's status.

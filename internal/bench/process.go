@@ -83,7 +83,7 @@ func nodeStatus(httpAddr string) (control.Status, error) {
 	var st control.Status
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/v1/status", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/v1/node", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return st, err

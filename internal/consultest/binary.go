@@ -19,7 +19,7 @@ const Version = "v1.14.11"
 
 // EnvBinary names the environment variable holding the path of the Consul
 // binary (the Makefile sets it).
-const EnvBinary = "SLUICE_CONSUL"
+const EnvBinary = "SLUICE_CONSUL_BIN"
 
 const buildHint = "build it with `scripts/ensure-tool.sh consul` (Consul " + Version +
 	" into $HOME/.cache/sluice/bin, about 9 minutes the first time) and/or set " + EnvBinary + " to its path"
@@ -33,7 +33,7 @@ var (
 // Binary returns the path of the Consul binary, failing t if there is none
 // or if it is not a Consul 1.14 (1.15 changed the dev agent and the
 // health-check behaviour these tests rely on). The lookup, in order:
-// $SLUICE_CONSUL; the cache, ${SLUICE_CACHE:-$HOME/.cache/sluice}/bin/consul-v1.14.11;
+// $SLUICE_CONSUL_BIN; the cache, ${SLUICE_CACHE:-$HOME/.cache/sluice}/bin/consul-v1.14.11;
 // running scripts/ensure-tool.sh consul from the repository root, which
 // builds into the cache (serialised across test processes by a lock file).
 // The result is computed once per test binary.

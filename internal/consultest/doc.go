@@ -15,7 +15,7 @@
 //	agent.Restart() // back on the same ports, with empty state (dev mode)
 //
 // The binary is Consul v1.14.11 (never 1.15 or later: see [Binary]). It is
-// taken from $SLUICE_CONSUL, else from the cache that scripts/ensure-tool.sh
+// taken from $SLUICE_CONSUL_BIN, else from the cache that scripts/ensure-tool.sh
 // fills, else built by that script. A test that cannot find it fails; it
 // never skips.
 package consultest

@@ -176,7 +176,7 @@ func (n *node) status() (control.Status, error) {
 	var st control.Status
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.http+"/v1/status", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.http+"/v1/node", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return st, err

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/control"
+)
+
+// maxBody bounds what sluice reads of an answer.
+const maxBody = 64 << 20
+
+// client calls the control API of one node. See control/api.go for the
+// endpoints and their JSON.
+type client struct {
+	base    *url.URL // scheme, host and path prefix, no trailing slash
+	http    *http.Client
+	timeout time.Duration
+}
+
+// newClient returns a client of the control API at addr: "host:port", or
+// an http:// or https:// URL, possibly with a path prefix (behind a
+// proxy). timeout bounds each request; 0 means none.
+func newClient(addr string, timeout time.Duration) (*client, error) {
+	base, err := parseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &client{base: base, http: &http.Client{Timeout: timeout}, timeout: timeout}, nil
+}
+
+func parseAddr(addr string) (*url.URL, error) {
+	s := strings.TrimSpace(addr)
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("bad address %q: want host:port or an http:// or https:// URL", addr)
+	}
+	u.Scheme = strings.ToLower(u.Scheme)
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("bad address %q: want http:// or https://, not %s://", addr, u.Scheme)
+	case u.Host == "":
+		return nil, fmt.Errorf("bad address %q: no host", addr)
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return nil, fmt.Errorf("bad address %q: want scheme://host:port[/path] only", addr)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// do sends a request to path (with query, and in as its JSON body if not
+// nil) and returns the body of a 2xx answer. Any other answer is an
+// *apiError; failing to reach the node is an error naming the address.
+func (c *client) do(ctx context.Context, method, path string, query url.Values, in any) ([]byte, error) {
+	u := *c.base
+	u.Path += path
+	u.RawQuery = query.Encode()
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.unreachable(method, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read answer: %w", method, u.Redacted(), err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, answerError(method, path, resp, out)
+	}
+	return out, nil
+}
+
+// unreachable explains a request that got no answer.
+func (c *client) unreachable(method string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if ue.Timeout() && c.timeout > 0 {
+			return fmt.Errorf("%s %s: no answer within %v (--timeout)", method, ue.URL, c.timeout)
+		}
+		err = fmt.Errorf("%s %s: %w", method, ue.URL, ue.Err)
+	}
+	return fmt.Errorf("%w (is a Sluice node's control API at %s? set --addr or $SLUICE_ADDR)", err, c.base.Redacted())
+}
+
+// answerError turns a non-2xx answer into an *apiError, with the server's
+// control.Error if the body is one, else the body's text.
+func answerError(method, path string, resp *http.Response, body []byte) *apiError {
+	e := &apiError{Method: method, Path: path, Status: resp.StatusCode}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt == "application/json" && json.Unmarshal(body, &e.Body) == nil && e.Body.Error != "" {
+		return e
+	}
+	text := strings.TrimSpace(string(body))
+	if len(text) > 200 {
+		text = text[:200] + "…"
+	}
+	msg := fmt.Sprintf("%s %s: %s", method, path, resp.Status)
+	if text != "" {
+		msg += ": " + text
+	}
+	e.Body = control.Error{Error: msg}
+	return e
+}
+
+// getJSON GETs path and decodes the answer into out; it returns the raw
+// answer too, for --json.
+func (c *client) getJSON(ctx context.Context, path string, query url.Values, out any) ([]byte, error) {
+	raw, err := c.do(ctx, http.MethodGet, path, query, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("GET %s: unexpected answer: %w", path, err)
+	}
+	return raw, nil
+}
+
+// change sends a change (deploy, scale, kill) and decodes its answer.
+func (c *client) change(ctx context.Context, method, path string, query url.Values, in any) (control.DeployResponse, []byte, error) {
+	var resp control.DeployResponse
+	raw, err := c.do(ctx, method, path, query, in)
+	if err != nil {
+		return resp, nil, err
+	}
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return resp, nil, fmt.Errorf("%s %s: unexpected answer: %w", method, path, err)
+	}
+	return resp, raw, nil
+}
+
+// operatorPath returns the path of an operator's resource. Callers check
+// the name first (checkName), so it needs no escaping.
+func operatorPath(name string) string { return "/v1/operators/" + name }

@@ -1,0 +1,240 @@
+package manifest
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+// Validate checks m against the rules of a manifest and returns a
+// *ValidationError listing every problem, or nil. Zero fields mean "unset"
+// and are valid (except the name); set fields must be:
+//
+//   - name, kind: 1–200 letters, digits, '-', '_' or '.' (core.ValidName)
+//   - executable: an absolute path, or a file://, http:// or https:// URI
+//   - instances ≥ 1; keyGroups in [1, 32768]; instances ≤ keyGroups
+//   - inputs: valid stream names, none twice, routing one of shuffle,
+//     round-robin, group-by or broadcast (core.ParseRouting)
+//   - outputs: valid stream names, none twice
+//   - cpus, mem, disk: finite and ≥ 0; retries ≥ 0
+//   - environment: keys are variable names ([A-Za-z_][A-Za-z0-9_]*),
+//     values have no NUL byte
+//   - restart: durations in Go syntax ("30s", "1h30m") and ≥ 0, maxBackoff ≥
+//     initialBackoff (each defaulting as in core.RestartPolicy);
+//     maxRestarts, deadLetterAfter ≥ 0
+//
+// Validate does not know the operator's kind, so it cannot check what
+// depends on it (instances against the kind's key groups, a kind no node
+// hosts); the server does.
+func Validate(m control.Manifest) error {
+	var v validation
+	v.name("name", m.Name)
+	if m.Kind != "" {
+		v.name("kind", m.Kind)
+	}
+	if m.Executable != "" {
+		if p := executableProblem(m.Executable); p != "" {
+			v.add("executable", "%s", p)
+		}
+	}
+	v.parallelism(m.Instances, m.KeyGroups)
+	v.inputs(m.Inputs)
+	v.streams("outputs", m.Outputs)
+	v.resource("cpus", m.CPUs)
+	v.resource("mem", m.Mem)
+	v.resource("disk", m.Disk)
+	if m.Retries < 0 {
+		v.add("retries", "must be ≥ 0, got %d", m.Retries)
+	}
+	v.environment(m.Environment)
+	if m.Restart != nil {
+		v.restart(*m.Restart)
+	}
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Name: m.Name, Problems: v.problems}
+}
+
+// validation collects the problems of one manifest.
+type validation struct {
+	problems []FieldError
+}
+
+func (v *validation) add(field, format string, args ...any) {
+	v.problems = append(v.problems, FieldError{Field: field, Problem: fmt.Sprintf(format, args...)})
+}
+
+func (v *validation) name(field, s string) {
+	if err := core.ValidName(s); err != nil {
+		v.add(field, "%v", err)
+	}
+}
+
+func (v *validation) parallelism(instances, keyGroups int) {
+	if instances < 0 {
+		v.add("instances", "must be ≥ 1, got %d", instances)
+	}
+	if keyGroups < 0 || keyGroups > core.MaxKeyGroups {
+		v.add("keyGroups", "must be between 1 and %d, got %d", core.MaxKeyGroups, keyGroups)
+	}
+	switch {
+	case instances > 0 && keyGroups > 0 && keyGroups <= core.MaxKeyGroups && instances > keyGroups:
+		v.add("instances", "must be ≤ keyGroups (%d), got %d", keyGroups, instances)
+	case instances > core.MaxKeyGroups && keyGroups == 0:
+		v.add("instances", "must be ≤ %d (the most key groups an operator can have), got %d", core.MaxKeyGroups, instances)
+	}
+}
+
+func (v *validation) inputs(ins []control.ManifestInput) {
+	seen := map[string]int{}
+	for i, in := range ins {
+		field := fmt.Sprintf("inputs[%d]", i)
+		v.name(field+".stream", in.Stream)
+		if j, dup := seen[in.Stream]; dup && in.Stream != "" {
+			v.add(field+".stream", "stream %q is listed twice (also inputs[%d])", in.Stream, j)
+		} else if !dup {
+			seen[in.Stream] = i
+		}
+		if _, err := core.ParseRouting(in.Routing); err != nil {
+			v.add(field+".routing", "%v", err)
+		}
+	}
+}
+
+func (v *validation) streams(field string, ss []string) {
+	seen := map[string]int{}
+	for i, s := range ss {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		v.name(f, s)
+		if j, dup := seen[s]; dup && s != "" {
+			v.add(f, "stream %q is listed twice (also %s[%d])", s, field, j)
+		} else if !dup {
+			seen[s] = i
+		}
+	}
+}
+
+func (v *validation) resource(field string, x float64) {
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		v.add(field, "must be a finite number ≥ 0, got %v", x)
+	case x < 0:
+		v.add(field, "must be ≥ 0, got %v", x)
+	}
+}
+
+func (v *validation) environment(env map[string]string) {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch {
+		case k == "":
+			v.add("environment", "variable name must not be empty")
+		case !validEnvName(k):
+			v.add("environment", "bad variable name %q: want letters, digits and '_', not starting with a digit", k)
+		}
+		if strings.IndexByte(env[k], 0) >= 0 {
+			v.add("environment"+keyPath(k), "value must not contain a NUL byte")
+		}
+	}
+}
+
+func (v *validation) restart(r control.ManifestRestart) {
+	if r.MaxRestarts < 0 {
+		v.add("restart.maxRestarts", "must be ≥ 0, got %d", r.MaxRestarts)
+	}
+	v.duration("restart.window", r.Window)
+	initial, initialOK := v.duration("restart.initialBackoff", r.InitialBackoff)
+	maxb, maxOK := v.duration("restart.maxBackoff", r.MaxBackoff)
+	if initialOK && maxOK {
+		// Zero means the default, as in core.RestartPolicy.WithDefaults.
+		switch {
+		case initial > 0 && maxb > 0 && maxb < initial:
+			v.add("restart.maxBackoff", "must be ≥ initialBackoff (%v), got %v", initial, maxb)
+		case initial > core.DefaultMaxBackoff && maxb == 0:
+			v.add("restart.initialBackoff", "must be ≤ maxBackoff (default %v), got %v; set restart.maxBackoff too", core.DefaultMaxBackoff, initial)
+		case maxb > 0 && maxb < core.DefaultInitialBackoff && initial == 0:
+			v.add("restart.maxBackoff", "must be ≥ initialBackoff (default %v), got %v", core.DefaultInitialBackoff, maxb)
+		}
+	}
+	if r.DeadLetterAfter < 0 {
+		v.add("restart.deadLetterAfter", "must be ≥ 0, got %d", r.DeadLetterAfter)
+	}
+}
+
+// duration parses a restart duration; "" is 0 (the default). ok is false
+// if s is invalid (and the problem recorded).
+func (v *validation) duration(field, s string) (d time.Duration, ok bool) {
+	if s == "" {
+		return 0, true
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		why := strings.TrimPrefix(err.Error(), "time: ")
+		if i := strings.Index(why, " in duration "); i >= 0 {
+			why = why[:i] + "; "
+		} else {
+			why = "" // "invalid duration "5 minutes"" says no more than we do
+		}
+		v.add(field, "bad duration %q: %swant a number and a unit (ns, us, ms, s, m, h), such as \"30s\" or \"1h30m\"", s, why)
+		return 0, false
+	}
+	if d < 0 {
+		v.add(field, "must be ≥ 0, got %v", d)
+		return 0, false
+	}
+	return d, true
+}
+
+// executableProblem says what is wrong with an executable, or "".
+func executableProblem(s string) string {
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f {
+			return fmt.Sprintf("%q contains a control character", s)
+		}
+	}
+	want := fmt.Sprintf("want an absolute path or a file://, http:// or https:// URI, got %q", s)
+	if strings.HasPrefix(s, "/") {
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		return want
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "file":
+		if (u.Host == "" || u.Host == "localhost") && strings.HasPrefix(u.Path, "/") {
+			return ""
+		}
+		return fmt.Sprintf("file URI %q must name an absolute path on the node, as in file:///opt/sluice/node", s)
+	case "http", "https":
+		if u.Host != "" {
+			return ""
+		}
+		return fmt.Sprintf("URI %q has no host", s)
+	}
+	return want
+}
+
+// validEnvName reports whether s is a POSIX-style environment variable name.
+func validEnvName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,291 @@
+package mesos
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	mesos "github.com/mesos/mesos-go/api/v1/lib"
+)
+
+// Offer handling: fitting pending slots into offers, spreading a pool's
+// tasks across agents, declining the rest with a refuse filter, and
+// remembering recent offers to explain why a slot is pending.
+//
+// Amounts are fixed point in thousandths, as Mesos keeps them, so that
+// sums of offered and taken resources are exact.
+
+// res is an amount of the scalar resources a task asks for.
+type res struct{ cpus, mem, disk int64 }
+
+func fixed(v float64) int64   { return int64(math.Round(v * 1000)) }
+func unfixed(v int64) float64 { return float64(v) / 1000 }
+func (r res) fits(need res) bool {
+	return r.cpus >= need.cpus && r.mem >= need.mem && r.disk >= need.disk
+}
+
+func needOf(p *Pool) res { return res{fixed(p.CPUs), fixed(p.Mem), fixed(p.Disk)} }
+
+// usable reports whether a task may take from r: an unshared,
+// non-revocable scalar cpus, mem or plain disk (not a volume or mount).
+func usable(r *mesos.Resource) bool {
+	if r.GetType() != mesos.SCALAR || r.Scalar == nil || r.Revocable != nil || r.Shared != nil {
+		return false
+	}
+	switch r.Name {
+	case "cpus", "mem":
+		return true
+	case "disk":
+		return r.Disk == nil || (r.Disk.Persistence == nil && r.Disk.Volume == nil && r.Disk.Source == nil)
+	}
+	return false
+}
+
+// offerSpace is an offer being filled: what is left of each usable
+// resource.
+type offerSpace struct {
+	offer mesos.Offer
+	avail []int64 // per offer.Resources index; 0 for unusable ones
+}
+
+func newOfferSpace(o mesos.Offer) *offerSpace {
+	s := &offerSpace{offer: o, avail: make([]int64, len(o.Resources))}
+	for i := range o.Resources {
+		if r := &o.Resources[i]; usable(r) && r.Scalar.Value > 0 {
+			s.avail[i] = fixed(r.Scalar.Value)
+		}
+	}
+	return s
+}
+
+func (s *offerSpace) left() res {
+	var t res
+	for i, v := range s.avail {
+		switch s.offer.Resources[i].Name {
+		case "cpus":
+			t.cpus += v
+		case "mem":
+			t.mem += v
+		case "disk":
+			t.disk += v
+		}
+	}
+	return t
+}
+
+// take removes need from the offer and returns the task's resources:
+// copies of the offered resources (role, reservations and allocation info
+// included, as the master requires) with the amounts taken. Reserved
+// resources are taken before unreserved ones. The caller checked fits.
+func (s *offerSpace) take(need res) []mesos.Resource {
+	var out []mesos.Resource
+	for _, want := range []struct {
+		name string
+		n    int64
+	}{{"cpus", need.cpus}, {"mem", need.mem}, {"disk", need.disk}} {
+		left := want.n
+		for _, reserved := range []bool{true, false} {
+			for i := range s.offer.Resources {
+				r := &s.offer.Resources[i]
+				if left == 0 || r.Name != want.name || s.avail[i] == 0 || isReserved(r) != reserved {
+					continue
+				}
+				n := min(left, s.avail[i])
+				s.avail[i] -= n
+				left -= n
+				c := *r
+				c.Scalar = &mesos.Value_Scalar{Value: unfixed(n)}
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func isReserved(r *mesos.Resource) bool {
+	return len(r.Reservations) > 0 || r.Reservation != nil || (r.Role != nil && *r.Role != "*" && *r.Role != "")
+}
+
+// offersEvent handles OFFERS: pending slots are placed, in pool order, on
+// the offer that fits and whose agent runs the fewest tasks of the pool
+// (spreading); offers with tasks are accepted, the others declined. The
+// refuse filter is short (DeclineRefuse) while slots stay pending, long
+// (IdleRefuse) otherwise.
+//
+// Spreading is best effort: it balances across the offers of one event
+// (the master offers every agent's free resources in one allocation
+// round) and across the agents already running tasks of the pool; it
+// never leaves a slot pending to wait for another agent.
+func (m *machine) offersEvent(now time.Time, offers []mesos.Offer) output {
+	var out output
+	spaces := make([]*offerSpace, 0, len(offers))
+	for _, o := range offers {
+		m.agents[o.AgentID.Value] = o.Hostname
+		s := newOfferSpace(o)
+		m.offers.add(offerSample{at: now, agentID: o.AgentID.Value, res: s.left()})
+		spaces = append(spaces, s)
+	}
+	m.offers.prune(now.Add(-m.cfg.pendingWindow))
+
+	// load[pool][agent] counts the pool's live tasks per agent.
+	load := map[string]map[string]int{}
+	for _, t := range m.tasks {
+		if !t.terminal() && !t.kill {
+			if load[t.key.pool] == nil {
+				load[t.key.pool] = map[string]int{}
+			}
+			load[t.key.pool][t.agentID]++
+		}
+	}
+	placed := make([][]mesos.TaskInfo, len(spaces))
+	for _, k := range m.pendingSlots(now) {
+		ps := m.pools[k.pool]
+		need := needOf(&ps.spec)
+		best := -1
+		for i, s := range spaces {
+			if !s.left().fits(need) {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			a, b := spaces[i].offer.AgentID.Value, spaces[best].offer.AgentID.Value
+			if c := cmp.Compare(load[k.pool][a], load[k.pool][b]); c < 0 || c == 0 && a < b {
+				best = i
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		s := spaces[best]
+		t := m.newTask(now, k, s.offer)
+		placed[best] = append(placed[best], m.taskInfo(t, &ps.spec, s.take(need)))
+		if load[k.pool] == nil {
+			load[k.pool] = map[string]int{}
+		}
+		load[k.pool][t.agentID]++
+	}
+
+	refuse := m.cfg.idleRefuse
+	if len(m.pendingSlots(now)) > 0 {
+		refuse = m.cfg.declineRefuse
+	}
+	var decline []mesos.OfferID
+	for i, s := range spaces {
+		if len(placed[i]) == 0 {
+			decline = append(decline, s.offer.ID)
+			continue
+		}
+		out.launches = append(out.launches, launchOp{offerID: s.offer.ID, agentID: s.offer.AgentID.Value, tasks: placed[i], refuse: refuse})
+		m.dirty = true
+	}
+	if len(decline) > 0 {
+		out.declines = append(out.declines, declineOp{offerIDs: decline, refuse: refuse})
+	}
+	if len(spaces) > 0 {
+		m.declined = true
+	}
+	m.finish(now, &out)
+	return out
+}
+
+// offerSample is what an offer held when it arrived.
+type offerSample struct {
+	at      time.Time
+	agentID string
+	res     res
+}
+
+// offerHistory remembers recent offers, oldest first, at most max.
+type offerHistory struct {
+	max     int
+	samples []offerSample
+}
+
+func (h *offerHistory) add(s offerSample) {
+	if len(h.samples) >= h.max {
+		h.samples = slices.Delete(h.samples, 0, len(h.samples)-h.max+1)
+	}
+	h.samples = append(h.samples, s)
+}
+
+func (h *offerHistory) prune(before time.Time) {
+	i := 0
+	for i < len(h.samples) && h.samples[i].at.Before(before) {
+		i++
+	}
+	h.samples = slices.Delete(h.samples, 0, i)
+}
+
+func (h *offerHistory) since(t time.Time) []offerSample {
+	i, _ := slices.BinarySearchFunc(h.samples, t, func(s offerSample, t time.Time) int { return s.at.Compare(t) })
+	return h.samples[i:]
+}
+
+// pendingReason explains why slot k has no task, e.g. "no offer with 8
+// cpus seen in 60 s; largest offer: 4 cpus".
+func (m *machine) pendingReason(now time.Time, k slotKey, s *slot) string {
+	ps := m.pools[k.pool]
+	switch {
+	case ps == nil:
+		return "pool removed"
+	case ps.failed:
+		return "deployment failed: " + ps.failedReason
+	case !m.subscribed:
+		r := "not subscribed to the Mesos master"
+		if m.sub.LastError != "" {
+			r += " (last error: " + m.sub.LastError + ")"
+		}
+		return r
+	case now.Before(s.nextLaunch):
+		return fmt.Sprintf("relaunch backoff until %s after %d failure(s); last: %s",
+			s.nextLaunch.UTC().Format(time.RFC3339), s.failures, s.lastReason)
+	}
+	from := now.Add(-m.cfg.pendingWindow)
+	if m.start.After(from) {
+		from = m.start
+	}
+	secs := int(now.Sub(from).Round(time.Second) / time.Second)
+	samples := m.offers.since(from)
+	if len(samples) == 0 {
+		return fmt.Sprintf("no offers received in %d s", secs)
+	}
+	need := needOf(&ps.spec)
+	var largest res
+	for _, o := range samples {
+		if o.res.fits(need) {
+			return fmt.Sprintf("waiting for an offer: offers that fit were seen in the last %d s but taken by other tasks", secs)
+		}
+		largest.cpus = max(largest.cpus, o.res.cpus)
+		largest.mem = max(largest.mem, o.res.mem)
+		largest.disk = max(largest.disk, o.res.disk)
+	}
+	var want, have []string
+	add := func(n, l int64, unit string) {
+		want = append(want, amount(n, unit))
+		have = append(have, amount(l, unit))
+	}
+	if largest.cpus < need.cpus {
+		add(need.cpus, largest.cpus, "cpus")
+	}
+	if largest.mem < need.mem {
+		add(need.mem, largest.mem, "MB mem")
+	}
+	if largest.disk < need.disk {
+		add(need.disk, largest.disk, "MB disk")
+	}
+	if len(want) > 0 {
+		return fmt.Sprintf("no offer with %s seen in %d s; largest offer: %s", strings.Join(want, ", "), secs, strings.Join(have, ", "))
+	}
+	return fmt.Sprintf("no offer with %s, %s and %s together seen in %d s (each is offered, on different agents)",
+		amount(need.cpus, "cpus"), amount(need.mem, "MB mem"), amount(need.disk, "MB disk"), secs)
+}
+
+func amount(v int64, unit string) string {
+	return strconv.FormatFloat(unfixed(v), 'f', -1, 64) + " " + unit
+}

@@ -1,0 +1,117 @@
+package mesos
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	mesos "github.com/mesos/mesos-go/api/v1/lib"
+)
+
+// persisted is the part of the machine's state that outlives a leader: it
+// is written to Consul (KV sluice/<cluster>/mesos/state) before every
+// launch and after every change, and read by the next leader. With it the
+// next leader knows every task that may exist, so it reconciles them
+// before launching anything (no duplicates), and keeps counting failures
+// and remembers failed pools.
+type persisted struct {
+	Version     int               `json:"version"`
+	FrameworkID string            `json:"framework_id,omitempty"`
+	Tasks       []persistedTask   `json:"tasks,omitempty"`
+	Slots       []persistedSlot   `json:"slots,omitempty"`
+	FailedPools []persistedFailed `json:"failed_pools,omitempty"`
+}
+
+type persistedTask struct {
+	ID           string    `json:"id"`
+	Agent        string    `json:"agent"`
+	Host         string    `json:"host,omitempty"`
+	State        string    `json:"state"`
+	Launched     time.Time `json:"launched"`
+	RunningSince time.Time `json:"running_since,omitzero"`
+	Reported     bool      `json:"reported,omitempty"`
+	Kill         bool      `json:"kill,omitempty"`
+}
+
+type persistedSlot struct {
+	Pool       string    `json:"pool"`
+	Instance   int       `json:"instance"`
+	Failures   int       `json:"failures,omitempty"`
+	Restarts   int       `json:"restarts,omitempty"`
+	NextLaunch time.Time `json:"next_launch,omitzero"`
+	LastReason string    `json:"last_reason,omitempty"`
+}
+
+type persistedFailed struct {
+	Pool   string    `json:"pool"`
+	Spec   string    `json:"spec"` // Pool.fingerprint
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+const persistedVersion = 1
+
+// snapshot returns the persisted part of the state.
+func (m *machine) snapshot() persisted {
+	p := persisted{Version: persistedVersion, FrameworkID: m.frameworkID}
+	for _, t := range m.tasks {
+		if t.terminal() {
+			continue
+		}
+		p.Tasks = append(p.Tasks, persistedTask{ID: t.id, Agent: t.agentID, Host: t.hostname, State: t.state.String(),
+			Launched: t.launched, RunningSince: t.runningSince, Reported: t.reported, Kill: t.kill})
+	}
+	slices.SortFunc(p.Tasks, func(a, b persistedTask) int { return cmp.Compare(a.ID, b.ID) })
+	for k, s := range m.slots {
+		if s.failures == 0 && s.restarts == 0 && s.nextLaunch.IsZero() {
+			continue
+		}
+		p.Slots = append(p.Slots, persistedSlot{Pool: k.pool, Instance: k.index, Failures: s.failures,
+			Restarts: s.restarts, NextLaunch: s.nextLaunch, LastReason: s.lastReason})
+	}
+	slices.SortFunc(p.Slots, func(a, b persistedSlot) int {
+		return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Instance, b.Instance))
+	})
+	for _, name := range m.order {
+		if ps := m.pools[name]; ps.failed {
+			p.FailedPools = append(p.FailedPools, persistedFailed{Pool: name, Spec: ps.fp, Reason: ps.failedReason, At: ps.failedAt})
+		}
+	}
+	return p
+}
+
+// restore loads a persisted state into a new machine, before setPools.
+// Every task is unconfirmed until the master answers about it.
+func (m *machine) restore(p persisted) error {
+	if p.Version > persistedVersion {
+		return fmt.Errorf("mesos: persisted state version %d is newer than this scheduler's (%d)", p.Version, persistedVersion)
+	}
+	m.frameworkID = p.FrameworkID
+	for _, pt := range p.Tasks {
+		state, ok := mesos.TaskState_value[pt.State]
+		if !ok {
+			state = int32(mesos.TASK_STAGING)
+		}
+		k, ok := parseTaskID(pt.ID)
+		if !ok {
+			k = slotKey{pool: "?", index: -1}
+		}
+		m.tasks[pt.ID] = &task{id: pt.ID, key: k, agentID: pt.Agent, hostname: pt.Host, state: mesos.TaskState(state),
+			launched: pt.Launched, updated: pt.Launched, runningSince: pt.RunningSince, reported: pt.Reported, kill: pt.Kill}
+	}
+	for _, ps := range p.Slots {
+		s := m.slot(slotKey{ps.Pool, ps.Instance}, m.start)
+		s.failures, s.restarts, s.nextLaunch, s.lastReason = ps.Failures, ps.Restarts, ps.NextLaunch, ps.LastReason
+	}
+	for _, f := range p.FailedPools {
+		m.pools[f.Pool] = &poolState{fp: f.Spec, failed: true, failedReason: f.Reason, failedAt: f.At}
+	}
+	return nil
+}
+
+func (p persisted) marshal() []byte {
+	b, _ := json.Marshal(p)
+	return b
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package mesos_test
+
+const raceEnabled = false

@@ -1,0 +1,66 @@
+package mesos
+
+import (
+	"maps"
+	"slices"
+
+	mesos "github.com/mesos/mesos-go/api/v1/lib"
+)
+
+// taskInfo builds the TaskInfo launching t: the pool's command (with the
+// URIs to fetch, e.g. the node executable), its resources taken from the
+// offer, and the node's environment. The task ID doubles as the node ID
+// (the node takes $MESOS_TASK_ID), so a relaunched node is a new member.
+func (m *machine) taskInfo(t *task, p *Pool, resources []mesos.Resource) mesos.TaskInfo {
+	env := map[string]string{}
+	maps.Copy(env, p.Env)
+	env["SLUICE_CLUSTER"] = m.cfg.cluster
+	env["SLUICE_CONSUL"] = m.cfg.nodeConsul
+	env["HOST"] = t.hostname
+	if p.DataDir != "" {
+		env["SLUICE_DATA_DIR"] = p.DataDir
+	}
+	vars := make([]mesos.Environment_Variable, 0, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		v := env[k]
+		vars = append(vars, mesos.Environment_Variable{Name: k, Value: &v})
+	}
+
+	shell := p.Command.Shell
+	value := p.Command.Value
+	cmd := &mesos.CommandInfo{Value: &value, Shell: &shell, Environment: &mesos.Environment{Variables: vars}}
+	if !shell {
+		// arguments is the whole argv, argv[0] included.
+		cmd.Arguments = append([]string{value}, p.Command.Args...)
+	}
+	for _, u := range p.URIs {
+		cu := mesos.CommandInfo_URI{Value: u.Value}
+		if u.Executable {
+			cu.Executable = ptr(true)
+		}
+		cu.Extract = ptr(u.Extract)
+		if u.Cache {
+			cu.Cache = ptr(true)
+		}
+		if u.OutputFile != "" {
+			cu.OutputFile = ptr(u.OutputFile)
+		}
+		cmd.URIs = append(cmd.URIs, cu)
+	}
+	return mesos.TaskInfo{
+		Name:      "sluice-" + m.cfg.cluster + "-" + t.key.String(),
+		TaskID:    mesos.TaskID{Value: t.id},
+		AgentID:   mesos.AgentID{Value: t.agentID},
+		Resources: resources,
+		Command:   cmd,
+		KillPolicy: &mesos.KillPolicy{
+			GracePeriod: &mesos.DurationInfo{Nanoseconds: m.cfg.killGrace.Nanoseconds()},
+		},
+		Labels: &mesos.Labels{Labels: []mesos.Label{
+			{Key: "sluice_cluster", Value: ptr(m.cfg.cluster)},
+			{Key: "sluice_pool", Value: ptr(t.key.pool)},
+		}},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
