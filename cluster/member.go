@@ -17,12 +17,12 @@ import (
 // fresh copies in every snapshot, so callers may keep or modify what they
 // receive.
 type Member struct {
-	ID       string            // unique node id, 1-128 characters from [A-Za-z0-9._-]
-	Address  string            // actor (protoactor remote) host:port
-	HTTPAddr string            // metrics/control HTTP host:port; optional
-	Kinds    []string          // operator kinds this node can host
-	Version  string            // Sluice version of the node; optional
-	Meta     map[string]string // extra metadata; keys from [A-Za-z0-9_-]
+	ID       string            `json:"id"`                 // unique node id, 1-128 characters from [A-Za-z0-9._-]
+	Address  string            `json:"address"`            // actor (protoactor remote) host:port
+	HTTPAddr string            `json:"httpAddr,omitempty"` // metrics/control HTTP host:port; optional
+	Kinds    []string          `json:"kinds"`              // operator kinds this node can host
+	Version  string            `json:"version,omitempty"`  // Sluice version of the node; optional
+	Meta     map[string]string `json:"meta,omitempty"`     // extra metadata; keys from [A-Za-z0-9_-]
 }
 
 // Limits checked by Member.Validate. They keep every Member representable

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sluicehq/sluice/control/api"
 	"net/http"
 	"slices"
 	"sort"
@@ -90,8 +91,8 @@ func (s *Server) fetch(ctx context.Context, m cluster.Member) (Status, error) {
 }
 
 // operators builds the view of every deployed operator.
-func (v view) operators() []OperatorView {
-	out := make([]OperatorView, 0, len(v.topo.Operators))
+func (v view) operators() []api.OperatorView {
+	out := make([]api.OperatorView, 0, len(v.topo.Operators))
 	for _, spec := range v.topo.Operators {
 		out = append(out, v.operator(spec))
 	}
@@ -99,14 +100,14 @@ func (v view) operators() []OperatorView {
 }
 
 // operator builds the view of one deployed operator.
-func (v view) operator(spec topology.OperatorSpec) OperatorView {
+func (v view) operator(spec topology.OperatorSpec) api.OperatorView {
 	m := spec.Meta
-	ov := OperatorView{
+	ov := api.OperatorView{
 		Name: m.Name, Kind: spec.Kind, Executable: spec.Executable, Instances: m.Parallelism, KeyGroups: m.KeyGroups,
 		Epoch: spec.Epoch, Inputs: m.Inputs, Outputs: m.Outputs, CPUs: spec.CPUs, Mem: spec.Mem, Disk: spec.Disk,
 		Retries: spec.Retries, DeployedAt: spec.DeployedAt,
 	}
-	placed := map[int]InstanceView{}
+	placed := map[int]api.InstanceView{}
 	for id, st := range v.nodes {
 		for _, o := range st.Operators {
 			if o.Name != m.Name {
@@ -119,7 +120,7 @@ func (v view) operator(spec topology.OperatorSpec) OperatorView {
 				if in.State == "released" || in.State == "stopped" {
 					continue
 				}
-				placed[in.Index] = InstanceView{Index: in.Index, Node: id, State: in.State, FirstGroup: in.FirstGroup, EndGroup: in.EndGroup,
+				placed[in.Index] = api.InstanceView{Index: in.Index, Node: id, State: in.State, FirstGroup: in.FirstGroup, EndGroup: in.EndGroup,
 					Processed: in.Processed, Produced: in.Produced, Restarts: in.Restarts, DeadLetters: in.DeadLetters, LastError: in.LastError}
 			}
 		}
@@ -128,7 +129,7 @@ func (v view) operator(spec topology.OperatorSpec) OperatorView {
 	for i := 0; i < m.Parallelism; i++ {
 		iv, ok := placed[i]
 		if !ok {
-			iv = InstanceView{Index: i, State: "unplaced"}
+			iv = api.InstanceView{Index: i, State: "unplaced"}
 		}
 		switch iv.State {
 		case "running":
@@ -184,10 +185,10 @@ func (v view) pendingReason(spec topology.OperatorSpec) string {
 }
 
 // nodeViews describes every member.
-func (v view) nodeViews() []NodeView {
-	var out []NodeView
+func (v view) nodeViews() []api.NodeView {
+	var out []api.NodeView
 	for _, m := range v.members {
-		nv := NodeView{Member: m}
+		nv := api.NodeView{Member: m}
 		if st, ok := v.nodes[m.ID]; ok {
 			nv.Healthy = true
 			for _, o := range st.Operators {
@@ -206,8 +207,8 @@ func (v view) nodeViews() []NodeView {
 }
 
 // status builds the cluster status.
-func (v view) status(self string) ClusterStatus {
-	cs := ClusterStatus{Node: self, TopologyVersion: v.topo.Version, Nodes: v.nodeViews(), Operators: v.operators(), Pending: []string{}}
+func (v view) status(self string) api.ClusterStatus {
+	cs := api.ClusterStatus{Node: self, TopologyVersion: v.topo.Version, Nodes: v.nodeViews(), Operators: v.operators(), Pending: []string{}}
 	for _, ov := range cs.Operators {
 		if ov.Pending != "" {
 			cs.Pending = append(cs.Pending, fmt.Sprintf("%s: %s", ov.Name, ov.Pending))

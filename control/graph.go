@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"github.com/sluicehq/sluice/control/api"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,12 +14,12 @@ import (
 // Streams returns every stream of t: who produces it, who reads it with
 // which routing, and whether it dangles. Dead-letter streams appear when
 // some operator reads them.
-func Streams(t topology.Topology) []StreamView {
-	byName := map[string]*StreamView{}
-	get := func(name string) *StreamView {
+func Streams(t topology.Topology) []api.StreamView {
+	byName := map[string]*api.StreamView{}
+	get := func(name string) *api.StreamView {
 		sv := byName[name]
 		if sv == nil {
-			sv = &StreamView{Name: name, Producers: []string{}, Consumers: []StreamReader{}}
+			sv = &api.StreamView{Name: name, Producers: []string{}, Consumers: []api.StreamReader{}}
 			byName[name] = sv
 		}
 		return sv
@@ -30,7 +31,7 @@ func Streams(t topology.Topology) []StreamView {
 		}
 		for _, in := range spec.Meta.Inputs {
 			sv := get(in.Stream)
-			sv.Consumers = append(sv.Consumers, StreamReader{Operator: spec.Meta.Name, Routing: in.Routing})
+			sv.Consumers = append(sv.Consumers, api.StreamReader{Operator: spec.Meta.Name, Routing: in.Routing})
 		}
 	}
 	// A dead-letter stream has its operator as producer.
@@ -39,13 +40,13 @@ func Streams(t topology.Topology) []StreamView {
 			sv.Producers = append(sv.Producers, spec.Meta.Name)
 		}
 	}
-	out := make([]StreamView, 0, len(byName))
+	out := make([]api.StreamView, 0, len(byName))
 	for _, sv := range byName {
 		sv.NoProducer = len(sv.Producers) == 0
 		sv.NoConsumer = len(sv.Consumers) == 0
 		out = append(out, *sv)
 	}
-	slices.SortFunc(out, func(a, b StreamView) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b api.StreamView) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/persistence"
@@ -77,8 +77,8 @@ func TestDeployDoesNotPauseOthers(t *testing.T) {
 		samples = append(samples, sample{now, progress(rt, "count")})
 		if deployAt.IsZero() && time.Since(start) > time.Second {
 			deployAt = time.Now()
-			var dr control.DeployResponse
-			if code := a.do("POST", "/v1/operators", control.DeployRequest{Manifest: control.Manifest{Name: "count2", Kind: "count", Instances: 3}}, &dr); code != 201 {
+			var dr api.DeployResponse
+			if code := a.do("POST", "/v1/operators", api.DeployRequest{Manifest: api.Manifest{Name: "count2", Kind: "count", Instances: 3}}, &dr); code != 201 {
 				t.Fatalf("deploy count2 = %d", code)
 			}
 		}
@@ -115,7 +115,7 @@ func TestDeployDoesNotPauseOthers(t *testing.T) {
 
 // startEmbeddedRate runs gen (records, rate per s; 0 records: endless) and
 // count(2) in dir with the control API.
-func startEmbeddedRate(t *testing.T, dir string, records int64, rate float64) (*sdk.Runtime, api) {
+func startEmbeddedRate(t *testing.T, dir string, records int64, rate float64) (*sdk.Runtime, client) {
 	t.Helper()
 	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t)},
 		testkinds.Gen(records, 1000, rate, 1), testkinds.CounterFactory(2, false))
@@ -127,7 +127,7 @@ func startEmbeddedRate(t *testing.T, dir string, records int64, rate float64) (*
 		defer cancel()
 		_ = rt.Stop(ctx)
 	})
-	return rt, api{t: t, base: "http://" + rt.HTTPAddr()}
+	return rt, client{t: t, base: "http://" + rt.HTTPAddr()}
 }
 
 func TestRescaleUnderLoadKeepsCountsExact(t *testing.T) {
@@ -137,8 +137,8 @@ func TestRescaleUnderLoadKeepsCountsExact(t *testing.T) {
 	for i, n := range []int{5, 1, 3} {
 		at := int64(i+1) * records / 4
 		sluicetest.WaitFor(t, 2*time.Minute, "progress before the rescale", func() bool { return produced(rt, "gen") >= at })
-		var dr control.DeployResponse
-		if code := a.do("PUT", "/v1/operators/count/instances", control.ScaleRequest{Instances: n}, &dr); code != 200 {
+		var dr api.DeployResponse
+		if code := a.do("PUT", "/v1/operators/count/instances", api.ScaleRequest{Instances: n}, &dr); code != 200 {
 			t.Fatalf("scale to %d = %d", n, code)
 		}
 		t.Logf("scaled count to %d after %d records (epoch %d)", n, produced(rt, "gen"), dr.Operator.Epoch)
@@ -193,10 +193,12 @@ func TestKillKeepsStateRedeployResumesPurgeDeletes(t *testing.T) {
 	if err := rt.Produce(context.Background(), testkinds.Words, sdk.Record{Key: []byte("k")}); err == nil {
 		t.Fatal("a killed operator's input stream is still routed")
 	}
-	if code := a.do("POST", "/v1/operators", control.DeployRequest{Manifest: control.Manifest{Name: "count"}}, nil); code != 201 {
+	if code := a.do("POST", "/v1/operators", api.DeployRequest{Manifest: api.Manifest{Name: "count"}}, nil); code != 201 {
 		t.Fatalf("redeploy count = %d", code)
 	}
-	sluicetest.WaitFor(t, 10*time.Second, "count to run again", func() bool { return len(opStatus(rt, "count").Instances) > 0 && progress(rt, "count") >= 0 && routed(rt) })
+	sluicetest.WaitFor(t, 10*time.Second, "count to run again", func() bool {
+		return len(opStatus(rt, "count").Instances) > 0 && progress(rt, "count") >= 0 && routed(rt)
+	})
 	feed(50)
 	if code := a.do("DELETE", "/v1/operators/count?purge=1", nil, nil); code != 200 {
 		t.Fatalf("kill --purge = %d", code)

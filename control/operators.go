@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/control/api"
 	"net/http"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -37,7 +39,7 @@ func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deploy(w http.ResponseWriter, r *http.Request) {
-	var req DeployRequest
+	var req api.DeployRequest
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -46,7 +48,7 @@ func (s *Server) deploy(w http.ResponseWriter, r *http.Request) {
 	}
 	spec, fields := s.specFromManifest(req.Manifest)
 	if len(fields) > 0 {
-		writeJSON(w, http.StatusBadRequest, Error{Error: fmt.Sprintf("invalid manifest for %q", req.Manifest.Name), Fields: fields})
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("invalid manifest for %q", req.Manifest.Name), Fields: fields})
 		return
 	}
 	var created bool
@@ -60,13 +62,13 @@ func (s *Server) deploy(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) scale(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	var req ScaleRequest
+	var req api.ScaleRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
 		return
 	}
 	if req.Instances < 1 {
-		writeJSON(w, http.StatusBadRequest, Error{Error: "invalid scale", Fields: []string{fmt.Sprintf("instances: must be ≥ 1, got %d", req.Instances)}})
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: "invalid scale", Fields: []string{fmt.Sprintf("instances: must be ≥ 1, got %d", req.Instances)}})
 		return
 	}
 	t, err := s.change(r.Context(), name, func(t topology.Topology) (topology.Topology, error) {
@@ -85,7 +87,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		s.answerChange(w, r, t, name, false, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, DeployResponse{Operator: OperatorView{Name: name, State: "killed"}, Version: t.Version})
+	writeJSON(w, http.StatusOK, api.DeployResponse{Operator: api.OperatorView{Name: name, State: "killed"}, Version: t.Version})
 }
 
 // change applies a change to the topology with check-and-set. A concurrent
@@ -135,13 +137,13 @@ func (s *Server) answerChange(w http.ResponseWriter, r *http.Request, t topology
 	var me *core.MetadataError
 	switch {
 	case errors.Is(err, topology.ErrConflict):
-		writeJSON(w, http.StatusConflict, Error{Error: err.Error(), Conflict: true})
+		writeJSON(w, http.StatusConflict, api.Error{Error: err.Error(), Conflict: true})
 		return
 	case errors.Is(err, topology.ErrUnknownOperator):
 		writeError(w, http.StatusNotFound, fmt.Errorf("no operator %q is deployed", name))
 		return
 	case errors.As(err, &me):
-		writeJSON(w, http.StatusBadRequest, Error{Error: fmt.Sprintf("invalid settings for %q", name), Fields: []string{manifestField(me)}})
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("invalid settings for %q", name), Fields: []string{manifestField(me)}})
 		return
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)
@@ -156,35 +158,33 @@ func (s *Server) answerChange(w http.ResponseWriter, r *http.Request, t topology
 	// settings, placement comes with the next GET.
 	ov := view{topo: t}.operator(spec)
 	ov.State, ov.Pending = "deploying", ""
-	writeJSON(w, code, DeployResponse{Operator: ov, Version: t.Version, Created: created})
+	writeJSON(w, code, api.DeployResponse{Operator: ov, Version: t.Version, Created: created})
 }
 
 // specFromManifest builds an operator spec from a manifest over the kind's
 // own metadata (when this node hosts the kind) and checks it. It returns
 // every problem as "field: problem".
-func (s *Server) specFromManifest(mf Manifest) (topology.OperatorSpec, []string) {
-	var fields []string
-	bad := func(field, format string, args ...any) {
-		fields = append(fields, field+": "+fmt.Sprintf(format, args...))
-	}
-	if err := core.ValidName(mf.Name); err != nil {
-		bad("name", "%v", err)
+func (s *Server) specFromManifest(mf api.Manifest) (topology.OperatorSpec, []string) {
+	if err := manifest.Validate(mf); err != nil {
+		var ve *manifest.ValidationError
+		if errors.As(err, &ve) {
+			return topology.OperatorSpec{}, ve.Lines()
+		}
+		return topology.OperatorSpec{}, []string{err.Error()}
 	}
 	kind := mf.Kind
 	if kind == "" {
 		kind = mf.Name
 	}
 	meta, known := s.node.KindMetadata(kind)
-	if !known && mf.Executable == "" && len(mf.Inputs) == 0 && len(mf.Outputs) == 0 {
-		// Nothing to go on: neither the kind's code nor the manifest says
-		// what the operator reads and writes. Deploying it anyway lets a
-		// node hosting the kind join later, so only note it.
-		s.log.Info("deploying an operator of a kind no node here hosts", "operator", mf.Name, "kind", kind)
+	if !known {
+		// Deploying an operator of a kind no node hosts yet is allowed: it
+		// stays pending until a node hosting the kind joins or a launcher
+		// starts its executable.
+		s.log.Info("deploying an operator of a kind this node does not host", "operator", mf.Name, "kind", kind)
 	}
 	meta.Name = mf.Name
-	if mf.Instances < 0 {
-		bad("instances", "must be ≥ 1, got %d", mf.Instances)
-	} else if mf.Instances > 0 {
+	if mf.Instances > 0 {
 		meta.Parallelism = mf.Instances
 	}
 	if mf.KeyGroups != 0 {
@@ -192,60 +192,38 @@ func (s *Server) specFromManifest(mf Manifest) (topology.OperatorSpec, []string)
 	}
 	if mf.Inputs != nil {
 		meta.Inputs = nil
-		for i, in := range mf.Inputs {
-			rt, err := core.ParseRouting(in.Routing)
-			if err != nil {
-				bad(fmt.Sprintf("inputs[%d].routing", i), "%v", err)
-			}
+		for _, in := range mf.Inputs {
+			rt, _ := core.ParseRouting(in.Routing) // validated above
 			meta.Inputs = append(meta.Inputs, core.Input{Stream: in.Stream, Routing: rt})
 		}
 	}
 	if mf.Outputs != nil {
 		meta.Outputs = mf.Outputs
 	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"cpus", mf.CPUs}, {"mem", mf.Mem}, {"disk", mf.Disk}} {
-		if f.v < 0 {
-			bad(f.name, "must be ≥ 0, got %v", f.v)
-		}
-	}
-	if mf.Retries < 0 {
-		bad("retries", "must be ≥ 0, got %d", mf.Retries)
-	}
 	if rp := mf.Restart; rp != nil {
 		meta.Restart.MaxRestarts = rp.MaxRestarts
 		meta.Restart.DeadLetterAfter = rp.DeadLetterAfter
 		for _, d := range []struct {
-			field string
-			s     string
-			into  *time.Duration
-		}{{"restart.window", rp.Window, &meta.Restart.Window}, {"restart.initialBackoff", rp.InitialBackoff, &meta.Restart.InitialBackoff}, {"restart.maxBackoff", rp.MaxBackoff, &meta.Restart.MaxBackoff}} {
-			if d.s == "" {
-				continue
+			s    string
+			into *time.Duration
+		}{{rp.Window, &meta.Restart.Window}, {rp.InitialBackoff, &meta.Restart.InitialBackoff}, {rp.MaxBackoff, &meta.Restart.MaxBackoff}} {
+			if v, err := time.ParseDuration(d.s); err == nil {
+				*d.into = v
 			}
-			v, err := time.ParseDuration(d.s)
-			if err != nil {
-				bad(d.field, "bad duration %q: %v", d.s, err)
-				continue
-			}
-			*d.into = v
 		}
 	}
 	meta = meta.WithDefaults()
-	if len(fields) == 0 {
-		if err := meta.Validate(); err != nil {
-			var me *core.MetadataError
-			if errors.As(err, &me) {
-				fields = append(fields, manifestField(me))
-			} else {
-				fields = append(fields, err.Error())
-			}
+	spec := topology.OperatorSpec{Kind: kind, Meta: meta, Executable: mf.Executable, CPUs: mf.CPUs, Mem: mf.Mem, Disk: mf.Disk,
+		Retries: mf.Retries, Env: mf.Environment}
+	// Checks that need the kind's own metadata (e.g. instances ≤ keyGroups).
+	if err := meta.Validate(); err != nil {
+		var me *core.MetadataError
+		if errors.As(err, &me) {
+			return spec, []string{manifestField(me)}
 		}
+		return spec, []string{err.Error()}
 	}
-	return topology.OperatorSpec{Kind: kind, Meta: meta, Executable: mf.Executable, CPUs: mf.CPUs, Mem: mf.Mem, Disk: mf.Disk,
-		Retries: mf.Retries, Env: mf.Environment}, fields
+	return spec, nil
 }
 
 // manifestField renders a metadata error with the manifest's field names

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluicehq/sluice/control/api"
 	"log/slog"
 	"net"
 	"net/http"
@@ -36,7 +37,7 @@ var _ Node = (*actors.Node)(nil)
 
 // Launcher is implemented by launchers whose processes show in the status.
 type Launcher interface {
-	Launched() []LaunchedView
+	Launched() []api.LaunchedView
 }
 
 // Status is the answer of GET /v1/node: this node alone.
@@ -50,7 +51,7 @@ type Status struct {
 	Pending   []string                `json:"pending"`
 	Queued    int64                   `json:"queued"`
 	Buffered  int64                   `json:"buffered"`
-	Launched  []LaunchedView          `json:"launched,omitempty"`
+	Launched  []api.LaunchedView      `json:"launched,omitempty"`
 }
 
 // Server serves the control API of one node.
@@ -167,5 +168,5 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 func writeError(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, Error{Error: err.Error()})
+	writeJSON(w, code, api.Error{Error: err.Error()})
 }

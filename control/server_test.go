@@ -12,19 +12,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
 )
 
-// api is a small client of the control API for tests.
-type api struct {
+// client is a small client of the control API for tests.
+type client struct {
 	t    *testing.T
 	base string
 }
 
-func (a api) do(method, path string, body any, out any) int {
+func (a client) do(method, path string, body any, out any) int {
 	a.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -48,7 +48,7 @@ func (a api) do(method, path string, body any, out any) int {
 	return resp.StatusCode
 }
 
-func startEmbedded(t *testing.T, records int64, deploy []string) (*sdk.Runtime, api) {
+func startEmbedded(t *testing.T, records int64, deploy []string) (*sdk.Runtime, client) {
 	t.Helper()
 	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t), Deploy: deploy},
 		testkinds.Gen(records, 1000, 0, 1), testkinds.CounterFactory(2, false))
@@ -56,42 +56,42 @@ func startEmbedded(t *testing.T, records int64, deploy []string) (*sdk.Runtime, 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	return rt, api{t: t, base: "http://" + rt.HTTPAddr()}
+	return rt, client{t: t, base: "http://" + rt.HTTPAddr()}
 }
 
 func TestDeployScaleKillThroughTheAPI(t *testing.T) {
 	_, a := startEmbedded(t, 0, []string{"count"})
-	var ops []control.OperatorView
+	var ops []api.OperatorView
 	if code := a.do("GET", "/v1/operators", nil, &ops); code != 200 || len(ops) != 1 || ops[0].Name != "count" {
 		t.Fatalf("GET /v1/operators = %d %+v, want only count", code, ops)
 	}
-	var dr control.DeployResponse
-	code := a.do("POST", "/v1/operators", control.DeployRequest{Manifest: control.Manifest{Name: "gen", Instances: 2}}, &dr)
+	var dr api.DeployResponse
+	code := a.do("POST", "/v1/operators", api.DeployRequest{Manifest: api.Manifest{Name: "gen", Instances: 2}}, &dr)
 	if code != 201 || !dr.Created || dr.Operator.Instances != 2 || dr.Operator.Kind != "gen" {
 		t.Fatalf("deploy gen = %d %+v", code, dr)
 	}
-	dr = control.DeployResponse{}
-	code = a.do("POST", "/v1/operators", control.DeployRequest{Manifest: control.Manifest{Name: "gen", Instances: 1}}, &dr)
+	dr = api.DeployResponse{}
+	code = a.do("POST", "/v1/operators", api.DeployRequest{Manifest: api.Manifest{Name: "gen", Instances: 1}}, &dr)
 	if code != 200 || dr.Created || dr.Operator.Instances != 1 {
 		t.Fatalf("redeploy gen with new settings = %d %+v", code, dr)
 	}
-	if code := a.do("PUT", "/v1/operators/count/instances", control.ScaleRequest{Instances: 5}, &dr); code != 200 || dr.Operator.Instances != 5 || dr.Operator.Epoch != 1 {
+	if code := a.do("PUT", "/v1/operators/count/instances", api.ScaleRequest{Instances: 5}, &dr); code != 200 || dr.Operator.Instances != 5 || dr.Operator.Epoch != 1 {
 		t.Fatalf("scale count = %d %+v", code, dr)
 	}
 	sluicetest.WaitFor(t, 10*time.Second, "count to run 5 instances", func() bool {
-		var ov control.OperatorView
+		var ov api.OperatorView
 		a.do("GET", "/v1/operators/count", nil, &ov)
 		return ov.State == "running" && len(ov.Placement) == 5
 	})
-	var e control.Error
-	if code := a.do("PUT", "/v1/operators/nope/instances", control.ScaleRequest{Instances: 2}, &e); code != 404 {
+	var e api.Error
+	if code := a.do("PUT", "/v1/operators/nope/instances", api.ScaleRequest{Instances: 2}, &e); code != 404 {
 		t.Fatalf("scale unknown = %d %+v, want 404", code, e)
 	}
-	if code := a.do("PUT", "/v1/operators/count/instances", control.ScaleRequest{Instances: 0}, &e); code != 400 || !strings.Contains(strings.Join(e.Fields, ";"), "instances: must be ≥ 1, got 0") {
+	if code := a.do("PUT", "/v1/operators/count/instances", api.ScaleRequest{Instances: 0}, &e); code != 400 || !strings.Contains(strings.Join(e.Fields, ";"), "instances: must be ≥ 1, got 0") {
 		t.Fatalf("scale to 0 = %d %+v", code, e)
 	}
-	bad := control.Manifest{Name: "x y", Instances: -1, Inputs: []control.ManifestInput{{Stream: "s", Routing: "hash"}}, CPUs: -1}
-	if code := a.do("POST", "/v1/operators", control.DeployRequest{Manifest: bad}, &e); code != 400 || len(e.Fields) < 4 {
+	bad := api.Manifest{Name: "x y", Instances: -1, Inputs: []api.ManifestInput{{Stream: "s", Routing: "hash"}}, CPUs: -1}
+	if code := a.do("POST", "/v1/operators", api.DeployRequest{Manifest: bad}, &e); code != 400 || len(e.Fields) < 4 {
 		t.Fatalf("invalid manifest = %d %+v, want 400 naming every field", code, e)
 	}
 	var graph string
@@ -110,7 +110,7 @@ func TestDeployScaleKillThroughTheAPI(t *testing.T) {
 	if !strings.Contains(graph, "(no producer) → words → count") {
 		t.Fatalf("after kill, graph does not mark words as having no producer:\n%s", graph)
 	}
-	var cs control.ClusterStatus
+	var cs api.ClusterStatus
 	if code := a.do("GET", "/v1/status", nil, &cs); code != 200 || len(cs.Nodes) != 1 || !cs.Nodes[0].Healthy {
 		t.Fatalf("status = %d %+v", code, cs)
 	}
@@ -126,8 +126,8 @@ func TestConcurrentDeploysOfOneNameConflict(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var e control.Error
-				codes[i] = a.do("POST", "/v1/operators", control.DeployRequest{Manifest: control.Manifest{Name: name, Kind: "count", Instances: i + 1}}, &e)
+				var e api.Error
+				codes[i] = a.do("POST", "/v1/operators", api.DeployRequest{Manifest: api.Manifest{Name: name, Kind: "count", Instances: i + 1}}, &e)
 				if codes[i] == 409 && (!e.Conflict || !strings.Contains(e.Error, name)) {
 					t.Errorf("conflict answer %+v does not say what conflicted", e)
 				}

@@ -26,7 +26,7 @@ const (
 // stopping at the first.
 //
 // It is a generic walk over the struct tags of the target type, so fields
-// added to control.Manifest are decoded (and their typos caught) with no
+// added to api.Manifest are decoded (and their typos caught) with no
 // change here.
 type decoder struct {
 	problems []FieldError
@@ -35,7 +35,7 @@ type decoder struct {
 }
 
 // nonZero lists the top-level integer fields for which an explicit 0 in the
-// text is an error rather than "unset". control.Manifest cannot tell the
+// text is an error rather than "unset". api.Manifest cannot tell the
 // two apart once decoded, but a user who writes "instances: 0" expects
 // something other than the kind's default.
 var nonZero = map[string]string{
@@ -133,7 +133,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string, depth int) {
 			d.fail(n, path, "want true or false, got %s", describe(n))
 		}
 	default:
-		// Only reachable if control.Manifest gains a field of a kind
+		// Only reachable if api.Manifest gains a field of a kind
 		// not handled above; say so rather than dropping it silently.
 		d.fail(n, path, "cannot decode into %s", v.Type())
 	}

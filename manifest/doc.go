@@ -1,11 +1,11 @@
 // Package manifest reads and checks operator manifests: the files users
 // hand to "sluice deploy" to deploy, change or scale an operator at run
-// time. A manifest decodes into control.Manifest, the body the control API
+// time. A manifest decodes into api.Manifest, the body the control API
 // takes.
 //
 // A file holds one manifest, several as YAML documents separated by "---",
 // or a list of them (a JSON array or a YAML sequence). YAML and JSON read
-// the same way: field names are those of control.Manifest's tags, and
+// the same way: field names are those of api.Manifest's tags, and
 // every field but name is optional (zero means "the kind's own setting or
 // the default"):
 //

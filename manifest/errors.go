@@ -62,7 +62,7 @@ func (e *ParseError) Lines() []string { return lines(e.Problems) }
 
 // ValidationError reports a manifest whose fields break the rules of
 // Validate. It lists every problem, in the order of the fields of
-// control.Manifest.
+// api.Manifest.
 type ValidationError struct {
 	// Name is the manifest's name as given (possibly empty or invalid).
 	Name string
@@ -77,7 +77,7 @@ func (e *ValidationError) Error() string {
 }
 
 // Lines returns each problem as "field: problem", the form of
-// control.Error.Fields, so a server can answer with them as they are.
+// api.Error.Fields, so a server can answer with them as they are.
 func (e *ValidationError) Lines() []string { return lines(e.Problems) }
 
 func joinProblems(ps []FieldError) string {

@@ -13,7 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 // Parse reads the manifests in data: YAML or JSON, one manifest, several as
@@ -24,11 +24,11 @@ import (
 // mappings, and a restart policy with no field set, come back as nil, as
 // they would from JSON with omitempty. On any problem Parse returns a
 // *ParseError listing all it found, and no manifests.
-func Parse(data []byte) ([]control.Manifest, error) {
+func Parse(data []byte) ([]api.Manifest, error) {
 	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
 	docs, syntaxErr := documents(data)
 	d := &decoder{}
-	var out []control.Manifest
+	var out []api.Manifest
 	for _, doc := range docs {
 		if doc.Kind == yaml.SequenceNode {
 			for _, e := range doc.Content {
@@ -52,7 +52,7 @@ func Parse(data []byte) ([]control.Manifest, error) {
 
 // ParseFile reads and parses the file at path, as Parse. A *ParseError
 // names the file.
-func ParseFile(path string) ([]control.Manifest, error) {
+func ParseFile(path string) ([]api.Manifest, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
@@ -121,8 +121,8 @@ func yamlSyntax(err error, data []byte) *FieldError {
 }
 
 // manifest decodes one manifest from n.
-func (d *decoder) manifest(n *yaml.Node) control.Manifest {
-	var m control.Manifest
+func (d *decoder) manifest(n *yaml.Node) api.Manifest {
+	var m api.Manifest
 	if r := resolve(n); r.Kind != yaml.MappingNode {
 		d.fail(r, "", "want a manifest (a mapping of fields such as name and instances), got %s", describe(r))
 		return m
@@ -134,7 +134,7 @@ func (d *decoder) manifest(n *yaml.Node) control.Manifest {
 // normalize makes empty lists and mappings nil, and an empty restart
 // policy nil, so that a manifest equals itself after a round trip through
 // JSON or YAML (which leave them out).
-func normalize(m control.Manifest) control.Manifest {
+func normalize(m api.Manifest) api.Manifest {
 	if len(m.Inputs) == 0 {
 		m.Inputs = nil
 	}
@@ -144,7 +144,7 @@ func normalize(m control.Manifest) control.Manifest {
 	if len(m.Environment) == 0 {
 		m.Environment = nil
 	}
-	if m.Restart != nil && *m.Restart == (control.ManifestRestart{}) {
+	if m.Restart != nil && *m.Restart == (api.ManifestRestart{}) {
 		m.Restart = nil
 	}
 	return m

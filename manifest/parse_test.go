@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 const fullYAML = `# every field
@@ -53,7 +53,7 @@ const fullJSON = `{
 	"restart": {"maxRestarts": 10, "window": "1m", "initialBackoff": "10ms", "maxBackoff": "5s", "deadLetterAfter": 3}
 }`
 
-func mustParse(t *testing.T, in string) []control.Manifest {
+func mustParse(t *testing.T, in string) []api.Manifest {
 	t.Helper()
 	ms, err := Parse([]byte(in))
 	if err != nil {
@@ -66,7 +66,7 @@ func TestParseEveryField(t *testing.T) {
 	for name, in := range map[string]string{"yaml": fullYAML, "json": fullJSON} {
 		t.Run(name, func(t *testing.T) {
 			ms := mustParse(t, in)
-			if want := []control.Manifest{valid()}; !reflect.DeepEqual(ms, want) {
+			if want := []api.Manifest{valid()}; !reflect.DeepEqual(ms, want) {
 				t.Errorf("got %+v, want %+v", ms, want)
 			}
 		})
@@ -99,7 +99,7 @@ func TestParseJSONAndYAMLAgree(t *testing.T) {
 }
 
 func TestParseMultipleManifests(t *testing.T) {
-	names := func(ms []control.Manifest) []string {
+	names := func(ms []api.Manifest) []string {
 		var out []string
 		for _, m := range ms {
 			out = append(out, m.Name)
@@ -149,7 +149,7 @@ func TestParseMergeKeys(t *testing.T) {
   instances: 5                      # own keys win
   environment: {B: "2"}             # replaced, not merged
 `)
-	want := []control.Manifest{
+	want := []api.Manifest{
 		{Name: "a", Instances: 3, CPUs: 1, Environment: map[string]string{"A": "1"}},
 		{Name: "b", Instances: 3, CPUs: 1, Mem: 64, Environment: map[string]string{"A": "1"}},
 		{Name: "c", Instances: 5, CPUs: 1, Environment: map[string]string{"B": "2"}},
@@ -272,7 +272,7 @@ func TestParseFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms, err := ParseFile(good)
-	if err != nil || !reflect.DeepEqual(ms, []control.Manifest{valid()}) {
+	if err != nil || !reflect.DeepEqual(ms, []api.Manifest{valid()}) {
 		t.Errorf("got %+v, %v; want the full manifest", ms, err)
 	}
 	_, err = ParseFile(bad)

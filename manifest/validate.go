@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -32,7 +32,7 @@ import (
 // Validate does not know the operator's kind, so it cannot check what
 // depends on it (instances against the kind's key groups, a kind no node
 // hosts); the server does.
-func Validate(m control.Manifest) error {
+func Validate(m api.Manifest) error {
 	var v validation
 	v.name("name", m.Name)
 	if m.Kind != "" {
@@ -92,7 +92,7 @@ func (v *validation) parallelism(instances, keyGroups int) {
 	}
 }
 
-func (v *validation) inputs(ins []control.ManifestInput) {
+func (v *validation) inputs(ins []api.ManifestInput) {
 	seen := map[string]int{}
 	for i, in := range ins {
 		field := fmt.Sprintf("inputs[%d]", i)
@@ -149,7 +149,7 @@ func (v *validation) environment(env map[string]string) {
 	}
 }
 
-func (v *validation) restart(r control.ManifestRestart) {
+func (v *validation) restart(r api.ManifestRestart) {
 	if r.MaxRestarts < 0 {
 		v.add("restart.maxRestarts", "must be ≥ 0, got %d", r.MaxRestarts)
 	}

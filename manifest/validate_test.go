@@ -7,25 +7,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 // valid returns a manifest with every field set and valid.
-func valid() control.Manifest {
-	return control.Manifest{
+func valid() api.Manifest {
+	return api.Manifest{
 		Name:        "count",
 		Kind:        "counter",
 		Executable:  "/opt/sluice/wordcount-node",
 		Instances:   4,
 		KeyGroups:   256,
-		Inputs:      []control.ManifestInput{{Stream: "words", Routing: "group-by"}, {Stream: "ticks"}},
+		Inputs:      []api.ManifestInput{{Stream: "words", Routing: "group-by"}, {Stream: "ticks"}},
 		Outputs:     []string{"counts", "stats"},
 		CPUs:        0.5,
 		Mem:         256,
 		Disk:        1024,
 		Retries:     3,
 		Environment: map[string]string{"LOG_LEVEL": "debug", "_X1": ""},
-		Restart: &control.ManifestRestart{
+		Restart: &api.ManifestRestart{
 			MaxRestarts: 10, Window: "1m", InitialBackoff: "10ms", MaxBackoff: "5s", DeadLetterAfter: 3,
 		},
 	}
@@ -34,30 +34,30 @@ func valid() control.Manifest {
 func TestValidateAccepts(t *testing.T) {
 	cases := []struct {
 		name string
-		edit func(*control.Manifest)
+		edit func(*api.Manifest)
 	}{
-		{"every field set", func(*control.Manifest) {}},
-		{"only a name", func(m *control.Manifest) { *m = control.Manifest{Name: "count"} }},
-		{"name of 200 characters", func(m *control.Manifest) { m.Name = strings.Repeat("a", 200) }},
-		{"name with every allowed character", func(m *control.Manifest) { m.Name = "aZ09-_." }},
-		{"instances equal to keyGroups", func(m *control.Manifest) { m.Instances, m.KeyGroups = 8, 8 }},
-		{"keyGroups at its maximum", func(m *control.Manifest) { m.KeyGroups = 32768 }},
-		{"instances without keyGroups", func(m *control.Manifest) { m.Instances, m.KeyGroups = 1000, 0 }},
-		{"every routing spelling", func(m *control.Manifest) {
-			m.Inputs = []control.ManifestInput{
+		{"every field set", func(*api.Manifest) {}},
+		{"only a name", func(m *api.Manifest) { *m = api.Manifest{Name: "count"} }},
+		{"name of 200 characters", func(m *api.Manifest) { m.Name = strings.Repeat("a", 200) }},
+		{"name with every allowed character", func(m *api.Manifest) { m.Name = "aZ09-_." }},
+		{"instances equal to keyGroups", func(m *api.Manifest) { m.Instances, m.KeyGroups = 8, 8 }},
+		{"keyGroups at its maximum", func(m *api.Manifest) { m.KeyGroups = 32768 }},
+		{"instances without keyGroups", func(m *api.Manifest) { m.Instances, m.KeyGroups = 1000, 0 }},
+		{"every routing spelling", func(m *api.Manifest) {
+			m.Inputs = []api.ManifestInput{
 				{Stream: "a", Routing: "shuffle"}, {Stream: "b", Routing: "round-robin"}, {Stream: "c", Routing: "broadcast"},
 				{Stream: "d", Routing: "roundrobin"}, {Stream: "e", Routing: "GROUP-BY"}, {Stream: "f"},
 			}
 		}},
-		{"file URI", func(m *control.Manifest) { m.Executable = "file:///opt/node" }},
-		{"file URI on localhost", func(m *control.Manifest) { m.Executable = "file://localhost/opt/node" }},
-		{"http URI", func(m *control.Manifest) { m.Executable = "http://artifacts:8080/node" }},
-		{"https URI", func(m *control.Manifest) { m.Executable = "HTTPS://example.com/node?v=2" }},
-		{"zero durations", func(m *control.Manifest) { m.Restart = &control.ManifestRestart{Window: "0s", MaxBackoff: "0"} }},
-		{"initialBackoff up to the default maxBackoff", func(m *control.Manifest) { m.Restart = &control.ManifestRestart{InitialBackoff: "5s"} }},
-		{"maxBackoff above the default initialBackoff", func(m *control.Manifest) { m.Restart = &control.ManifestRestart{MaxBackoff: "1s"} }},
-		{"an input also an output", func(m *control.Manifest) { m.Outputs = []string{"words"} }},
-		{"environment value with newline", func(m *control.Manifest) { m.Environment = map[string]string{"CERT": "a\nb"} }},
+		{"file URI", func(m *api.Manifest) { m.Executable = "file:///opt/node" }},
+		{"file URI on localhost", func(m *api.Manifest) { m.Executable = "file://localhost/opt/node" }},
+		{"http URI", func(m *api.Manifest) { m.Executable = "http://artifacts:8080/node" }},
+		{"https URI", func(m *api.Manifest) { m.Executable = "HTTPS://example.com/node?v=2" }},
+		{"zero durations", func(m *api.Manifest) { m.Restart = &api.ManifestRestart{Window: "0s", MaxBackoff: "0"} }},
+		{"initialBackoff up to the default maxBackoff", func(m *api.Manifest) { m.Restart = &api.ManifestRestart{InitialBackoff: "5s"} }},
+		{"maxBackoff above the default initialBackoff", func(m *api.Manifest) { m.Restart = &api.ManifestRestart{MaxBackoff: "1s"} }},
+		{"an input also an output", func(m *api.Manifest) { m.Outputs = []string{"words"} }},
+		{"environment value with newline", func(m *api.Manifest) { m.Environment = map[string]string{"CERT": "a\nb"} }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,96 +73,96 @@ func TestValidateAccepts(t *testing.T) {
 func TestValidateRejects(t *testing.T) {
 	cases := []struct {
 		name string
-		edit func(*control.Manifest)
+		edit func(*api.Manifest)
 		want []string // every problem, in order
 	}{
-		{"empty name", func(m *control.Manifest) { m.Name = "" },
+		{"empty name", func(m *api.Manifest) { m.Name = "" },
 			[]string{"name: must not be empty"}},
-		{"name too long", func(m *control.Manifest) { m.Name = strings.Repeat("a", 201) },
+		{"name too long", func(m *api.Manifest) { m.Name = strings.Repeat("a", 201) },
 			[]string{"name: must be at most 200 characters, got 201"}},
-		{"name with a space", func(m *control.Manifest) { m.Name = "word count" },
+		{"name with a space", func(m *api.Manifest) { m.Name = "word count" },
 			[]string{`name: "word count" has ' ': use letters, digits, '-', '_' and '.'`}},
-		{"kind with a slash", func(m *control.Manifest) { m.Kind = "a/b" },
+		{"kind with a slash", func(m *api.Manifest) { m.Kind = "a/b" },
 			[]string{`kind: "a/b" has '/': use letters, digits, '-', '_' and '.'`}},
-		{"relative executable", func(m *control.Manifest) { m.Executable = "bin/node" },
+		{"relative executable", func(m *api.Manifest) { m.Executable = "bin/node" },
 			[]string{`executable: want an absolute path or a file://, http:// or https:// URI, got "bin/node"`}},
-		{"executable with another scheme", func(m *control.Manifest) { m.Executable = "s3://bucket/node" },
+		{"executable with another scheme", func(m *api.Manifest) { m.Executable = "s3://bucket/node" },
 			[]string{`executable: want an absolute path or a file://, http:// or https:// URI, got "s3://bucket/node"`}},
-		{"relative file URI", func(m *control.Manifest) { m.Executable = "file:node" },
+		{"relative file URI", func(m *api.Manifest) { m.Executable = "file:node" },
 			[]string{`executable: file URI "file:node" must name an absolute path on the node, as in file:///opt/sluice/node`}},
-		{"file URI on another host", func(m *control.Manifest) { m.Executable = "file://other/opt/node" },
+		{"file URI on another host", func(m *api.Manifest) { m.Executable = "file://other/opt/node" },
 			[]string{`executable: file URI "file://other/opt/node" must name an absolute path on the node, as in file:///opt/sluice/node`}},
-		{"http URI without host", func(m *control.Manifest) { m.Executable = "http:///node" },
+		{"http URI without host", func(m *api.Manifest) { m.Executable = "http:///node" },
 			[]string{`executable: URI "http:///node" has no host`}},
-		{"executable with a newline", func(m *control.Manifest) { m.Executable = "/opt/node\n" },
+		{"executable with a newline", func(m *api.Manifest) { m.Executable = "/opt/node\n" },
 			[]string{`executable: "/opt/node\n" contains a control character`}},
-		{"negative instances", func(m *control.Manifest) { m.Instances = -1 },
+		{"negative instances", func(m *api.Manifest) { m.Instances = -1 },
 			[]string{"instances: must be ≥ 1, got -1"}},
-		{"negative keyGroups", func(m *control.Manifest) { m.KeyGroups = -1 },
+		{"negative keyGroups", func(m *api.Manifest) { m.KeyGroups = -1 },
 			[]string{"keyGroups: must be between 1 and 32768, got -1"}},
-		{"too many keyGroups", func(m *control.Manifest) { m.KeyGroups = 32769 },
+		{"too many keyGroups", func(m *api.Manifest) { m.KeyGroups = 32769 },
 			[]string{"keyGroups: must be between 1 and 32768, got 32769"}},
-		{"more instances than keyGroups", func(m *control.Manifest) { m.Instances, m.KeyGroups = 8, 4 },
+		{"more instances than keyGroups", func(m *api.Manifest) { m.Instances, m.KeyGroups = 8, 4 },
 			[]string{"instances: must be ≤ keyGroups (4), got 8"}},
-		{"more instances than any keyGroups", func(m *control.Manifest) { m.Instances, m.KeyGroups = 40000, 0 },
+		{"more instances than any keyGroups", func(m *api.Manifest) { m.Instances, m.KeyGroups = 40000, 0 },
 			[]string{"instances: must be ≤ 32768 (the most key groups an operator can have), got 40000"}},
-		{"input without stream", func(m *control.Manifest) { m.Inputs[1].Stream = "" },
+		{"input without stream", func(m *api.Manifest) { m.Inputs[1].Stream = "" },
 			[]string{"inputs[1].stream: must not be empty"}},
-		{"input with a bad stream name", func(m *control.Manifest) { m.Inputs[0].Stream = "a b" },
+		{"input with a bad stream name", func(m *api.Manifest) { m.Inputs[0].Stream = "a b" },
 			[]string{`inputs[0].stream: "a b" has ' ': use letters, digits, '-', '_' and '.'`}},
-		{"input listed twice", func(m *control.Manifest) { m.Inputs = append(m.Inputs, control.ManifestInput{Stream: "words"}) },
+		{"input listed twice", func(m *api.Manifest) { m.Inputs = append(m.Inputs, api.ManifestInput{Stream: "words"}) },
 			[]string{`inputs[2].stream: stream "words" is listed twice (also inputs[0])`}},
-		{"unknown routing", func(m *control.Manifest) { m.Inputs[1].Routing = "hash" },
+		{"unknown routing", func(m *api.Manifest) { m.Inputs[1].Routing = "hash" },
 			[]string{`inputs[1].routing: unknown routing "hash": want shuffle, round-robin, group-by or broadcast`}},
-		{"empty output", func(m *control.Manifest) { m.Outputs[1] = "" },
+		{"empty output", func(m *api.Manifest) { m.Outputs[1] = "" },
 			[]string{"outputs[1]: must not be empty"}},
-		{"output listed twice", func(m *control.Manifest) { m.Outputs = append(m.Outputs, "counts") },
+		{"output listed twice", func(m *api.Manifest) { m.Outputs = append(m.Outputs, "counts") },
 			[]string{`outputs[2]: stream "counts" is listed twice (also outputs[0])`}},
-		{"negative cpus", func(m *control.Manifest) { m.CPUs = -0.5 },
+		{"negative cpus", func(m *api.Manifest) { m.CPUs = -0.5 },
 			[]string{"cpus: must be ≥ 0, got -0.5"}},
-		{"NaN mem", func(m *control.Manifest) { m.Mem = math.NaN() },
+		{"NaN mem", func(m *api.Manifest) { m.Mem = math.NaN() },
 			[]string{"mem: must be a finite number ≥ 0, got NaN"}},
-		{"infinite disk", func(m *control.Manifest) { m.Disk = math.Inf(1) },
+		{"infinite disk", func(m *api.Manifest) { m.Disk = math.Inf(1) },
 			[]string{"disk: must be a finite number ≥ 0, got +Inf"}},
-		{"negative retries", func(m *control.Manifest) { m.Retries = -1 },
+		{"negative retries", func(m *api.Manifest) { m.Retries = -1 },
 			[]string{"retries: must be ≥ 0, got -1"}},
-		{"empty environment name", func(m *control.Manifest) { m.Environment[""] = "x" },
+		{"empty environment name", func(m *api.Manifest) { m.Environment[""] = "x" },
 			[]string{"environment: variable name must not be empty"}},
-		{"environment name with a dash", func(m *control.Manifest) { m.Environment["LOG-LEVEL"] = "x" },
+		{"environment name with a dash", func(m *api.Manifest) { m.Environment["LOG-LEVEL"] = "x" },
 			[]string{`environment: bad variable name "LOG-LEVEL": want letters, digits and '_', not starting with a digit`}},
-		{"environment name starting with a digit", func(m *control.Manifest) { m.Environment["1X"] = "x" },
+		{"environment name starting with a digit", func(m *api.Manifest) { m.Environment["1X"] = "x" },
 			[]string{`environment: bad variable name "1X": want letters, digits and '_', not starting with a digit`}},
-		{"environment value with NUL", func(m *control.Manifest) { m.Environment["LOG_LEVEL"] = "a\x00" },
+		{"environment value with NUL", func(m *api.Manifest) { m.Environment["LOG_LEVEL"] = "a\x00" },
 			[]string{"environment.LOG_LEVEL: value must not contain a NUL byte"}},
-		{"negative maxRestarts", func(m *control.Manifest) { m.Restart.MaxRestarts = -1 },
+		{"negative maxRestarts", func(m *api.Manifest) { m.Restart.MaxRestarts = -1 },
 			[]string{"restart.maxRestarts: must be ≥ 0, got -1"}},
-		{"window in words", func(m *control.Manifest) { m.Restart.Window = "5 minutes" },
+		{"window in words", func(m *api.Manifest) { m.Restart.Window = "5 minutes" },
 			[]string{`restart.window: bad duration "5 minutes": unknown unit " minutes"; want a number and a unit (ns, us, ms, s, m, h), such as "30s" or "1h30m"`}},
-		{"window without unit", func(m *control.Manifest) { m.Restart.Window = "5" },
+		{"window without unit", func(m *api.Manifest) { m.Restart.Window = "5" },
 			[]string{`restart.window: bad duration "5": missing unit; want a number and a unit (ns, us, ms, s, m, h), such as "30s" or "1h30m"`}},
-		{"window not a number", func(m *control.Manifest) { m.Restart.Window = "soon" },
+		{"window not a number", func(m *api.Manifest) { m.Restart.Window = "soon" },
 			[]string{`restart.window: bad duration "soon": want a number and a unit (ns, us, ms, s, m, h), such as "30s" or "1h30m"`}},
-		{"negative window", func(m *control.Manifest) { m.Restart.Window = "-1m" },
+		{"negative window", func(m *api.Manifest) { m.Restart.Window = "-1m" },
 			[]string{"restart.window: must be ≥ 0, got -1m0s"}},
-		{"bad initialBackoff", func(m *control.Manifest) { m.Restart.InitialBackoff = "1 s" },
+		{"bad initialBackoff", func(m *api.Manifest) { m.Restart.InitialBackoff = "1 s" },
 			[]string{`restart.initialBackoff: bad duration "1 s": unknown unit " s"; want a number and a unit (ns, us, ms, s, m, h), such as "30s" or "1h30m"`}},
-		{"negative maxBackoff", func(m *control.Manifest) { m.Restart.MaxBackoff = "-5s" },
+		{"negative maxBackoff", func(m *api.Manifest) { m.Restart.MaxBackoff = "-5s" },
 			[]string{"restart.maxBackoff: must be ≥ 0, got -5s"}},
-		{"maxBackoff below initialBackoff", func(m *control.Manifest) { m.Restart.InitialBackoff, m.Restart.MaxBackoff = "2s", "1s" },
+		{"maxBackoff below initialBackoff", func(m *api.Manifest) { m.Restart.InitialBackoff, m.Restart.MaxBackoff = "2s", "1s" },
 			[]string{"restart.maxBackoff: must be ≥ initialBackoff (2s), got 1s"}},
-		{"initialBackoff above the default maxBackoff", func(m *control.Manifest) { m.Restart = &control.ManifestRestart{InitialBackoff: "10s"} },
+		{"initialBackoff above the default maxBackoff", func(m *api.Manifest) { m.Restart = &api.ManifestRestart{InitialBackoff: "10s"} },
 			[]string{"restart.initialBackoff: must be ≤ maxBackoff (default 5s), got 10s; set restart.maxBackoff too"}},
-		{"maxBackoff below the default initialBackoff", func(m *control.Manifest) { m.Restart = &control.ManifestRestart{MaxBackoff: "1ms"} },
+		{"maxBackoff below the default initialBackoff", func(m *api.Manifest) { m.Restart = &api.ManifestRestart{MaxBackoff: "1ms"} },
 			[]string{"restart.maxBackoff: must be ≥ initialBackoff (default 10ms), got 1ms"}},
-		{"negative deadLetterAfter", func(m *control.Manifest) { m.Restart.DeadLetterAfter = -3 },
+		{"negative deadLetterAfter", func(m *api.Manifest) { m.Restart.DeadLetterAfter = -3 },
 			[]string{"restart.deadLetterAfter: must be ≥ 0, got -3"}},
-		{"every problem at once", func(m *control.Manifest) {
-			*m = control.Manifest{
+		{"every problem at once", func(m *api.Manifest) {
+			*m = api.Manifest{
 				Kind: "?", Executable: "node", Instances: -2, KeyGroups: 40000,
-				Inputs:  []control.ManifestInput{{Stream: "a", Routing: "hash"}, {Stream: "a"}},
+				Inputs:  []api.ManifestInput{{Stream: "a", Routing: "hash"}, {Stream: "a"}},
 				Outputs: []string{""}, CPUs: -1, Mem: -1, Disk: -1, Retries: -1,
 				Environment: map[string]string{"a b": "", "B": "\x00"},
-				Restart:     &control.ManifestRestart{MaxRestarts: -1, Window: "x", InitialBackoff: "-1s", MaxBackoff: "y", DeadLetterAfter: -1},
+				Restart:     &api.ManifestRestart{MaxRestarts: -1, Window: "x", InitialBackoff: "-1s", MaxBackoff: "y", DeadLetterAfter: -1},
 			}
 		}, []string{
 			"name: must not be empty",

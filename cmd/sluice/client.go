@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 // maxBody bounds what sluice reads of an answer.
@@ -111,7 +111,7 @@ func (c *client) unreachable(method string, err error) error {
 }
 
 // answerError turns a non-2xx answer into an *apiError, with the server's
-// control.Error if the body is one, else the body's text.
+// api.Error if the body is one, else the body's text.
 func answerError(method, path string, resp *http.Response, body []byte) *apiError {
 	e := &apiError{Method: method, Path: path, Status: resp.StatusCode}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
@@ -126,7 +126,7 @@ func answerError(method, path string, resp *http.Response, body []byte) *apiErro
 	if text != "" {
 		msg += ": " + text
 	}
-	e.Body = control.Error{Error: msg}
+	e.Body = api.Error{Error: msg}
 	return e
 }
 
@@ -144,8 +144,8 @@ func (c *client) getJSON(ctx context.Context, path string, query url.Values, out
 }
 
 // change sends a change (deploy, scale, kill) and decodes its answer.
-func (c *client) change(ctx context.Context, method, path string, query url.Values, in any) (control.DeployResponse, []byte, error) {
-	var resp control.DeployResponse
+func (c *client) change(ctx context.Context, method, path string, query url.Values, in any) (api.DeployResponse, []byte, error) {
+	var resp api.DeployResponse
 	raw, err := c.do(ctx, method, path, query, in)
 	if err != nil {
 		return resp, nil, err

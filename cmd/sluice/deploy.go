@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/manifest"
 )
 
@@ -47,7 +47,7 @@ another change is not applied and exits with code 3.`,
 type source struct {
 	file  string
 	index int // 1-based position in the file
-	m     control.Manifest
+	m     api.Manifest
 }
 
 func (s source) String() string {
@@ -64,7 +64,7 @@ func (a *app) deploy(ctx context.Context, files []string) error {
 		return err
 	}
 	for _, s := range srcs {
-		resp, raw, err := c.change(ctx, http.MethodPost, "/v1/operators", nil, control.DeployRequest{Manifest: s.m})
+		resp, raw, err := c.change(ctx, http.MethodPost, "/v1/operators", nil, api.DeployRequest{Manifest: s.m})
 		if err != nil {
 			return fmt.Errorf("deploy %s: %w", s.m.Name, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 // writeFile writes a file in a temporary directory and returns its path.
@@ -23,15 +23,15 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 // deployed decodes the manifests of the POST requests in reqs.
-func deployed(t *testing.T, reqs []request) []control.Manifest {
+func deployed(t *testing.T, reqs []request) []api.Manifest {
 	t.Helper()
-	var out []control.Manifest
+	var out []api.Manifest
 	for _, r := range reqs {
 		if r.Method != http.MethodPost || r.Path != "/v1/operators" {
 			t.Errorf("got request %s %s, want POST /v1/operators", r.Method, r.Path)
 			continue
 		}
-		var dr control.DeployRequest
+		var dr api.DeployRequest
 		if err := json.Unmarshal([]byte(r.Body), &dr); err != nil {
 			t.Fatalf("request body %q: %v", r.Body, err)
 		}
@@ -72,9 +72,9 @@ func TestDeploy(t *testing.T) {
 	checkCode(t, code, exitOK)
 	check(t, "stdout", stdout, "deployed count (created), topology version 7\n")
 	check(t, "stderr", stderr, "")
-	want := []control.Manifest{{
+	want := []api.Manifest{{
 		Name: "count", Kind: "counter", Instances: 3,
-		Inputs:      []control.ManifestInput{{Stream: "words", Routing: "group-by"}},
+		Inputs:      []api.ManifestInput{{Stream: "words", Routing: "group-by"}},
 		Outputs:     []string{"counts"},
 		Environment: map[string]string{"PORT": "8080"},
 	}}
@@ -85,7 +85,7 @@ func TestDeploy(t *testing.T) {
 
 func TestDeploySeveral(t *testing.T) {
 	f := newFakeNode(t)
-	f.on("POST /v1/operators", http.StatusOK, control.DeployResponse{Version: 12})
+	f.on("POST /v1/operators", http.StatusOK, api.DeployResponse{Version: 12})
 	a := writeFile(t, "a.yaml", "name: a\n---\nname: b\n")
 	b := writeFile(t, "b.json", `[{"name": "c"}]`)
 	stdin := strings.NewReader("name: d\n")
@@ -97,7 +97,7 @@ deployed c (updated), topology version 12
 deployed d (updated), topology version 12
 `)
 	check(t, "stderr", stderr, "")
-	want := []control.Manifest{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
+	want := []api.Manifest{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
 	if got := deployed(t, f.got()); !reflect.DeepEqual(got, want) {
 		t.Errorf("got deployed %+v, want %+v", got, want)
 	}
@@ -105,7 +105,7 @@ deployed d (updated), topology version 12
 
 func TestDeployJSON(t *testing.T) {
 	f := newFakeNode(t)
-	f.on("POST /v1/operators", http.StatusCreated, control.DeployResponse{Operator: control.OperatorView{Name: "a", Kind: "a", Instances: 1}, Version: 3, Created: true})
+	f.on("POST /v1/operators", http.StatusCreated, api.DeployResponse{Operator: api.OperatorView{Name: "a", Kind: "a", Instances: 1}, Version: 3, Created: true})
 	file := writeFile(t, "a.yaml", "name: a\n---\nname: b\n")
 	stdout, _, code := f.sluice(t, "--json", "deploy", "-f", file)
 	checkCode(t, code, exitOK)
@@ -179,13 +179,13 @@ func TestDeployServerErrors(t *testing.T) {
 		deployedBefore string
 	}{
 		{"invalid", http.StatusBadRequest,
-			control.Error{Error: `invalid manifest "a"`, Fields: []string{"instances: must be ≤ keyGroups (16), got 32", `kind: no node hosts kind "a" and no executable is given`}},
+			api.Error{Error: `invalid manifest "a"`, Fields: []string{"instances: must be ≤ keyGroups (16), got 32", `kind: no node hosts kind "a" and no executable is given`}},
 			exitError, `sluice: deploy a: invalid manifest "a"
   instances: must be ≤ keyGroups (16), got 32
   kind: no node hosts kind "a" and no executable is given
 `, 1, ""},
 		{"conflict", http.StatusConflict,
-			control.Error{Error: "topology changed: version 8 is not 7", Conflict: true},
+			api.Error{Error: "topology changed: version 8 is not 7", Conflict: true},
 			exitConflict, `sluice: deploy a: topology changed: version 8 is not 7
 sluice: conflict: the topology changed while this change was being made, so it was not applied; check the cluster (sluice ls) and run the command again
 `, 1, ""},
@@ -193,7 +193,7 @@ sluice: conflict: the topology changed while this change was being made, so it w
 			exitConflict, `sluice: deploy a: POST /v1/operators: 409 Conflict: conflict
 sluice: conflict: the topology changed while this change was being made, so it was not applied; check the cluster (sluice ls) and run the command again
 `, 1, ""},
-		{"server failure", http.StatusInternalServerError, control.Error{Error: "consul: unavailable"},
+		{"server failure", http.StatusInternalServerError, api.Error{Error: "consul: unavailable"},
 			exitError, "sluice: deploy a: consul: unavailable\n", 1, ""},
 	}
 	for _, tc := range cases {

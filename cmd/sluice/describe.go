@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -30,7 +30,7 @@ runs (placement) with its state, key groups, counters and last error.`,
 			if err != nil {
 				return err
 			}
-			var op control.OperatorView
+			var op api.OperatorView
 			raw, err := c.getJSON(ctx, operatorPath(name), nil, &op)
 			if err != nil {
 				return err
@@ -44,7 +44,7 @@ runs (placement) with its state, key groups, counters and last error.`,
 }
 
 // writeOperator writes describe's view of op.
-func writeOperator(w io.Writer, op control.OperatorView) error {
+func writeOperator(w io.Writer, op api.OperatorView) error {
 	t := newTable(w)
 	field := func(name, value string) { row(t, name+":", value) }
 	field("Name", op.Name)
@@ -100,7 +100,7 @@ func writeOperator(w io.Writer, op control.OperatorView) error {
 
 // resources shows what a launcher gives the operator's processes: "cpus
 // 0.5, mem 256 MB, disk 1024 MB, retries 3", leaving out what is not set.
-func resources(op control.OperatorView) string {
+func resources(op api.OperatorView) string {
 	var parts []string
 	if op.CPUs != 0 {
 		parts = append(parts, fmt.Sprintf("cpus %v", op.CPUs))

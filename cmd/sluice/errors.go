@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 // usageError is a bad command line: exit code 2.
@@ -18,8 +18,8 @@ func (e *usageError) Unwrap() error { return e.err }
 // apiError is an error answer of the control API.
 type apiError struct {
 	Method, Path string
-	Status       int           // HTTP status code
-	Body         control.Error // as answered; Error is set even for a body that was not JSON
+	Status       int       // HTTP status code
+	Body         api.Error // as answered; Error is set even for a body that was not JSON
 }
 
 // Error returns the server's message (its field problems are in Lines).

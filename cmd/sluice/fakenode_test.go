@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/cluster"
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -54,11 +54,11 @@ func newFakeNode(t *testing.T) *fakeNode {
 	t.Helper()
 	f := &fakeNode{answers: map[string]answer{
 		"GET /v1/status":                     {http.StatusOK, fixtureStatus},
-		"GET /v1/operators":                  {http.StatusOK, []control.OperatorView{fixtureSplit, fixtureCount}},
+		"GET /v1/operators":                  {http.StatusOK, []api.OperatorView{fixtureSplit, fixtureCount}},
 		"GET /v1/operators/{name}":           {http.StatusOK, fixtureCount},
-		"POST /v1/operators":                 {http.StatusCreated, control.DeployResponse{Operator: fixtureCount, Version: 7, Created: true}},
-		"PUT /v1/operators/{name}/instances": {http.StatusOK, control.DeployResponse{Operator: scaled(fixtureCount, 8), Version: 8}},
-		"DELETE /v1/operators/{name}":        {http.StatusOK, control.DeployResponse{Operator: fixtureCount, Version: 9}},
+		"POST /v1/operators":                 {http.StatusCreated, api.DeployResponse{Operator: fixtureCount, Version: 7, Created: true}},
+		"PUT /v1/operators/{name}/instances": {http.StatusOK, api.DeployResponse{Operator: scaled(fixtureCount, 8), Version: 8}},
+		"DELETE /v1/operators/{name}":        {http.StatusOK, api.DeployResponse{Operator: fixtureCount, Version: 9}},
 		"GET /v1/streams":                    {http.StatusOK, fixtureStreams},
 		"GET /v1/graph":                      {http.StatusOK, fixtureGraph},
 	}}
@@ -129,12 +129,12 @@ func runWith(t *testing.T, stdin io.Reader, env map[string]string, args ...strin
 	return out.String(), errOut.String(), code
 }
 
-func scaled(op control.OperatorView, n int) control.OperatorView {
+func scaled(op api.OperatorView, n int) api.OperatorView {
 	op.Instances = n
 	return op
 }
 
-var fixtureCount = control.OperatorView{
+var fixtureCount = api.OperatorView{
 	Name: "count", Kind: "counter", Executable: "/opt/sluice/wordcount-node",
 	Instances: 3, KeyGroups: 256, Epoch: 2,
 	Inputs:  []core.Input{{Stream: "words", Routing: core.GroupBy}, {Stream: "ticks", Routing: core.Broadcast}},
@@ -142,7 +142,7 @@ var fixtureCount = control.OperatorView{
 	CPUs:    0.5, Mem: 256, Retries: 3,
 	DeployedAt: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
 	State:      "degraded",
-	Placement: []control.InstanceView{
+	Placement: []api.InstanceView{
 		{Index: 0, Node: "n1", State: "running", FirstGroup: 0, EndGroup: 86, Processed: 1200, Produced: 1180},
 		{Index: 1, Node: "n2", State: "running", FirstGroup: 86, EndGroup: 171, Processed: 1100, Produced: 1100},
 		{Index: 2, Node: "n1", State: "failed", FirstGroup: 171, EndGroup: 256, Processed: 7, Produced: 4,
@@ -150,30 +150,30 @@ var fixtureCount = control.OperatorView{
 	},
 }
 
-var fixtureSplit = control.OperatorView{
+var fixtureSplit = api.OperatorView{
 	Name: "split", Kind: "split", Instances: 2, KeyGroups: 256, Epoch: 1,
 	Inputs:     []core.Input{{Stream: "sentences", Routing: core.Shuffle}},
 	Outputs:    []string{"words"},
 	DeployedAt: time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC),
 	State:      "pending",
 	Pending:    `no node hosts kind "split"`,
-	Placement:  []control.InstanceView{{Index: 0, State: "pending", EndGroup: 128}, {Index: 1, State: "pending", FirstGroup: 128, EndGroup: 256}},
+	Placement:  []api.InstanceView{{Index: 0, State: "pending", EndGroup: 128}, {Index: 1, State: "pending", FirstGroup: 128, EndGroup: 256}},
 }
 
-var fixtureStatus = control.ClusterStatus{
+var fixtureStatus = api.ClusterStatus{
 	Node: "n1", TopologyVersion: 9,
-	Nodes: []control.NodeView{
+	Nodes: []api.NodeView{
 		{Member: cluster.Member{ID: "n1", Address: "10.0.0.1:8090", HTTPAddr: "10.0.0.1:7070", Kinds: []string{"counter", "top"}, Version: "0.4.0"}, Healthy: true, Instances: 2},
 		{Member: cluster.Member{ID: "n2", Address: "10.0.0.2:8090", HTTPAddr: "10.0.0.2:7070", Kinds: []string{"counter"}, Version: "0.4.0"}, Error: "connection refused", Instances: 1},
 	},
-	Operators: []control.OperatorView{fixtureCount, fixtureSplit},
+	Operators: []api.OperatorView{fixtureCount, fixtureSplit},
 	Pending:   []string{`split: no node hosts kind "split"`, "count[2]: awaiting state from n2"},
-	Launcher:  []control.LaunchedView{{Operator: "split", ID: "split-1", Where: "mesos agent a7", State: "staging", Restarts: 1, Message: "pulling executable"}},
+	Launcher:  []api.LaunchedView{{Operator: "split", ID: "split-1", Where: "mesos agent a7", State: "staging", Restarts: 1, Message: "pulling executable"}},
 }
 
-var fixtureStreams = []control.StreamView{
-	{Name: "words", Producers: []string{"split"}, Consumers: []control.StreamReader{{Operator: "count", Routing: core.GroupBy}}},
-	{Name: "counts", Producers: []string{"count"}, Consumers: []control.StreamReader{}, NoConsumer: true},
+var fixtureStreams = []api.StreamView{
+	{Name: "words", Producers: []string{"split"}, Consumers: []api.StreamReader{{Operator: "count", Routing: core.GroupBy}}},
+	{Name: "counts", Producers: []string{"count"}, Consumers: []api.StreamReader{}, NoConsumer: true},
 }
 
 // fixtureGraph and fixtureDot are in the form control.GraphText and

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 func newLsCmd(a *app) *cobra.Command {
@@ -23,7 +23,7 @@ starting, pending, degraded or unknown), the nodes running their instances
 			if err != nil {
 				return err
 			}
-			var ops []control.OperatorView
+			var ops []api.OperatorView
 			raw, err := c.getJSON(ctx, "/v1/operators", nil, &ops)
 			if err != nil {
 				return err

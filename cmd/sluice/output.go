@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -68,9 +68,9 @@ func cell(s string) string {
 }
 
 // writeOperators writes the operators table of ls and status.
-func writeOperators(w io.Writer, ops []control.OperatorView) error {
+func writeOperators(w io.Writer, ops []api.OperatorView) error {
 	ops = slices.Clone(ops)
-	slices.SortStableFunc(ops, func(a, b control.OperatorView) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(ops, func(a, b api.OperatorView) int { return cmp.Compare(a.Name, b.Name) })
 	t := newTable(w)
 	row(t, "NAME", "KIND", "INSTANCES", "STATE", "NODES", "PENDING")
 	for _, op := range ops {
@@ -81,7 +81,7 @@ func writeOperators(w io.Writer, ops []control.OperatorView) error {
 
 // placementSummary counts instances per node: "n1×2 n2×1", nodes in
 // order, instances not placed last as "unplaced×N".
-func placementSummary(p []control.InstanceView) string {
+func placementSummary(p []api.InstanceView) string {
 	count := map[string]int{}
 	var nodes []string
 	for _, in := range p {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -33,7 +33,7 @@ are spread over the new instances and their state moves with them.`,
 			if err != nil {
 				return err
 			}
-			resp, raw, err := c.change(ctx, http.MethodPut, operatorPath(name)+"/instances", nil, control.ScaleRequest{Instances: n})
+			resp, raw, err := c.change(ctx, http.MethodPut, operatorPath(name)+"/instances", nil, api.ScaleRequest{Instances: n})
 			if err != nil {
 				return fmt.Errorf("scale %s: %w", name, err)
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -24,7 +24,7 @@ processes launchers (local or Mesos) run for operators.`,
 			if err != nil {
 				return err
 			}
-			var st control.ClusterStatus
+			var st api.ClusterStatus
 			raw, err := c.getJSON(ctx, "/v1/status", nil, &st)
 			if err != nil {
 				return err
@@ -38,7 +38,7 @@ processes launchers (local or Mesos) run for operators.`,
 }
 
 // writeStatus writes status's view of the cluster.
-func writeStatus(w io.Writer, st control.ClusterStatus) error {
+func writeStatus(w io.Writer, st api.ClusterStatus) error {
 	fmt.Fprintf(w, "Node %s, topology version %d\n", st.Node, st.TopologyVersion)
 
 	fmt.Fprintf(w, "\nNODES\n")

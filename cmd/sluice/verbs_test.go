@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 )
 
 // checkRequests compares the requests a fake node got with want.
@@ -39,7 +39,7 @@ func TestScale(t *testing.T) {
 
 	stdout, _, code = f.sluice(t, "scale", "count", "8", "--json")
 	checkCode(t, code, exitOK)
-	check(t, "stdout", stdout, indented(t, control.DeployResponse{Operator: scaled(fixtureCount, 8), Version: 8}))
+	check(t, "stdout", stdout, indented(t, api.DeployResponse{Operator: scaled(fixtureCount, 8), Version: 8}))
 }
 
 func TestScaleUsage(t *testing.T) {
@@ -72,7 +72,7 @@ func TestScaleUsage(t *testing.T) {
 
 func TestScaleConflict(t *testing.T) {
 	f := newFakeNode(t)
-	f.on("PUT /v1/operators/{name}/instances", http.StatusConflict, control.Error{Error: "topology changed", Conflict: true})
+	f.on("PUT /v1/operators/{name}/instances", http.StatusConflict, api.Error{Error: "topology changed", Conflict: true})
 	_, stderr, code := f.sluice(t, "scale", "count", "2")
 	checkCode(t, code, exitConflict)
 	check(t, "stderr", stderr, "sluice: scale count: topology changed\n"+
@@ -92,7 +92,7 @@ func TestKill(t *testing.T) {
 
 	stdout, _, code = f.sluice(t, "kill", "count", "--json")
 	checkCode(t, code, exitOK)
-	check(t, "stdout", stdout, indented(t, control.DeployResponse{Operator: fixtureCount, Version: 9}))
+	check(t, "stdout", stdout, indented(t, api.DeployResponse{Operator: fixtureCount, Version: 9}))
 
 	checkRequests(t, f,
 		request{Method: "DELETE", Path: "/v1/operators/count"},
@@ -103,7 +103,7 @@ func TestKill(t *testing.T) {
 
 func TestKillNotFound(t *testing.T) {
 	f := newFakeNode(t)
-	f.on("DELETE /v1/operators/{name}", http.StatusNotFound, control.Error{Error: `operator "nope" is not deployed`})
+	f.on("DELETE /v1/operators/{name}", http.StatusNotFound, api.Error{Error: `operator "nope" is not deployed`})
 	stdout, stderr, code := f.sluice(t, "kill", "nope")
 	checkCode(t, code, exitError)
 	check(t, "stdout", stdout, "")
@@ -122,9 +122,9 @@ split  split    2          pending   unplaced×2  no node hosts kind "split"
 
 	stdout, _, code = f.sluice(t, "list", "--json")
 	checkCode(t, code, exitOK)
-	check(t, "stdout", stdout, indented(t, []control.OperatorView{fixtureSplit, fixtureCount}))
+	check(t, "stdout", stdout, indented(t, []api.OperatorView{fixtureSplit, fixtureCount}))
 
-	f.on("GET /v1/operators", http.StatusOK, []control.OperatorView{})
+	f.on("GET /v1/operators", http.StatusOK, []api.OperatorView{})
 	stdout, _, code = f.sluice(t, "ls")
 	checkCode(t, code, exitOK)
 	check(t, "stdout", stdout, "no operators deployed\n")
@@ -203,7 +203,7 @@ Placement:
 
 func TestDescribeNotFound(t *testing.T) {
 	f := newFakeNode(t)
-	f.on("GET /v1/operators/{name}", http.StatusNotFound, control.Error{Error: `operator "nope" is not deployed`})
+	f.on("GET /v1/operators/{name}", http.StatusNotFound, api.Error{Error: `operator "nope" is not deployed`})
 	stdout, stderr, code := f.sluice(t, "describe", "nope")
 	checkCode(t, code, exitError)
 	check(t, "stdout", stdout, "")
@@ -266,7 +266,7 @@ split     split-1  mesos agent a7  staging  1         pulling executable
 	checkCode(t, code, exitOK)
 	check(t, "stdout", stdout, indented(t, fixtureStatus))
 
-	f.on("GET /v1/status", http.StatusOK, control.ClusterStatus{Node: "n1", TopologyVersion: 0})
+	f.on("GET /v1/status", http.StatusOK, api.ClusterStatus{Node: "n1", TopologyVersion: 0})
 	stdout, _, code = f.sluice(t, "status")
 	checkCode(t, code, exitOK)
 	check(t, "stdout", stdout, "Node n1, topology version 0\n\nNODES\nnone\n\nOPERATORS\nnone\n\nPENDING\nnone\n\nLAUNCHER\nnone\n")

@@ -30,8 +30,8 @@ type Metadata struct {
 // Input is one subscription: a stream and how its records are routed to the
 // operator's instances.
 type Input struct {
-	Stream  string
-	Routing Routing
+	Stream  string  `json:"stream"`
+	Routing Routing `json:"routing"`
 }
 
 // Routing says which instance of a subscribing operator receives a record.
@@ -243,8 +243,12 @@ func ValidName(s string) error {
 	return nil
 }
 
-// MarshalText encodes the routing by name, as in manifests and JSON.
+// MarshalText encodes the routing by name, as in manifests and JSON. The
+// zero value (unset) encodes as "shuffle", which it means.
 func (r Routing) MarshalText() ([]byte, error) {
+	if r == 0 {
+		return []byte(Shuffle.String()), nil
+	}
 	if r < Shuffle || r > Broadcast {
 		return nil, fmt.Errorf("unknown routing %d", int(r))
 	}

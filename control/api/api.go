@@ -1,4 +1,4 @@
-package control
+package api
 
 import (
 	"time"
@@ -7,8 +7,8 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 )
 
-// The JSON types of the control API, shared by the server and the sluice
-// CLI. Every endpoint answers errors as Error with a 4xx/5xx status.
+// The JSON types of the control API, shared by the server (package
+// control) and its clients (the sluice CLI, package manifest). Every endpoint answers errors as Error with a 4xx/5xx status.
 //
 //	GET    /healthz                         "ok"
 //	GET    /v1/status                       ClusterStatus (this node's view of the whole cluster)
