@@ -176,6 +176,9 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			}
 		}
 	case applyMsg:
+		if !c.haveView {
+			c.purge() // a purge the node stopped before carrying out
+		}
 		c.applyQueued = false
 		old := c.members
 		c.members = c.pending
