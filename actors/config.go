@@ -45,6 +45,9 @@ type Config struct {
 	// it has a factory for. The others are still routed to (on nodes that
 	// host them).
 	Host []string
+	// Announce lists extra kinds announced in the membership without a
+	// factory, such as the launcher's pseudo kind.
+	Announce []string
 	// Cluster, when set, makes the node join a cluster; nil runs the
 	// embedded single-node mode.
 	Cluster *ClusterConfig

@@ -181,7 +181,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	n.logDanglingInputs(topo)
 
-	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: sortedKinds(kinds)}
+	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(sortedKinds(kinds), cfg.Announce...)}
 	runCtx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	topoCh := n.store.Watch(runCtx)

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/cluster/consul"
 	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/launcher"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -67,12 +69,16 @@ type Config struct {
 	// launcher).
 	Deploy   []string
 	HostOnly bool
+	// Launch runs a local launcher in this process (cluster mode only): it
+	// starts the executable of deployed operators whose kind no node hosts
+	// (see package launcher), keeping their state under DataDir/launched.
+	Launch bool
 	// OnEvent receives instance and membership events (tests, tooling).
 	OnEvent func(actors.Event)
 }
 
 func (c Config) node() actors.Config {
-	return actors.Config{
+	cfg := actors.Config{
 		NodeID:         c.NodeID,
 		DataDir:        c.DataDir,
 		Logger:         c.Logger,
@@ -84,12 +90,19 @@ func (c Config) node() actors.Config {
 		OnEvent:        c.OnEvent,
 		Host:           c.Host,
 	}
+	if c.Launch {
+		cfg.Announce = []string{launcher.Kind}
+	}
+	return cfg
 }
 
 // Runtime is a running set of operators in this process.
 type Runtime struct {
-	node *actors.Node
-	http *control.Server
+	node       *actors.Node
+	http       *control.Server
+	launcher   *launcher.Local
+	stopLaunch context.CancelFunc
+	launchDone chan struct{}
 }
 
 // Start validates the operators' metadata and starts them. Invalid metadata
@@ -145,10 +158,30 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		closeListener(lis)
 		return nil, err
 	}
+	rt := &Runtime{node: n, http: srv}
+	if cfg.Launch && cfg.Consul != "" {
+		dataDir := cfg.DataDir
+		if dataDir == "" {
+			dataDir = actors.DefaultConfig().DataDir
+		}
+		rt.launcher = launcher.New(launcher.Config{
+			Node: n.ID(), Consul: cfg.Consul, Cluster: clusterName(cfg), DataDir: filepath.Join(dataDir, "launched"),
+			Store: n.Store(), Members: n.Members, Logger: logger,
+		})
+		lctx, cancel := context.WithCancel(context.Background())
+		rt.stopLaunch, rt.launchDone = cancel, make(chan struct{})
+		go func() {
+			defer close(rt.launchDone)
+			_ = rt.launcher.Run(lctx)
+		}()
+		if srv != nil {
+			srv.SetLauncher(rt.launcher)
+		}
+	}
 	if srv != nil {
 		srv.Serve(lis, n)
 	}
-	return &Runtime{node: n, http: srv}, nil
+	return rt, nil
 }
 
 // clusterName returns the configured cluster name or its default.
@@ -207,6 +240,10 @@ func (r *Runtime) HTTPAddr() string {
 // in-flight records finish (until ctx is done), all state is committed and
 // the database closed. It is safe to call twice.
 func (r *Runtime) Stop(ctx context.Context) error {
+	if r.stopLaunch != nil {
+		r.stopLaunch() // launched processes leave the cluster first
+		<-r.launchDone
+	}
 	err := r.node.Stop(ctx)
 	if r.http != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -49,6 +49,8 @@ func run() error {
 	events := flag.String("events", "", "file to append instance and membership events to (JSON lines)")
 	level := flag.String("log-level", "info", "log level")
 	host := flag.String("host", os.Getenv("SLUICE_HOST"), "comma-separated operators this node hosts: gen, count ($SLUICE_HOST; empty: both)")
+	flag.BoolVar(&cfg.Launch, "launch", os.Getenv("SLUICE_LAUNCH") != "", "run a local launcher for operator executables ($SLUICE_LAUNCH)")
+	cfg.HostOnly = os.Getenv("SLUICE_HOST_ONLY") != ""
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until the node stops")
 	rawSink := flag.Int64("raw-sink", 0, "benchmark mode: instead of a node, run a bare protoactor remote on -bind with an actor \"sink\" that counts this many messages, then prints \"done\"")
 	flag.Parse()

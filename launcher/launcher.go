@@ -1,0 +1,312 @@
+// Package launcher starts operator "slugs": when an operator's kind is
+// hosted by no node and its manifest names an executable (a node binary
+// with the kind compiled in, calling sdk.Run), a launcher starts that
+// executable, which joins the cluster through Consul and hosts the kind.
+//
+// Local is the local-process launcher: it runs the executable as a child
+// process of the node, restarts it with backoff when it exits (up to the
+// manifest's retries), and stops it when the operator is killed. The
+// Mesos framework (package mesos) is the launcher for real clusters.
+//
+// Nodes that run a launcher announce the pseudo kind Kind; for each
+// operator, the launcher node with the highest rendezvous score starts its
+// process, so that several launchers never start the same slug twice.
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/placement"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// Kind is announced in the membership by nodes that run a launcher.
+const Kind = "sluice.launcher"
+
+// DefaultRetries is used when a manifest leaves retries at 0.
+const DefaultRetries = 3
+
+// Config configures a Local launcher.
+type Config struct {
+	// Node is the id of the node running the launcher.
+	Node string
+	// Consul and Cluster are handed to launched processes.
+	Consul, Cluster string
+	// DataDir is where launched processes keep their state
+	// (DataDir/<operator>).
+	DataDir string
+	// Store and Members tell the launcher what is deployed and who hosts
+	// what.
+	Store   topology.Store
+	Members func(ctx context.Context) ([]cluster.Member, error)
+	// Interval between reconciliations; 0 means 1 s.
+	Interval time.Duration
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Local launches slugs as local processes. Its methods are safe for
+// concurrent use.
+type Local struct {
+	cfg Config
+
+	mu    sync.Mutex // guards procs
+	procs map[string]*proc
+	wg    sync.WaitGroup
+}
+
+// proc is one launched process and its supervision state.
+type proc struct {
+	op       string
+	exe      string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	state    string // "starting", "running", "backoff", "failed", "stopped"
+	restarts int
+	message  string
+	next     time.Time // when to start again after an exit
+	spec     topology.OperatorSpec
+}
+
+// New returns a launcher; Run starts it.
+func New(cfg Config) *Local {
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Local{cfg: cfg, procs: make(map[string]*proc)}
+}
+
+// Run reconciles launched processes with the topology until ctx ends, then
+// stops them all.
+func (l *Local) Run(ctx context.Context) error {
+	t := time.NewTicker(l.cfg.Interval)
+	defer t.Stop()
+	topo := l.cfg.Store.Watch(ctx)
+	for {
+		l.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			l.stopAll()
+			return nil
+		case <-t.C:
+		case _, ok := <-topo:
+			if !ok {
+				l.stopAll()
+				return nil
+			}
+		}
+	}
+}
+
+// reconcile starts, restarts and stops processes to match the topology.
+func (l *Local) reconcile(ctx context.Context) {
+	tp, err := l.cfg.Store.Load(ctx)
+	if err != nil {
+		l.cfg.Logger.Warn("launcher: cannot read the topology", "error", err)
+		return
+	}
+	members, err := l.cfg.Members(ctx)
+	if err != nil {
+		return
+	}
+	var launchers []placement.Node
+	for _, m := range members {
+		if slices.Contains(m.Kinds, Kind) {
+			launchers = append(launchers, placement.Node{ID: m.ID, Kinds: m.Kinds})
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := map[string]bool{}
+	for _, spec := range tp.Operators {
+		if spec.Executable == "" {
+			continue
+		}
+		owner, _ := placement.Owner(placement.Instance{Operator: spec.Meta.Name, Kind: Kind}, launchers)
+		if owner != l.cfg.Node {
+			continue
+		}
+		p := l.procs[spec.Meta.Name]
+		if p == nil && hostedElsewhere(members, spec.Kind) {
+			continue // a node already hosts the kind: nothing to launch
+		}
+		want[spec.Meta.Name] = true
+		if p == nil {
+			p = &proc{op: spec.Meta.Name, state: "starting"}
+			l.procs[spec.Meta.Name] = p
+		}
+		p.spec, p.exe = spec, spec.Executable
+		l.supervise(p)
+	}
+	var stopping []*proc
+	for name, p := range l.procs {
+		if !want[name] {
+			stopping = append(stopping, p)
+			delete(l.procs, name)
+		}
+	}
+	l.mu.Unlock()
+	for _, p := range stopping {
+		l.stop(p) // outside the lock: it may wait for a graceful exit
+	}
+	l.mu.Lock()
+}
+
+// hostedElsewhere reports whether a member hosts kind.
+func hostedElsewhere(members []cluster.Member, kind string) bool {
+	for _, m := range members {
+		if slices.Contains(m.Kinds, kind) {
+			return true
+		}
+	}
+	return false
+}
+
+// supervise starts p if it is not running and its backoff has passed.
+func (l *Local) supervise(p *proc) {
+	if p.cmd != nil {
+		select {
+		case <-p.exited:
+		default:
+			p.state = "running"
+			return
+		}
+		// It exited.
+		retries := p.spec.Retries
+		if retries == 0 {
+			retries = DefaultRetries
+		}
+		p.message = exitMessage(p.cmd)
+		p.cmd = nil
+		if p.restarts >= retries {
+			p.state = "failed"
+			l.cfg.Logger.Error("launcher: slug keeps failing; giving up", "operator", p.op, "restarts", p.restarts, "last", p.message)
+			return
+		}
+		p.restarts++
+		p.state = "backoff"
+		p.next = time.Now().Add(min(time.Second<<min(p.restarts-1, 5), 30*time.Second))
+		l.cfg.Logger.Warn("launcher: slug exited; restarting", "operator", p.op, "restarts", p.restarts, "at", p.next.Format(time.TimeOnly), "reason", p.message)
+	}
+	if p.state == "failed" || time.Now().Before(p.next) {
+		return
+	}
+	if err := l.start(p); err != nil {
+		p.message = err.Error()
+		p.state = "failed"
+		l.cfg.Logger.Error("launcher: cannot start slug", "operator", p.op, "executable", p.exe, "error", err)
+	}
+}
+
+// start runs p's executable.
+func (l *Local) start(p *proc) error {
+	exe := strings.TrimPrefix(p.exe, "file://")
+	if !filepath.IsAbs(exe) {
+		return fmt.Errorf("executable %q: the local launcher needs an absolute path or file:// URI", p.exe)
+	}
+	id := fmt.Sprintf("%s-%s-%d", p.op, l.cfg.Node, p.restarts)
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(),
+		"SLUICE_CONSUL="+l.cfg.Consul,
+		"SLUICE_CLUSTER="+l.cfg.Cluster,
+		"SLUICE_HOST="+p.spec.Kind,
+		"SLUICE_HOST_ONLY=1",
+		"SLUICE_NODE_ID="+id,
+		"SLUICE_DATA_DIR="+filepath.Join(l.cfg.DataDir, p.op),
+		"SLUICE_HTTP=127.0.0.1:0",
+		"SLUICE_BIND=127.0.0.1:0",
+	)
+	for k, v := range p.spec.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if err := os.MkdirAll(l.cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("launcher data dir: %w", err)
+	}
+	logs, err := os.OpenFile(filepath.Join(l.cfg.DataDir, p.op+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("launcher log: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		logs.Close()
+		return fmt.Errorf("start %s: %w", exe, err)
+	}
+	p.cmd, p.exited, p.state = cmd, make(chan struct{}), "running"
+	exited := p.exited
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		_ = cmd.Wait()
+		logs.Close()
+		close(exited)
+	}()
+	l.cfg.Logger.Info("launcher: started slug", "operator", p.op, "executable", exe, "pid", cmd.Process.Pid, "node_id", id)
+	return nil
+}
+
+// stop ends p's process: SIGTERM (a graceful leave), SIGKILL after 30 s.
+func (l *Local) stop(p *proc) {
+	p.state = "stopped"
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+	p.cmd = nil
+}
+
+// stopAll stops every process and waits for them.
+func (l *Local) stopAll() {
+	l.mu.Lock()
+	for name, p := range l.procs {
+		l.stop(p)
+		delete(l.procs, name)
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}
+
+// Launched describes the processes, for the control API's status.
+func (l *Local) Launched() []api.LaunchedView {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]api.LaunchedView, 0, len(l.procs))
+	for _, p := range l.procs {
+		v := api.LaunchedView{Operator: p.op, Where: l.cfg.Node, State: p.state, Restarts: p.restarts, Message: p.message}
+		if p.cmd != nil {
+			v.ID = fmt.Sprintf("pid %d", p.cmd.Process.Pid)
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b api.LaunchedView) int { return strings.Compare(a.Operator, b.Operator) })
+	return out
+}
+
+// exitMessage describes how cmd ended ("exit status 3", "signal: killed").
+func exitMessage(cmd *exec.Cmd) string {
+	if cmd.ProcessState == nil {
+		return "exited"
+	}
+	return cmd.ProcessState.String()
+}
