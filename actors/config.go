@@ -55,6 +55,8 @@ type Config struct {
 	// node's own database (embedded mode). A cluster shares one store,
 	// e.g. topology.NewConsulStore.
 	Store topology.Store
+	// Observer, when set, receives traces and metrics (see Observer).
+	Observer Observer
 	// OnEvent, when set, is called (synchronously, from the instance's
 	// goroutine) when an instance becomes active, is released or stops.
 	OnEvent func(Event)

@@ -27,6 +27,15 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 	if rec.EventTime.IsZero() {
 		rec.EventTime = i.curEvent
 	}
+	if obs := i.node.cfg.Observer; obs != nil {
+		if i.curTrace != "" {
+			rec = withTrace(rec, i.curTrace) // carry the trace on
+		} else if i.cur.kind == workPoll && obs.Sample(i.key.op) {
+			tp, end := obs.StartSpan(SpanInfo{Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID, Start: time.Now()})
+			end(nil)
+			rec = withTrace(rec, tp)
+		}
+	}
 	i.out.produce(stream, rec)
 	i.produced++
 	return nil

@@ -57,6 +57,7 @@ type instance struct {
 	producedPub  atomic.Int64 // produced, published for status
 	bufferedPub  atomic.Int64 // records waiting in the output buffers, published
 	deadLetters  atomic.Int64
+	queued       atomic.Int64 // records delivered and not yet processed
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -84,6 +85,9 @@ type instance struct {
 	curGroup int
 	curEvent time.Time
 	timerOps []timerOp
+	curTrace string          // trace header for records produced now ("": untraced)
+	curEnd   func(err error) // ends the current span, if any
+	sampleN  int             // records since the last Observer.Processed
 }
 
 // metaProcessed names the stored processed-records counter, kept in the
@@ -126,6 +130,8 @@ type failure struct {
 	value any
 	stack []byte
 }
+
+func (f *failure) Error() string { return f.String() }
 
 func (f *failure) String() string {
 	if f.err != nil {
@@ -293,6 +299,7 @@ func (i *instance) scheduleRetry() {
 // bounceBack returns an unprocessed batch to its producer.
 func (i *instance) bounceBack(b *batchMsg) {
 	i.node.queued.Add(-int64(len(b.records)))
+	i.queued.Add(-int64(len(b.records)))
 	if b.from != nil {
 		i.node.replyBounce(b.from, b.slot, b.records)
 	}
@@ -347,7 +354,11 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 			}
 			i.begin(kg, rec.EventTime)
 			i.cur.attempts++
-			i.callRecord(rec)
+			if obs := i.node.cfg.Observer; obs != nil {
+				i.observeRecord(obs, &rec, m)
+			} else {
+				i.callRecord(rec)
+			}
 			i.end()
 		}
 		i.out.flushFull()
@@ -358,6 +369,41 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	i.node.queued.Add(-int64(len(m.records)))
 	if m.from != nil {
 		i.node.replyAck(m.from, m.slot)
+	}
+}
+
+// observeRecord runs callRecord with a span for a traced record and a
+// timing for one record in ProcessedSampleEvery.
+func (i *instance) observeRecord(obs Observer, rec *core.Record, m *batchMsg) {
+	tp := traceOf(rec)
+	i.sampleN++
+	timed := i.sampleN >= ProcessedSampleEvery
+	if tp == "" && !timed {
+		i.callRecord(*rec)
+		return
+	}
+	start := time.Now()
+	if tp != "" {
+		var wait time.Duration
+		if !m.sent.IsZero() {
+			wait = start.Sub(m.sent)
+		}
+		i.curTrace, i.curEnd = obs.StartSpan(SpanInfo{Parent: tp, Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID,
+			Stream: m.stream, QueueWait: wait, Start: start})
+	}
+	i.callRecord(*rec)
+	if i.curEnd != nil {
+		i.curEnd(nil)
+		i.curTrace, i.curEnd = "", nil
+	}
+	if timed {
+		i.sampleN = 0
+		done := time.Now()
+		var since time.Duration
+		if !rec.EventTime.IsZero() {
+			since = done.Sub(rec.EventTime)
+		}
+		obs.Processed(i.key.op, i.key.index, done.Sub(start), since)
 	}
 }
 
@@ -422,6 +468,10 @@ func (i *instance) recoverAttempt() {
 		i.cur.lastErr = "panic: " + fmt.Sprint(r)
 	}
 	i.setLastError(i.cur.lastErr)
+	if i.curEnd != nil {
+		i.curEnd(f)
+		i.curTrace, i.curEnd = "", nil
+	}
 	if f.stack != nil {
 		i.log.Error("operator panicked", "error", i.cur.lastErr, "attempt", i.cur.attempts, "stack", string(f.stack))
 	} else {
@@ -528,6 +578,9 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 	i.out.begin()
 	routed := i.out.produce(core.DeadLetterStream(name), dl)
 	i.deadLetters.Add(1)
+	if obs := i.node.cfg.Observer; obs != nil {
+		obs.DeadLettered(name, i.key.index)
+	}
 	// Log the first dead letter, then at most one line a second with the
 	// number of dead letters since the last line.
 	i.dlUnlogged++
@@ -654,6 +707,9 @@ func (i *instance) onRestarting() {
 		i.state = "restarting"
 	}
 	i.mu.Unlock()
+	if obs := i.node.cfg.Observer; obs != nil {
+		obs.Restarted(i.key.op, i.key.index)
+	}
 }
 
 // onStopping closes the operator and commits its state.

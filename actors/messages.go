@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicehq/sluice/internal/core"
@@ -15,7 +17,8 @@ type batchMsg struct {
 	from    *actor.PID // where the ack goes
 	slot    int32      // the producer's output slot, echoed in the ack
 	records []core.Record
-	remote  bool // arrived over the wire (counted in Node.queued on receipt)
+	remote  bool      // arrived over the wire (counted in Node.queued on receipt)
+	sent    time.Time // when the producer sent it (for queue-wait spans)
 }
 
 // ackMsg returns one credit for the producer's output slot.

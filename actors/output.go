@@ -64,6 +64,7 @@ type outBuf struct {
 	stream   string
 	routing  core.Routing
 	dest     *actor.PID // nil when no node hosts the instance
+	local    *instance  // the destination, when it is on this node
 	owner    *subOut
 	retired  bool // belongs to a previous layout of owner
 	recs     recBuf
@@ -138,6 +139,9 @@ func (p *producer) newBufs(so *subOut, s *subscription) []*outBuf {
 	bufs := make([]*outBuf, len(s.pids))
 	for i, pid := range s.pids {
 		b := &outBuf{slot: int32(len(p.slots)), stream: s.stream, routing: s.routing, dest: pid, owner: so, recs: recBuf{size: p.node.cfg.BatchSize}}
+		if pid != nil && pid.Address == p.table.local {
+			b.local = p.node.lookup(pid.Id)
+		}
 		p.slots = append(p.slots, b)
 		bufs[i] = b
 	}
@@ -389,10 +393,21 @@ func (p *producer) send(b *outBuf, recs []core.Record) {
 	b.inflight++
 	if b.dest.Address == p.table.local {
 		p.node.queued.Add(int64(len(recs)))
-		p.node.system.Root.Send(b.dest, &batchMsg{stream: b.stream, routing: b.routing, from: p.self, slot: b.slot, records: recs})
+		if b.local != nil {
+			b.local.queued.Add(int64(len(recs)))
+		}
+		m := &batchMsg{stream: b.stream, routing: b.routing, from: p.self, slot: b.slot, records: recs}
+		if p.node.cfg.Observer != nil {
+			m.sent = time.Now()
+		}
+		p.node.system.Root.Send(b.dest, m)
 		return
 	}
-	p.node.system.Root.Send(actor.NewPID(b.dest.Address, dispatcherName), toWireBatch(b.dest.Id, b.stream, b.routing, p.self, b.slot, recs))
+	wb := toWireBatch(b.dest.Id, b.stream, b.routing, p.self, b.slot, recs)
+	if p.node.cfg.Observer != nil {
+		wb.SentUnixNano = time.Now().UnixNano()
+	}
+	p.node.system.Root.Send(actor.NewPID(b.dest.Address, dispatcherName), wb)
 }
 
 // ack returns a credit to slot's buffer.

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicehq/sluice/actors/wire"
@@ -38,6 +40,7 @@ func (d dispatcher) Receive(ctx actor.Context) {
 	}
 	if inst := d.n.lookup(m.Target); inst != nil {
 		d.n.queued.Add(int64(len(recs)))
+		inst.queued.Add(int64(len(recs)))
 		d.n.system.Root.Send(inst.pid, fromWireBatch(m, recs))
 		return
 	}
@@ -47,7 +50,11 @@ func (d dispatcher) Receive(ctx actor.Context) {
 }
 
 func fromWireBatch(m *wire.RecordBatch, recs []core.Record) *batchMsg {
-	return &batchMsg{stream: m.Stream, routing: core.Routing(m.Routing), from: m.From, slot: m.Slot, records: recs, remote: true}
+	b := &batchMsg{stream: m.Stream, routing: core.Routing(m.Routing), from: m.From, slot: m.Slot, records: recs, remote: true}
+	if m.SentUnixNano != 0 {
+		b.sent = time.Unix(0, m.SentUnixNano)
+	}
+	return b
 }
 
 // replyAck returns a credit to a producer, locally or over the wire.

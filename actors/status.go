@@ -35,6 +35,11 @@ type InstanceStatus struct {
 	Produced int64
 	// DeadLetters counts records and timers sent to the dead-letter stream.
 	DeadLetters int64
+	// Queued is the number of records delivered to the instance and not
+	// yet processed (its mailbox depth, in records).
+	Queued int64
+	// StateBytes estimates the disk space of the instance's key groups.
+	StateBytes int64
 	// LastError is the most recent failure, if any.
 	LastError string
 	// FailedReason says why the instance was marked failed.
@@ -56,7 +61,19 @@ func (i *instance) status() InstanceStatus {
 		Processed:    i.processed.Load(),
 		Produced:     i.producedPub.Load(),
 		DeadLetters:  i.deadLetters.Load(),
+		Queued:       i.queued.Load(),
+		StateBytes:   i.stateBytes(),
 		LastError:    i.lastError,
 		FailedReason: i.failedReason,
 	}
+}
+
+// stateBytes estimates the disk space of the instance's key groups (0 when
+// it cannot tell).
+func (i *instance) stateBytes() int64 {
+	n, err := i.node.db.EstimateSize(i.key.op, i.lo, i.hi)
+	if err != nil {
+		return 0
+	}
+	return int64(n)
 }

@@ -73,3 +73,19 @@ func (db *DB) DeleteGroups(op string, first, end int) error {
 	}
 	return nil
 }
+
+// EstimateSize returns an estimate of the bytes operator op's key groups
+// [first, end) take on disk (data not yet flushed from memory counts as 0).
+func (db *DB) EstimateSize(op string, first, end int) (uint64, error) {
+	lo, hi := groupBounds(operatorPrefix(op), first, end)
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return 0, ErrClosed
+	}
+	n, err := db.pdb.EstimateDiskUsage(lo, hi)
+	if err != nil {
+		return 0, fmt.Errorf("persistence: estimate size of %q: %w", op, err)
+	}
+	return n, nil
+}

@@ -211,7 +211,10 @@ type RecordBatch struct {
 	// target is the actor id of the destination instance; batches go to the
 	// receiving node's dispatcher, which bounces them if the instance is not
 	// (or no longer) there.
-	Target        string `protobuf:"bytes,6,opt,name=target,proto3" json:"target,omitempty"`
+	Target string `protobuf:"bytes,6,opt,name=target,proto3" json:"target,omitempty"`
+	// sent_unix_nano is when the producer sent the batch, for queue-wait
+	// spans; 0 when not traced.
+	SentUnixNano  int64 `protobuf:"varint,7,opt,name=sent_unix_nano,json=sentUnixNano,proto3" json:"sent_unix_nano,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -286,6 +289,13 @@ func (x *RecordBatch) GetTarget() string {
 		return x.Target
 	}
 	return ""
+}
+
+func (x *RecordBatch) GetSentUnixNano() int64 {
+	if x != nil {
+		return x.SentUnixNano
+	}
+	return 0
 }
 
 // Ack returns one credit for the producer's output slot.
@@ -888,7 +898,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12/\n" +
 	"\x14event_time_unix_nano\x18\x03 \x01(\x03R\x11eventTimeUnixNano\x12-\n" +
-	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xa5\x01\n" +
+	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xcb\x01\n" +
 	"\vRecordBatch\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x18\n" +
 	"\arouting\x18\x02 \x01(\x05R\arouting\x12\x1e\n" +
@@ -896,7 +906,8 @@ const file_wire_proto_rawDesc = "" +
 	".actor.PIDR\x04from\x12\x12\n" +
 	"\x04slot\x18\x04 \x01(\x05R\x04slot\x12\x18\n" +
 	"\arecords\x18\x05 \x01(\fR\arecords\x12\x16\n" +
-	"\x06target\x18\x06 \x01(\tR\x06target\"\x19\n" +
+	"\x06target\x18\x06 \x01(\tR\x06target\x12$\n" +
+	"\x0esent_unix_nano\x18\a \x01(\x03R\fsentUnixNano\"\x19\n" +
 	"\x03Ack\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\"6\n" +
 	"\x06Bounce\x12\x12\n" +

@@ -1,0 +1,84 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+// Observer receives the runtime's observations, so that tracing and
+// metrics attach from outside the core (package telemetry implements it
+// with OpenTelemetry). Its methods are called from instance goroutines:
+// they must be fast and safe for concurrent use.
+//
+// Records are traced through W3C trace context in their TraceHeader
+// header. A source's new records are sampled by Sample; every operator that
+// processes a traced record gets a span (StartSpan), and the records it
+// produces meanwhile carry that span's context on, across nodes. Untraced
+// records cost the runtime a scan of their (usually empty) headers and no
+// allocation.
+type Observer interface {
+	// Sample reports whether a record a source instance produces now
+	// starts a trace.
+	Sample(operator string) bool
+	// StartSpan starts a span: of an operator processing a traced record
+	// (info.Parent is the record's trace header), or of a source producing
+	// a sampled record (info.Parent is ""). It returns the trace header
+	// value for records produced within the span and a function ending it.
+	StartSpan(info SpanInfo) (traceparent string, end func(err error))
+	// Processed reports one processed record, for a sample of the records
+	// (one in ProcessedSampleEvery): how long ProcessRecord took, and how
+	// long since the record's event time it finished.
+	Processed(operator string, index int, processing, sinceEvent time.Duration)
+	// Restarted reports a restart of an instance.
+	Restarted(operator string, index int)
+	// DeadLettered reports a record or timer sent to a dead-letter stream.
+	DeadLettered(operator string, index int)
+}
+
+// TraceHeader is the record header carrying W3C trace context.
+const TraceHeader = "traceparent"
+
+// ProcessedSampleEvery is how many records an instance processes per call
+// of Observer.Processed.
+const ProcessedSampleEvery = 16
+
+// SpanInfo describes the span of one operator handling one traced record.
+type SpanInfo struct {
+	// Parent is the traceparent of the record being processed; "" when a
+	// source produces a new sampled record.
+	Parent   string
+	Operator string
+	Instance int
+	Node     string
+	// Stream is the input stream ("" for a source).
+	Stream string
+	// QueueWait is how long the record's batch waited between being sent
+	// and being processed (0 when unknown).
+	QueueWait time.Duration
+	// Start is when processing began.
+	Start time.Time
+}
+
+// traceOf returns the trace header of rec, or "".
+func traceOf(rec *core.Record) string {
+	for _, h := range rec.Headers {
+		if h.Key == TraceHeader {
+			return h.Value
+		}
+	}
+	return ""
+}
+
+// withTrace returns rec with its trace header set to tp (a new headers
+// slice: the record's own may be shared).
+func withTrace(rec core.Record, tp string) core.Record {
+	hs := make([]core.Header, 0, len(rec.Headers)+1)
+	for _, h := range rec.Headers {
+		if h.Key != TraceHeader {
+			hs = append(hs, h)
+		}
+	}
+	rec.Headers = append(hs, core.Header{Key: TraceHeader, Value: tp})
+	return rec
+}
