@@ -55,6 +55,14 @@ type Config struct {
 	// node's own database (embedded mode). A cluster shares one store,
 	// e.g. topology.NewConsulStore.
 	Store topology.Store
+	// AtLeastOnce turns on durability tracking: replayable sources (Kafka)
+	// commit positions only when everything they produced has its effects
+	// durable downstream, and rewind after a node crash (see durability.go).
+	AtLeastOnce bool
+	// StateLog, when set, mirrors every instance's committed state to an
+	// external log (a Kafka changelog), from which an instance whose node
+	// crashed is restored where it restarts (see StateLog).
+	StateLog StateLog
 	// Observer, when set, receives traces and metrics (see Observer).
 	Observer Observer
 	// OnEvent, when set, is called (synchronously, from the instance's

@@ -90,6 +90,8 @@ type acquisition struct {
 	addrs     map[string]string    // actor address of every member asked
 	notYet    map[string]bool
 	abandoned time.Time // when it was abandoned; zero while live
+	shipped   int       // key groups other members shipped
+	heldHere  bool      // this node held some of the key groups already
 }
 
 // abandonedTimeout bounds how long an abandoned acquisition waits for
@@ -255,6 +257,14 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 	}
 	for id := range was {
 		c.n.memberEvent("member-left", id)
+		if !c.leaving[id] && c.n.cfg.AtLeastOnce {
+			// A crash: what was in flight to it, and its instances'
+			// uncommitted work, is lost; sources replay.
+			c.n.log.Warn("a node crashed; rewinding replayable sources", "node", id)
+			for _, li := range c.local {
+				c.n.system.Root.Send(li.inst.pid, rewindMsg{})
+			}
+		}
 	}
 }
 
@@ -375,9 +385,15 @@ func (c *coordinator) apply() {
 // k's key groups.
 func (c *coordinator) startAcquisition(k instKey, li *localInst) {
 	c.abandon(k)
+	heldHere := false
+	for g := li.inst.lo; g < li.inst.hi; g++ {
+		if h := c.held[k.op]; h != nil && h[g] {
+			heldHere = true
+		}
+	}
 	c.nextAcq++
 	a := &acquisition{id: c.nextAcq, li: li, waiting: make(map[string]time.Time), notYet: make(map[string]bool),
-		answered: make(map[string]bool), addrs: make(map[string]string)}
+		answered: make(map[string]bool), addrs: make(map[string]string), heldHere: heldHere}
 	c.acq[a.id] = a
 	c.current[k] = a
 	c.n.log.Debug("acquiring", "instance", k.String(), "acq", a.id, "members", len(c.members))
@@ -567,6 +583,7 @@ func (c *coordinator) onReply(m *wire.HandoffReply) {
 	delete(a.waiting, m.Node)
 	delete(a.notYet, m.Node)
 	a.answered[m.Node] = true
+	a.shipped += int(m.GroupsShipped)
 	if a.abandoned.IsZero() {
 		// Members the replier knows and we do not may hold the state
 		// (it may have been handed to a node that joined since our view):
@@ -616,8 +633,9 @@ func (c *coordinator) checkAll() {
 			held[g] = true
 		}
 		a.li.state = lsActive
-		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id)
-		c.n.system.Root.Send(a.li.inst.pid, activateMsg{})
+		restore := c.n.cfg.StateLog != nil && a.shipped == 0 && !a.heldHere
+		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore)
+		c.n.system.Root.Send(a.li.inst.pid, activateMsg{restore: restore})
 	}
 }
 

@@ -36,6 +36,9 @@ func newIngress(n *Node) *ingress {
 			in.onAck(m.Slot)
 		case bounceMsg:
 			in.onBounce(m.slot, m.records)
+		case durableMsg, *wire.DurableAck:
+			// Records produced from outside are not replayable: nothing
+			// waits for their durability.
 		case *wire.Bounce:
 			if recs, err := wire.DecodeRecords(m.Records); err == nil {
 				in.onBounce(m.Slot, recs)

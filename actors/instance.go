@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -82,12 +83,14 @@ type instance struct {
 	dlNextLog   time.Time
 
 	// current attempt
-	curGroup int
-	curEvent time.Time
-	timerOps []timerOp
-	curTrace string          // trace header for records produced now ("": untraced)
-	curEnd   func(err error) // ends the current span, if any
-	sampleN  int             // records since the last Observer.Processed
+	curGroup   int
+	curEvent   time.Time
+	timerOps   []timerOp
+	dur        durability       // at-least-once bookkeeping
+	logBacklog []persistence.KV // committed writes not yet in the state log
+	curTrace   string           // trace header for records produced now ("": untraced)
+	curEnd     func(err error)  // ends the current span, if any
+	sampleN    int              // records since the last Observer.Processed
 }
 
 // metaProcessed names the stored processed-records counter, kept in the
@@ -190,7 +193,14 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	case *wire.Ack:
 		i.onAck(m.Slot)
 	case bounceMsg:
-		i.onBounce(m.slot, m.records)
+		i.onBounce(m.slot, m.seq, m.records)
+	case durableMsg:
+		i.onDurable(m.slot, m.seq)
+	case *wire.DurableAck:
+		i.onDurable(m.Slot, m.Seq)
+	case rewindMsg:
+		i.rewind()
+		i.settle()
 	case *wire.Bounce:
 		recs, err := wire.DecodeRecords(m.Records)
 		if err != nil {
@@ -198,7 +208,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 			i.onAck(m.Slot)
 			return
 		}
-		i.onBounce(m.Slot, recs)
+		i.onBounce(m.Slot, m.Seq, recs)
 	case flushMsg:
 		i.flushQueued = false
 		i.blocked = i.out.flush(true)
@@ -212,10 +222,16 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 		i.settle()
 		i.drain()
 	case commitMsg:
-		if i.mode == modeActive {
+		if i.mode == modeActive || (i.mode == modeReleased && len(i.dur.pending) > 0) {
 			i.commit(!i.node.cfg.NoSync)
 		}
 	case activateMsg:
+		if m.restore {
+			if err := i.restoreFromLog(); err != nil {
+				i.log.Error("state restore failed; starting from what this node has", "error", err)
+				i.setLastError(err.Error())
+			}
+		}
 		i.activate()
 	case releaseMsg:
 		i.release()
@@ -279,8 +295,10 @@ func (i *instance) onAck(slot int32) {
 }
 
 // onBounce takes back records a destination did not process.
-func (i *instance) onBounce(slot int32, recs []core.Record) {
-	i.out.bounce(slot, recs)
+func (i *instance) onBounce(slot int32, seq uint64, recs []core.Record) {
+	if b := i.out.bounce(slot, recs); b != nil && i.node.cfg.AtLeastOnce {
+		i.dropSnapshotsOn(b, seq)
+	}
 	i.scheduleRetry()
 	i.settle()
 	i.drain()
@@ -301,7 +319,7 @@ func (i *instance) bounceBack(b *batchMsg) {
 	i.node.queued.Add(-int64(len(b.records)))
 	i.queued.Add(-int64(len(b.records)))
 	if b.from != nil {
-		i.node.replyBounce(b.from, b.slot, b.records)
+		i.node.replyBounce(b.from, b.slot, b.seq, b.records)
 	}
 }
 
@@ -364,6 +382,9 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 		i.out.flushFull()
 	}
 	i.cur = work{}
+	if i.node.cfg.AtLeastOnce {
+		i.dur.processed(m)
+	}
 	n := i.processed.Add(int64(len(m.records) - from))
 	i.store.SetMeta(i.lo, metaProcessed, binary.BigEndian.AppendUint64(nil, uint64(n)))
 	i.node.queued.Add(-int64(len(m.records)))
@@ -440,12 +461,24 @@ func (i *instance) callTimer(t timerItem) {
 	}
 }
 
-// callPoll runs Poll like callRecord.
-func (i *instance) callPoll(src core.Source) {
+// callPoll runs Poll like callRecord, except that an error wrapping
+// core.ErrTransient is recorded (and polling backs off) rather than a
+// failure. It reports whether Poll failed transiently.
+func (i *instance) callPoll(src core.Source) (transient bool) {
 	defer i.recoverAttempt()
-	if err := src.Poll(i.octx); err != nil {
+	err := src.Poll(i.octx)
+	if err != nil && errors.Is(err, core.ErrTransient) {
+		i.setLastError(err.Error())
+		if now := time.Now(); now.After(i.dlNextLog) {
+			i.dlNextLog = now.Add(time.Second)
+			i.log.Warn("source failed; will retry", "error", err)
+		}
+		return true
+	}
+	if err != nil {
 		i.fail(err)
 	}
+	return false
 }
 
 // fail records err as the current attempt's failure and hands it to the
@@ -489,9 +522,14 @@ func (i *instance) poll() {
 	before := i.produced
 	i.cur = work{kind: workPoll}
 	i.begin(i.lo, time.Now())
-	i.callPoll(src)
+	transient := i.callPoll(src)
 	i.end()
 	i.cur = work{}
+	if transient {
+		i.pollIdle = min(max(2*i.pollIdle, 50*time.Millisecond), 2*time.Second)
+		i.schedulePoll(i.pollIdle)
+		return
+	}
 	if i.produced > before {
 		i.pollIdle = 0
 		i.schedulePoll(0)
@@ -598,9 +636,21 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 
 // commit writes the instance's state.
 func (i *instance) commit(sync bool) {
-	if err := i.store.Commit(sync); err != nil {
+	flushed := i.flushOperator()
+	var err error
+	if i.node.cfg.StateLog != nil {
+		err = i.store.CommitLogged(sync, &i.logBacklog)
+	} else {
+		err = i.store.Commit(sync)
+	}
+	if err != nil {
 		i.log.Error("state commit failed; will retry", "error", err, "pending", i.store.Pending())
 		i.setLastError(err.Error())
+		return
+	}
+	logged := i.appendLog()
+	if flushed && logged && i.node.cfg.AtLeastOnce {
+		i.snapshot()
 	}
 }
 
@@ -667,9 +717,9 @@ func (i *instance) startIncarnation() {
 // still holds keeps being delivered. The coordinator is told when done.
 func (i *instance) release() {
 	if i.mode == modeActive {
+		i.commit(true) // flushes and snapshots with the operator still there
 		i.closeOperator()
 		i.opv = nil
-		i.commit(true)
 		i.timers.stop()
 		i.timers = newTimerQueue()
 		if i.pollTimer != nil {

@@ -19,6 +19,13 @@ type batchMsg struct {
 	records []core.Record
 	remote  bool      // arrived over the wire (counted in Node.queued on receipt)
 	sent    time.Time // when the producer sent it (for queue-wait spans)
+	seq     uint64    // the batch's number on its slot (durable acks)
+}
+
+// durableMsg tells a producer its batches on slot up to seq are durable.
+type durableMsg struct {
+	slot int32
+	seq  uint64
 }
 
 // ackMsg returns one credit for the producer's output slot.
@@ -28,6 +35,7 @@ type ackMsg struct{ slot int32 }
 // instance no longer runs there.
 type bounceMsg struct {
 	slot    int32
+	seq     uint64
 	records []core.Record
 }
 
@@ -45,11 +53,16 @@ type (
 	routesMsg struct{}
 	// retryMsg asks a producer to re-send bounced records.
 	retryMsg struct{}
+	// rewindMsg tells an instance that a node crashed: drop pending
+	// durability snapshots, and rewind a replayable source.
+	rewindMsg struct{}
 	// commitMsg asks an instance to commit its state.
 	commitMsg struct{}
 	// activateMsg starts an instance's timers and polling once every
 	// instance of the node exists.
-	activateMsg struct{}
+	activateMsg struct {
+		restore bool // no node handed the state over: restore it from the state log
+	}
 	// quiesceMsg asks an instance whether it holds unsent output or
 	// unprocessed input; the answer goes to reply.
 	quiesceMsg struct{ reply chan<- bool }

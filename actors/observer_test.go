@@ -43,8 +43,8 @@ func (f *fakeObserver) StartSpan(info actors.SpanInfo) (string, func(error)) {
 	}
 }
 func (f *fakeObserver) Processed(string, int, time.Duration, time.Duration) { f.processed.Add(1) }
-func (f *fakeObserver) Restarted(string, int)                                { f.restarts.Add(1) }
-func (f *fakeObserver) DeadLettered(string, int)                             {}
+func (f *fakeObserver) Restarted(string, int)                               { f.restarts.Add(1) }
+func (f *fakeObserver) DeadLettered(string, int)                            {}
 
 // relay passes records on from in to out, failing once on value "7".
 type relay struct {
@@ -76,7 +76,9 @@ func TestTracesFollowRecordsThroughOperators(t *testing.T) {
 	got := &sluicetest.Collector{}
 	failed := &atomic.Bool{} // shared by the relay's incarnations
 	n, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), Observer: obs},
-		func() core.Operator { return &sluicetest.Gen{Name: "gen", Stream: "a", Count: 100, Key: sluicetest.Key(5)} },
+		func() core.Operator {
+			return &sluicetest.Gen{Name: "gen", Stream: "a", Count: 100, Key: sluicetest.Key(5)}
+		},
 		func() core.Operator { return relay{name: "first", in: "a", out: "b", failed: failed} },
 		func() core.Operator {
 			return &sluicetest.Sink{Name: "sink", Inputs: []core.Input{{Stream: "b"}}, Into: got}

@@ -68,8 +68,10 @@ type outBuf struct {
 	owner    *subOut
 	retired  bool // belongs to a previous layout of owner
 	recs     recBuf
-	inflight int  // batches sent and not yet acknowledged or bounced
-	isDirty  bool // listed in producer.dirty
+	inflight int    // batches sent and not yet acknowledged or bounced
+	isDirty  bool   // listed in producer.dirty
+	sent     uint64 // seq of the last batch sent
+	durable  uint64 // highest seq acknowledged as durable
 }
 
 func newProducer(n *Node, self *actor.PID, seed uint64) *producer {
@@ -391,12 +393,13 @@ func (p *producer) buffered() int {
 
 func (p *producer) send(b *outBuf, recs []core.Record) {
 	b.inflight++
+	b.sent++
 	if b.dest.Address == p.table.local {
 		p.node.queued.Add(int64(len(recs)))
 		if b.local != nil {
 			b.local.queued.Add(int64(len(recs)))
 		}
-		m := &batchMsg{stream: b.stream, routing: b.routing, from: p.self, slot: b.slot, records: recs}
+		m := &batchMsg{stream: b.stream, routing: b.routing, from: p.self, slot: b.slot, records: recs, seq: b.sent}
 		if p.node.cfg.Observer != nil {
 			m.sent = time.Now()
 		}
@@ -404,6 +407,7 @@ func (p *producer) send(b *outBuf, recs []core.Record) {
 		return
 	}
 	wb := toWireBatch(b.dest.Id, b.stream, b.routing, p.self, b.slot, recs)
+	wb.Seq = b.sent
 	if p.node.cfg.Observer != nil {
 		wb.SentUnixNano = time.Now().UnixNano()
 	}
@@ -424,11 +428,19 @@ func (p *producer) ack(slot int32) {
 	}
 }
 
+// durableAck records that slot's batches up to seq are durable.
+func (p *producer) durableAck(slot int32, seq uint64) {
+	if int(slot) < len(p.slots) && seq > p.slots[slot].durable {
+		p.slots[slot].durable = seq
+	}
+}
+
 // bounce takes back a batch the destination did not process: its records
 // are held for the subscription's next layout, ahead of newer records.
-func (p *producer) bounce(slot int32, recs []core.Record) {
+// It returns the buffer the batch came from.
+func (p *producer) bounce(slot int32, recs []core.Record) *outBuf {
 	if int(slot) >= len(p.slots) {
-		return
+		return nil
 	}
 	b := p.slots[slot]
 	if b.inflight > 0 {
@@ -446,6 +458,7 @@ func (p *producer) bounce(slot int32, recs []core.Record) {
 	}
 	so.held = append(append(make([]core.Record, 0, len(recs)+len(so.held)), recs...), so.held...)
 	p.settleOld(so)
+	return b
 }
 
 // settleOld drops drained old buffers and thaws so when it can.

@@ -45,12 +45,12 @@ func (d dispatcher) Receive(ctx actor.Context) {
 		return
 	}
 	if m.From != nil {
-		d.n.system.Root.Send(m.From, &wire.Bounce{Slot: m.Slot, Records: m.Records})
+		d.n.system.Root.Send(m.From, &wire.Bounce{Slot: m.Slot, Seq: m.Seq, Records: m.Records})
 	}
 }
 
 func fromWireBatch(m *wire.RecordBatch, recs []core.Record) *batchMsg {
-	b := &batchMsg{stream: m.Stream, routing: core.Routing(m.Routing), from: m.From, slot: m.Slot, records: recs, remote: true}
+	b := &batchMsg{stream: m.Stream, routing: core.Routing(m.Routing), from: m.From, slot: m.Slot, records: recs, remote: true, seq: m.Seq}
 	if m.SentUnixNano != 0 {
 		b.sent = time.Unix(0, m.SentUnixNano)
 	}
@@ -67,10 +67,10 @@ func (n *Node) replyAck(to *actor.PID, slot int32) {
 }
 
 // replyBounce returns unprocessed records to their producer.
-func (n *Node) replyBounce(to *actor.PID, slot int32, recs []core.Record) {
+func (n *Node) replyBounce(to *actor.PID, slot int32, seq uint64, recs []core.Record) {
 	if to.Address == n.addr {
-		n.system.Root.Send(to, bounceMsg{slot: slot, records: recs})
+		n.system.Root.Send(to, bounceMsg{slot: slot, seq: seq, records: recs})
 		return
 	}
-	n.system.Root.Send(to, &wire.Bounce{Slot: slot, Records: wire.AppendRecords(nil, recs)})
+	n.system.Root.Send(to, &wire.Bounce{Slot: slot, Seq: seq, Records: wire.AppendRecords(nil, recs)})
 }

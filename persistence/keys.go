@@ -60,3 +60,14 @@ func decodeGroupKey(p, full []byte) (kg int, class byte, key []byte, err error) 
 func NodeKey(name string) []byte {
 	return append([]byte{spaceNode}, name...)
 }
+
+// KeyGroupOf returns the key group of a full key of operator op (as found
+// in KV values from ExportGroups or a state log), or -1 when the key is not
+// op's.
+func KeyGroupOf(op string, full []byte) int {
+	kg, _, _, err := decodeGroupKey(operatorPrefix(op), full)
+	if err != nil {
+		return -1
+	}
+	return kg
+}

@@ -278,10 +278,24 @@ func (s *Store) Pending() int {
 // Commit writes the overlay to Pebble in one batch, waiting for the WAL sync
 // when sync is true. It also ends the current attempt (as Begin does).
 func (s *Store) Commit(sync bool) error {
+	return s.commit(sync, nil)
+}
+
+// CommitLogged is Commit that also appends every committed write to *log
+// (a nil Value for a deletion), for a state log.
+func (s *Store) CommitLogged(sync bool, log *[]KV) error {
+	return s.commit(sync, log)
+}
+
+func (s *Store) commit(sync bool, log *[]KV) error {
 	clear(s.undo)
 	s.undo = s.undo[:0]
 	if len(s.dirty) == 0 {
 		return nil
+	}
+	mark := 0
+	if log != nil {
+		mark = len(*log)
 	}
 	b := s.db.pdb.NewBatch()
 	defer b.Close()
@@ -301,10 +315,16 @@ func (s *Store) Commit(sync bool) error {
 		}
 		sl.dirty = false
 		n++
+		if log != nil {
+			*log = append(*log, KV{Key: []byte(sl.key), Value: sl.value})
+		}
 	}
 	if err := s.db.commit(b, sync); err != nil {
 		for _, sl := range s.dirty {
 			sl.dirty = true // still to be written
+		}
+		if log != nil {
+			*log = (*log)[:mark]
 		}
 		return fmt.Errorf("persistence: commit %d writes: %w", n, err)
 	}

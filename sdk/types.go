@@ -16,6 +16,14 @@ type Closer = core.Closer
 // Poll whenever downstream has room.
 type Source = core.Source
 
+// Replayable is implemented by sources that can produce again from a
+// durable position (Kafka): see core docs on at-least-once delivery.
+type Replayable = core.Replayable
+
+// Flusher is implemented by operators that buffer output outside the
+// runtime (a Kafka producer); Flush runs before every state commit.
+type Flusher = core.Flusher
+
 // Factory returns a fresh Operator; it is called for every instance and
 // every restart.
 type Factory = core.Factory
@@ -78,6 +86,9 @@ var (
 	ErrUnknownStream = core.ErrUnknownStream
 	// ErrStopped is returned after the runtime stopped.
 	ErrStopped = core.ErrStopped
+	// ErrTransient, wrapped in an error from Poll or Flush, means "retry
+	// later": the runtime records it and backs off instead of restarting.
+	ErrTransient = core.ErrTransient
 )
 
 // ParseRouting parses a routing name such as "group-by".

@@ -68,7 +68,7 @@ func (x HandoffReply_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HandoffReply_Status.Descriptor instead.
 func (HandoffReply_Status) EnumDescriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{7, 0}
+	return file_wire_proto_rawDescGZIP(), []int{8, 0}
 }
 
 // Header is one record header.
@@ -214,7 +214,9 @@ type RecordBatch struct {
 	Target string `protobuf:"bytes,6,opt,name=target,proto3" json:"target,omitempty"`
 	// sent_unix_nano is when the producer sent the batch, for queue-wait
 	// spans; 0 when not traced.
-	SentUnixNano  int64 `protobuf:"varint,7,opt,name=sent_unix_nano,json=sentUnixNano,proto3" json:"sent_unix_nano,omitempty"`
+	SentUnixNano int64 `protobuf:"varint,7,opt,name=sent_unix_nano,json=sentUnixNano,proto3" json:"sent_unix_nano,omitempty"`
+	// seq numbers the batches of one output slot (1, 2, …), for durable acks.
+	Seq           uint64 `protobuf:"varint,8,opt,name=seq,proto3" json:"seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -298,6 +300,67 @@ func (x *RecordBatch) GetSentUnixNano() int64 {
 	return 0
 }
 
+func (x *RecordBatch) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// DurableAck tells a producer that every batch it sent on slot up to seq
+// has had its effects made durable (at-least-once delivery).
+type DurableAck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Slot          int32                  `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DurableAck) Reset() {
+	*x = DurableAck{}
+	mi := &file_wire_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DurableAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DurableAck) ProtoMessage() {}
+
+func (x *DurableAck) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DurableAck.ProtoReflect.Descriptor instead.
+func (*DurableAck) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DurableAck) GetSlot() int32 {
+	if x != nil {
+		return x.Slot
+	}
+	return 0
+}
+
+func (x *DurableAck) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 // Ack returns one credit for the producer's output slot.
 type Ack struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -308,7 +371,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_wire_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -320,7 +383,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_wire_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -333,7 +396,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{3}
+	return file_wire_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Ack) GetSlot() int32 {
@@ -349,13 +412,14 @@ type Bounce struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Slot          int32                  `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
 	Records       []byte                 `protobuf:"bytes,2,opt,name=records,proto3" json:"records,omitempty"` // packed as in RecordBatch
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`        // the bounced batch's seq
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Bounce) Reset() {
 	*x = Bounce{}
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_wire_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +431,7 @@ func (x *Bounce) String() string {
 func (*Bounce) ProtoMessage() {}
 
 func (x *Bounce) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_wire_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +444,7 @@ func (x *Bounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bounce.ProtoReflect.Descriptor instead.
 func (*Bounce) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{4}
+	return file_wire_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Bounce) GetSlot() int32 {
@@ -397,6 +461,13 @@ func (x *Bounce) GetRecords() []byte {
 	return nil
 }
 
+func (x *Bounce) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 // KV is one Pebble key and value.
 type KV struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -408,7 +479,7 @@ type KV struct {
 
 func (x *KV) Reset() {
 	*x = KV{}
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_wire_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +491,7 @@ func (x *KV) String() string {
 func (*KV) ProtoMessage() {}
 
 func (x *KV) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_wire_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +504,7 @@ func (x *KV) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KV.ProtoReflect.Descriptor instead.
 func (*KV) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{5}
+	return file_wire_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *KV) GetKey() []byte {
@@ -473,7 +544,7 @@ type HandoffRequest struct {
 
 func (x *HandoffRequest) Reset() {
 	*x = HandoffRequest{}
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_wire_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +556,7 @@ func (x *HandoffRequest) String() string {
 func (*HandoffRequest) ProtoMessage() {}
 
 func (x *HandoffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_wire_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +569,7 @@ func (x *HandoffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffRequest.ProtoReflect.Descriptor instead.
 func (*HandoffRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{6}
+	return file_wire_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HandoffRequest) GetOperator() string {
@@ -576,7 +647,7 @@ type HandoffReply struct {
 
 func (x *HandoffReply) Reset() {
 	*x = HandoffReply{}
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_wire_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +659,7 @@ func (x *HandoffReply) String() string {
 func (*HandoffReply) ProtoMessage() {}
 
 func (x *HandoffReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_wire_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +672,7 @@ func (x *HandoffReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffReply.ProtoReflect.Descriptor instead.
 func (*HandoffReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{7}
+	return file_wire_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HandoffReply) GetOperator() string {
@@ -671,7 +742,7 @@ type Peer struct {
 
 func (x *Peer) Reset() {
 	*x = Peer{}
-	mi := &file_wire_proto_msgTypes[8]
+	mi := &file_wire_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +754,7 @@ func (x *Peer) String() string {
 func (*Peer) ProtoMessage() {}
 
 func (x *Peer) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[8]
+	mi := &file_wire_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +767,7 @@ func (x *Peer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Peer.ProtoReflect.Descriptor instead.
 func (*Peer) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{8}
+	return file_wire_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Peer) GetId() string {
@@ -731,7 +802,7 @@ type HandoffChunk struct {
 
 func (x *HandoffChunk) Reset() {
 	*x = HandoffChunk{}
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_wire_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -743,7 +814,7 @@ func (x *HandoffChunk) String() string {
 func (*HandoffChunk) ProtoMessage() {}
 
 func (x *HandoffChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_wire_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -756,7 +827,7 @@ func (x *HandoffChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffChunk.ProtoReflect.Descriptor instead.
 func (*HandoffChunk) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{9}
+	return file_wire_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HandoffChunk) GetOperator() string {
@@ -804,7 +875,7 @@ type HandoffAck struct {
 
 func (x *HandoffAck) Reset() {
 	*x = HandoffAck{}
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_wire_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -816,7 +887,7 @@ func (x *HandoffAck) String() string {
 func (*HandoffAck) ProtoMessage() {}
 
 func (x *HandoffAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_wire_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -829,7 +900,7 @@ func (x *HandoffAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAck.ProtoReflect.Descriptor instead.
 func (*HandoffAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{10}
+	return file_wire_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HandoffAck) GetError() string {
@@ -850,7 +921,7 @@ type Leaving struct {
 
 func (x *Leaving) Reset() {
 	*x = Leaving{}
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_wire_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +933,7 @@ func (x *Leaving) String() string {
 func (*Leaving) ProtoMessage() {}
 
 func (x *Leaving) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_wire_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +946,7 @@ func (x *Leaving) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Leaving.ProtoReflect.Descriptor instead.
 func (*Leaving) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{11}
+	return file_wire_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Leaving) GetNode() string {
@@ -898,7 +969,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12/\n" +
 	"\x14event_time_unix_nano\x18\x03 \x01(\x03R\x11eventTimeUnixNano\x12-\n" +
-	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xcb\x01\n" +
+	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xdd\x01\n" +
 	"\vRecordBatch\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x18\n" +
 	"\arouting\x18\x02 \x01(\x05R\arouting\x12\x1e\n" +
@@ -907,12 +978,18 @@ const file_wire_proto_rawDesc = "" +
 	"\x04slot\x18\x04 \x01(\x05R\x04slot\x12\x18\n" +
 	"\arecords\x18\x05 \x01(\fR\arecords\x12\x16\n" +
 	"\x06target\x18\x06 \x01(\tR\x06target\x12$\n" +
-	"\x0esent_unix_nano\x18\a \x01(\x03R\fsentUnixNano\"\x19\n" +
+	"\x0esent_unix_nano\x18\a \x01(\x03R\fsentUnixNano\x12\x10\n" +
+	"\x03seq\x18\b \x01(\x04R\x03seq\"2\n" +
+	"\n" +
+	"DurableAck\x12\x12\n" +
+	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\x19\n" +
 	"\x03Ack\x12\x12\n" +
-	"\x04slot\x18\x01 \x01(\x05R\x04slot\"6\n" +
+	"\x04slot\x18\x01 \x01(\x05R\x04slot\"H\n" +
 	"\x06Bounce\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x18\n" +
-	"\arecords\x18\x02 \x01(\fR\arecords\",\n" +
+	"\arecords\x18\x02 \x01(\fR\arecords\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\",\n" +
 	"\x02KV\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\xfd\x01\n" +
@@ -968,30 +1045,31 @@ func file_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_wire_proto_goTypes = []any{
 	(HandoffReply_Status)(0), // 0: sluice.wire.HandoffReply.Status
 	(*Header)(nil),           // 1: sluice.wire.Header
 	(*Record)(nil),           // 2: sluice.wire.Record
 	(*RecordBatch)(nil),      // 3: sluice.wire.RecordBatch
-	(*Ack)(nil),              // 4: sluice.wire.Ack
-	(*Bounce)(nil),           // 5: sluice.wire.Bounce
-	(*KV)(nil),               // 6: sluice.wire.KV
-	(*HandoffRequest)(nil),   // 7: sluice.wire.HandoffRequest
-	(*HandoffReply)(nil),     // 8: sluice.wire.HandoffReply
-	(*Peer)(nil),             // 9: sluice.wire.Peer
-	(*HandoffChunk)(nil),     // 10: sluice.wire.HandoffChunk
-	(*HandoffAck)(nil),       // 11: sluice.wire.HandoffAck
-	(*Leaving)(nil),          // 12: sluice.wire.Leaving
-	(*actor.PID)(nil),        // 13: actor.PID
+	(*DurableAck)(nil),       // 4: sluice.wire.DurableAck
+	(*Ack)(nil),              // 5: sluice.wire.Ack
+	(*Bounce)(nil),           // 6: sluice.wire.Bounce
+	(*KV)(nil),               // 7: sluice.wire.KV
+	(*HandoffRequest)(nil),   // 8: sluice.wire.HandoffRequest
+	(*HandoffReply)(nil),     // 9: sluice.wire.HandoffReply
+	(*Peer)(nil),             // 10: sluice.wire.Peer
+	(*HandoffChunk)(nil),     // 11: sluice.wire.HandoffChunk
+	(*HandoffAck)(nil),       // 12: sluice.wire.HandoffAck
+	(*Leaving)(nil),          // 13: sluice.wire.Leaving
+	(*actor.PID)(nil),        // 14: actor.PID
 }
 var file_wire_proto_depIdxs = []int32{
 	1,  // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
-	13, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
-	13, // 2: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
+	14, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
+	14, // 2: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
 	0,  // 3: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
-	9,  // 4: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
-	6,  // 5: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
+	10, // 4: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
+	7,  // 5: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
 	6,  // [6:6] is the sub-list for method output_type
 	6,  // [6:6] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
@@ -1010,7 +1088,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -12,4 +12,9 @@ var (
 	ErrUnknownStream = errors.New("sluice: unknown stream")
 	// ErrStopped is returned by calls made after the runtime stopped.
 	ErrStopped = errors.New("sluice: stopped")
+	// ErrTransient marks an error from Poll or Flush that a retry may
+	// cure (a broker that is down): wrapped in the returned error, it makes
+	// the runtime record the error in the instance's status and retry with
+	// backoff instead of restarting the instance.
+	ErrTransient = errors.New("sluice: transient failure")
 )

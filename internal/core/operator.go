@@ -57,6 +57,34 @@ type Source interface {
 	Poll(ctx Context) error
 }
 
+// Replayable is implemented by sources that can produce their records again
+// (such as a Kafka consumer). With at-least-once delivery on, the runtime
+// tracks when everything a source produced has had its effects made durable
+// downstream (state committed, sinks flushed) and tells the source, which
+// may then commit its position (Kafka offsets); when a node crashes and
+// work in flight is lost, the runtime makes every replayable source rewind
+// to its last durable position. All methods run on the instance's
+// goroutine.
+type Replayable interface {
+	Source
+	// Position returns the source's position now; it is called when the
+	// instance commits, and later handed back to Durable.
+	Position() any
+	// Durable reports that everything produced before pos has its effects
+	// durable downstream.
+	Durable(ctx Context, pos any)
+	// Rewind makes the source produce again from its last durable position.
+	Rewind(ctx Context) error
+}
+
+// Flusher is implemented by operators that buffer output outside the
+// runtime (a Kafka producer): Flush must make it durable (e.g. wait for the
+// broker's acknowledgements). The runtime calls it before each commit of
+// the instance's state, so that what the runtime counts as durable is.
+type Flusher interface {
+	Flush(ctx Context) error
+}
+
 // Factory returns a fresh Operator value. The runtime calls it for every
 // instance and every restart.
 type Factory func() Operator
