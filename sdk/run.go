@@ -75,6 +75,13 @@ type Config struct {
 	Launch bool
 	// OnEvent receives instance and membership events (tests, tooling).
 	OnEvent func(actors.Event)
+	// AtLeastOnce turns on durability tracking for replayable sources such
+	// as connectors/kafka: source positions are committed only when all
+	// they produced is durable downstream, and replayed after a node
+	// crash. StateLog (e.g. kafka.StateLog) keeps operator state outside
+	// the nodes, so that it survives a crash too.
+	AtLeastOnce bool
+	StateLog    actors.StateLog
 }
 
 func (c Config) node() actors.Config {
@@ -89,6 +96,8 @@ func (c Config) node() actors.Config {
 		NoSync:         c.NoSync,
 		OnEvent:        c.OnEvent,
 		Host:           c.Host,
+		AtLeastOnce:    c.AtLeastOnce,
+		StateLog:       c.StateLog,
 	}
 	if c.Launch {
 		cfg.Announce = []string{launcher.Kind}
