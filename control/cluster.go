@@ -237,7 +237,13 @@ func (s *Server) clusterStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, v.status(s.node.ID()))
+	cs := v.status(s.node.ID())
+	if s.mesos != nil {
+		launched, pending := s.mesos(r.Context())
+		cs.Launcher = append(cs.Launcher, launched...)
+		cs.Pending = append(cs.Pending, pending...)
+	}
+	writeJSON(w, http.StatusOK, cs)
 }
 
 func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {

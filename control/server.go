@@ -67,6 +67,9 @@ type Server struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	// mesos, when set, reads the Mesos framework's tasks and problems.
+	mesos func(ctx context.Context) ([]api.LaunchedView, []string)
 }
 
 // Listen opens the control API's listener on addr (":0" picks a port), so

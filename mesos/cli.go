@@ -1,6 +1,10 @@
 package mesos
 
 import (
+	"slices"
+
+	"github.com/sluicehq/sluice/topology"
+
 	"context"
 	"errors"
 	"flag"
@@ -36,10 +40,12 @@ func Main(ctx context.Context, args []string, reload <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
+	fromTopology := slices.Contains(args, "--from-topology") || slices.Contains(args, "-from-topology")
 	s, err := New(cfg)
 	if err != nil {
 		return err
 	}
+	var filePools []Pool
 	load := func() error {
 		if poolsFile == "" {
 			return nil
@@ -52,6 +58,10 @@ func Main(ctx context.Context, args []string, reload <-chan struct{}) error {
 		if err != nil {
 			return fmt.Errorf("--pools %s: %w", poolsFile, err)
 		}
+		filePools = pools
+		if fromTopology {
+			return nil // the topology watcher combines them
+		}
 		return s.SetPools(pools)
 	}
 	if err := load(); err != nil {
@@ -59,6 +69,13 @@ func Main(ctx context.Context, args []string, reload <-chan struct{}) error {
 	}
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
+	if fromTopology {
+		store, err := topology.NewConsulStore(cfg.Consul, cfg.Cluster, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		go s.WatchTopology(ctx, store, filePools)
+	}
 	for {
 		select {
 		case err := <-done:
@@ -84,6 +101,7 @@ func parseArgs(args []string) (Config, string, error) {
 		level      string
 	)
 	fs := flag.NewFlagSet("sluice-mesos", flag.ContinueOnError)
+	fs.Bool("from-topology", false, "also launch a pool for every deployed operator whose manifest names an executable (the Mesos launcher)")
 	fs.StringVar(&cfg.Master, "master", "", "Mesos master URL, http://HOST:5050 (several: comma-separated)")
 	fs.StringVar(&cfg.Consul, "consul", cfg.Consul, "Consul address for leader election and state ($SLUICE_CONSUL)")
 	fs.StringVar(&cfg.NodeConsul, "node-consul", "", "Consul address given to the nodes (default: --consul)")

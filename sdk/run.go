@@ -188,6 +188,11 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		}
 	}
 	if srv != nil {
+		if cfg.Consul != "" {
+			if err := srv.ShowMesos(cfg.Consul, clusterName(cfg)); err != nil {
+				logger.Warn("the status will not show Mesos tasks", "error", err)
+			}
+		}
 		srv.Serve(lis, n)
 	}
 	return rt, nil
