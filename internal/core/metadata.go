@@ -55,6 +55,9 @@ var routingNames = [...]string{Shuffle: "shuffle", RoundRobin: "round-robin", Gr
 
 // String returns the routing's name as used in manifests.
 func (r Routing) String() string {
+	if r == 0 {
+		return routingNames[Shuffle] // unset means shuffle
+	}
 	if r >= Shuffle && int(r) < len(routingNames) {
 		return routingNames[r]
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,6 +35,7 @@ func run() error {
 	id := flag.String("id", "", "node id in the cluster (default: host name)")
 	httpAddr := flag.String("http", "", "control API address, e.g. 127.0.0.1:0")
 	bind := flag.String("bind", "", "node-to-node address (default 127.0.0.1:0)")
+	without := flag.String("without", "", "comma-separated operators not to deploy at first start (deploy them later with sluice deploy)")
 	flag.Parse()
 	if *duration == 0 && os.Getenv("DURATION") != "" {
 		d, err := time.ParseDuration(os.Getenv("DURATION"))
@@ -53,13 +55,27 @@ func run() error {
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	dash := adnetwork.NewDashboard()
-	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger, Consul: *consulAddr, NodeID: *id, HTTP: *httpAddr, Bind: *bind},
-		adnetwork.Operators(adnetwork.Config{ImpressionRate: *rate}, dash)...)
+	ops := adnetwork.Operators(adnetwork.Config{ImpressionRate: *rate}, dash)
+	var deploy []string // nil: all
+	if *without != "" {
+		skip := strings.Split(*without, ",")
+		deploy = []string{}
+		for _, f := range ops {
+			if name := f().Metadata().Name; !slices.Contains(skip, name) {
+				deploy = append(deploy, name)
+			}
+		}
+	}
+	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger, Consul: *consulAddr, NodeID: *id, HTTP: *httpAddr, Bind: *bind, Deploy: deploy},
+		ops...)
 	if err != nil {
 		return err
 	}
 	if *consulAddr == "" {
 		fmt.Printf("adnetwork: running on the embedded runtime, state in %s (Ctrl-C to stop)\n", *dataDir)
+		if addr := rt.HTTPAddr(); addr != "" {
+			fmt.Printf("adnetwork: control API on %s (sluice --addr %s ls)\n", addr, addr)
+		}
 	} else {
 		fmt.Printf("adnetwork: node %s joined the cluster through Consul at %s, state in %s, control API %s (Ctrl-C to leave)\n",
 			rt.Node().ID(), *consulAddr, *dataDir, rt.HTTPAddr())

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/samples/adnetwork"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+// TestAddTrendingURLsToARunningPipeline follows samples/adnetwork/README.md.
+func TestAddTrendingURLsToARunningPipeline(t *testing.T) {
+	dash := adnetwork.NewDashboard()
+	ops := adnetwork.Operators(adnetwork.Config{ImpressionRate: 5000}, dash)
+	var deploy []string
+	for _, f := range ops {
+		if name := f().Metadata().Name; name != "trending-urls" {
+			deploy = append(deploy, name)
+		}
+	}
+	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t), Deploy: deploy}, ops...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(context.Background())
+	addr := rt.HTTPAddr()
+	sluicetest.WaitFor(t, 30*time.Second, "CTR figures", func() bool { return len(dash.Top(1)) > 0 })
+	if ls := mustCLI(t, addr, "ls"); strings.Contains(ls, "trending-urls") || !strings.Contains(ls, "publisher-counts") {
+		t.Fatalf("ls before the deploy:\n%s", ls)
+	}
+	if g := mustCLI(t, addr, "graph"); !strings.Contains(g, "(no producer) → trending → dashboard") {
+		t.Fatalf("graph before the deploy:\n%s", g)
+	}
+	if dash.Trending() != "" {
+		t.Fatal("trending URLs before the deploy")
+	}
+	deployed := time.Now()
+	if out := mustCLI(t, addr, "deploy", "-f", "../../samples/adnetwork/trending-urls.yaml"); !strings.Contains(out, "deployed trending-urls (created)") {
+		t.Fatalf("deploy:\n%s", out)
+	}
+	sluicetest.WaitFor(t, 10*time.Second, "trending URLs on the dashboard", func() bool { return dash.Trending() != "" })
+	t.Logf("trending URLs on the dashboard %v after the deploy: %s", time.Since(deployed).Round(time.Millisecond), dash.Trending())
+	if g := mustCLI(t, addr, "graph"); !strings.Contains(g, "impressions → ") || !strings.Contains(g, "trending-urls [shuffle]") {
+		t.Fatalf("graph after the deploy:\n%s", g)
+	}
+	for _, st := range rt.Status() {
+		for _, in := range st.Instances {
+			if in.Restarts != 0 {
+				t.Errorf("%s/%d restarted", st.Name, in.Index)
+			}
+		}
+	}
+	mustCLI(t, addr, "kill", "trending-urls")
+}
