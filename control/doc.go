@@ -1,13 +1,26 @@
 // Package control is a node's HTTP+JSON control API: what the sluice CLI
-// and operators' dashboards talk to. Every node serves it on its HTTP
-// address (announced in the cluster membership).
+// and dashboards talk to. Every node serves it on its HTTP address (the
+// address is announced in the cluster membership), and any node answers for
+// the whole cluster: it reads the topology from the shared store and asks
+// the other nodes for their own status.
 //
-// Endpoints (all JSON):
+// Endpoints (JSON types in package control/api):
 //
-//	GET /healthz      200 "ok" while the node runs
-//	GET /v1/status    this node: id, addresses, cluster members, operators
-//	                  and their instances here, pending handoffs
-//	GET /v1/nodes     the cluster members as this node sees them
+//	GET    /healthz                         200 "ok" while the node runs
+//	GET    /v1/status                       api.ClusterStatus: nodes, operators, pending items with reasons, launched processes (local launcher and Mesos)
+//	GET    /v1/node                         Status: this node only (its instances, members, pending handoffs)
+//	GET    /v1/nodes                        []api.NodeView: members with health
+//	GET    /v1/operators                    []api.OperatorView: settings, state, placement of every instance
+//	GET    /v1/operators/{name}             api.OperatorView
+//	POST   /v1/operators                    api.DeployRequest → api.DeployResponse: 201 created, 200 changed,
+//	                                        400 with api.Error.Fields naming every bad field, 409 conflict
+//	PUT    /v1/operators/{name}/instances   api.ScaleRequest → api.DeployResponse (404 unknown operator)
+//	DELETE /v1/operators/{name}[?purge=1]   api.DeployResponse; with purge every node deletes the state
+//	GET    /v1/streams                      []api.StreamView: producers, consumers, dangling streams
+//	GET    /v1/graph[?format=dot]           text/plain: the graph as text, or Graphviz DOT
+//	GET    /metrics                         Prometheus metrics, when telemetry is on (package telemetry)
 //
-// Errors are JSON objects {"error": "..."} with a 4xx or 5xx status.
+// Changes are check-and-set writes of the topology: a change that races
+// another change to the same operator answers 409 with api.Error.Conflict
+// set; the nodes apply accepted changes within milliseconds.
 package control
