@@ -10,35 +10,6 @@ import (
 	"github.com/sluicehq/sluice/internal/consultest"
 )
 
-// instanceProgress returns the processed count of every running instance
-// of op, by "node/instance".
-func (c *cluster) instanceProgress(op string) map[string]int64 {
-	c.mu.Lock()
-	nodes := make([]*node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		nodes = append(nodes, n)
-	}
-	c.mu.Unlock()
-	out := map[string]int64{}
-	for _, n := range nodes {
-		st, err := n.status()
-		if err != nil {
-			continue
-		}
-		for _, o := range st.Operators {
-			if o.Name != op {
-				continue
-			}
-			for _, in := range o.Instances {
-				if in.State == "running" {
-					out[fmt.Sprintf("%s/%d.%d", n.id, in.Epoch, in.Index)] = in.Processed
-				}
-			}
-		}
-	}
-	return out
-}
-
 func TestSIGKILLedNodesInstancesResumeElsewhere(t *testing.T) {
 	agent := consultest.Start(t)
 	c := newCluster(t, agent.Addr(), "-records", "100000000", "-keys", "10000",

@@ -185,33 +185,57 @@ func (n *node) status() (control.Status, error) {
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
-// processed sums the Processed count of op's running instances over the
-// running nodes (a count moves with its instance).
-func (c *cluster) processed(op string) int64 {
+// eachInstance calls fn for every instance of op on every running node
+// that answers.
+func (c *cluster) eachInstance(op string, fn func(n *node, in actors.InstanceStatus)) {
 	c.mu.Lock()
 	nodes := make([]*node, 0, len(c.nodes))
 	for _, n := range c.nodes {
 		nodes = append(nodes, n)
 	}
 	c.mu.Unlock()
-	var sum int64
 	for _, n := range nodes {
 		st, err := n.status()
 		if err != nil {
 			continue
 		}
 		for _, o := range st.Operators {
-			if o.Name != op {
-				continue
-			}
-			for _, in := range o.Instances {
-				if in.State == "running" {
-					sum += in.Processed
+			if o.Name == op {
+				for _, in := range o.Instances {
+					fn(n, in)
 				}
 			}
 		}
 	}
+}
+
+// processed sums the Processed count of op's running instances over the
+// running nodes (a count moves with its instance).
+func (c *cluster) processed(op string) (sum int64) {
+	c.eachInstance(op, func(_ *node, in actors.InstanceStatus) {
+		if in.State == "running" {
+			sum += in.Processed
+		}
+	})
 	return sum
+}
+
+// produced sums what op's instances produced, over the running nodes.
+func (c *cluster) produced(op string) (sum int64) {
+	c.eachInstance(op, func(_ *node, in actors.InstanceStatus) { sum += in.Produced })
+	return sum
+}
+
+// instanceProgress returns the processed count of every running instance
+// of op, by "node/epoch.index".
+func (c *cluster) instanceProgress(op string) map[string]int64 {
+	out := map[string]int64{}
+	c.eachInstance(op, func(n *node, in actors.InstanceStatus) {
+		if in.State == "running" {
+			out[fmt.Sprintf("%s/%d.%d", n.id, in.Epoch, in.Index)] = in.Processed
+		}
+	})
+	return out
 }
 
 // waitFor polls cond until it holds or timeout passes.

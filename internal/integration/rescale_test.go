@@ -12,31 +12,6 @@ import (
 	"github.com/sluicehq/sluice/internal/consultest"
 )
 
-// produced sums what op's instances produced, over the running nodes.
-func (c *cluster) produced(op string) int64 {
-	c.mu.Lock()
-	nodes := make([]*node, 0, len(c.nodes))
-	for _, n := range c.nodes {
-		nodes = append(nodes, n)
-	}
-	c.mu.Unlock()
-	var sum int64
-	for _, n := range nodes {
-		st, err := n.status()
-		if err != nil {
-			continue
-		}
-		for _, o := range st.Operators {
-			if o.Name == op {
-				for _, in := range o.Instances {
-					sum += in.Produced
-				}
-			}
-		}
-	}
-	return sum
-}
-
 // scale calls the control API of node n.
 func scale(t *testing.T, n *node, op string, instances int) api.DeployResponse {
 	t.Helper()
