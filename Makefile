@@ -15,6 +15,8 @@ run:
 ## test: go vet + every test under the race detector, with the services they need
 test: tools vet
 	SLUICE_CONSUL_BIN="$$(scripts/ensure-tool.sh consul)" \
+	SLUICE_JAEGER_BIN="$$(scripts/ensure-tool.sh jaeger)" \
+	SLUICE_PROMETHEUS_BIN="$$(command -v prometheus)" \
 	$(GO) test -race -timeout 20m ./...
 	# In-process multi-node tests: several protoactor remotes in one process
 	# race on grpc's global logger, so these run without -race (see
@@ -25,8 +27,12 @@ vet:
 	$(GO) vet ./...
 
 ## tools: build/install the test services once (cached in $$HOME/.cache/sluice)
+# Consul and Jaeger are built from the Go module proxy; Prometheus (for
+# internal/integration's scrape test) is Debian's package, installed as root.
 tools:
 	@scripts/ensure-tool.sh consul >/dev/null
+	@scripts/ensure-tool.sh jaeger >/dev/null
+	@command -v prometheus >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus)
 
 ## bench: the benchmark table (medians of several runs) and the Go benchmarks
 bench: tools

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/cluster/consul"
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/launcher"
+	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -82,6 +83,9 @@ type Config struct {
 	// the nodes, so that it survives a crash too.
 	AtLeastOnce bool
 	StateLog    actors.StateLog
+	// Telemetry configures OpenTelemetry traces and metrics (see package
+	// telemetry); nil means TelemetryFromEnv's configuration.
+	Telemetry *TelemetryConfig
 }
 
 func (c Config) node() actors.Config {
@@ -112,6 +116,7 @@ type Runtime struct {
 	launcher   *launcher.Local
 	stopLaunch context.CancelFunc
 	launchDone chan struct{}
+	telemetry  *telemetry.Telemetry
 }
 
 // Start validates the operators' metadata and starts them. Invalid metadata
@@ -162,12 +167,20 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		return nil, err
 	}
 	seed = deployed(cfg, seed)
-	n, err := actors.StartNode(ctx, ncfg, kinds, seed)
+	tel, err := startTelemetry(ctx, cfg, srv)
 	if err != nil {
 		closeListener(lis)
 		return nil, err
 	}
-	rt := &Runtime{node: n, http: srv}
+	ncfg.Observer = tel.Observer()
+	n, err := actors.StartNode(ctx, ncfg, kinds, seed)
+	if err != nil {
+		closeListener(lis)
+		_ = tel.Shutdown(context.Background())
+		return nil, err
+	}
+	tel.Attach(n)
+	rt := &Runtime{node: n, http: srv, telemetry: tel}
 	if cfg.Launch && cfg.Consul != "" {
 		dataDir := cfg.DataDir
 		if dataDir == "" {
@@ -264,7 +277,7 @@ func (r *Runtime) Stop(ctx context.Context) error {
 		defer cancel()
 		err = errors.Join(err, r.http.Shutdown(sctx))
 	}
-	return err
+	return errors.Join(err, r.stopTelemetry())
 }
 
 // Run starts the operators and runs them until ctx is cancelled or the

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -78,6 +79,44 @@ func Table(w io.Writer, cfg TableConfig) error {
 		"source → group-by counter (Pebble) → sink, target ≥ 0.50×"})
 	rows = append(rows, row{"  e2e latency p50 / p99, saturated", fmt.Sprintf("%v / %v", medianPct(wc, 50).Round(time.Microsecond), medianPct(wc, 99).Round(time.Microsecond)), "", "", "source unthrottled"})
 
+	// Telemetry overhead: runs with telemetry off and on alternate, so that
+	// drift on a shared machine affects both alike. The process's CPU time
+	// per run is measured too: on a machine shared with other work it is a
+	// steadier figure than the throughput.
+	var telOff, telOn []Result
+	var cpuOff, cpuOn []float64
+	for i := 0; i < cfg.Runs; i++ {
+		for _, on := range []bool{false, true} {
+			wcc := WordCountConfig{Records: cfg.Records, Keys: 10_000}
+			name := "word count, telemetry off"
+			if on {
+				wcc.Telemetry, name = TelemetryOn(), "word count, telemetry on"
+			}
+			fmt.Fprintf(w, "  %s: run %d/%d…", name, i+1, cfg.Runs)
+			before := processCPU()
+			r, err := WordCount(wcc)
+			if err != nil {
+				fmt.Fprintln(w)
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			cpu := (processCPU() - before).Seconds()
+			fmt.Fprintf(w, " %.0f/s, %.2f s CPU\n", r.PerSec(), cpu)
+			if on {
+				telOn, cpuOn = append(telOn, r), append(cpuOn, cpu)
+			} else {
+				telOff, cpuOff = append(telOff, r), append(cpuOff, cpu)
+			}
+		}
+	}
+	offRate, onRate := medianRate(telOff), medianRate(telOn)
+	rows = append(rows, row{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", "runs alternate with the next row"})
+	rows = append(rows, row{"sluice keyed word count, telemetry on", human(onRate), "records/s", fmt.Sprintf("%.2f×", onRate/offRate),
+		"traces 1/1000, metrics collected every 1 s, no-op exporters; target ≥ 0.95×"})
+	if offCPU, onCPU := Median(cpuOff), Median(cpuOn); offCPU > 0 {
+		rows = append(rows, row{"  CPU per record, telemetry on / off", fmt.Sprintf("%.2f / %.2f", onCPU*1e6/float64(cfg.Records), offCPU*1e6/float64(cfg.Records)), "µs",
+			fmt.Sprintf("%.2f×", onCPU/offCPU), "process CPU time per run; target ≤ 1.05×"})
+	}
+
 	paced := 100_000.0
 	wcp, err := measure("sluice keyed word count at 100k/s", func() (Result, error) {
 		return WordCount(WordCountConfig{Records: min(cfg.Records, 300_000), Keys: 10_000, Rate: paced})
@@ -125,4 +164,13 @@ func human(x float64) string {
 		return fmt.Sprintf("%.1fk", x/1e3)
 	}
 	return fmt.Sprintf("%.0f", x)
+}
+
+// processCPU returns the CPU time (user and system) the process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

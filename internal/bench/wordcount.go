@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -22,6 +23,9 @@ type WordCountConfig struct {
 	Rate float64
 	// Parallelism of the counter; 0 means 2.
 	Parallelism int
+	// Telemetry configures OpenTelemetry for the run; nil means off
+	// (whatever the OTEL_* variables say). See TelemetryOn.
+	Telemetry *sdk.TelemetryConfig
 }
 
 // WordCount runs source → group-by counter with Pebble state → sink in one
@@ -44,7 +48,8 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 	start := time.Now()
 	rt, err := sdk.Start(context.Background(), sdk.Config{
 		NodeID: "bench", DataDir: dir, NoSync: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Telemetry: cmp.Or(cfg.Telemetry, &sdk.TelemetryConfig{}),
 	},
 		func() sdk.Operator { return &wordSource{n: cfg.Records, keys: keys, rate: cfg.Rate} },
 		func() sdk.Operator { return wordCounter{par: cfg.Parallelism} },

@@ -179,6 +179,128 @@ func TestPrometheusScrapesPerOperatorSeries(t *testing.T) {
 	}
 }
 
+// TestShippedCollectorConfigAndDashboard runs the collector config that
+// ships in deploy/otel (with the Jaeger binary, an OpenTelemetry Collector
+// distribution that has every component it uses) between a node exporting
+// both signals over OTLP/gRPC and their backends: a Jaeger for the traces
+// and a Prometheus scraping the collector. Every query of the Grafana
+// dashboard in deploy/grafana must then answer with data.
+func TestShippedCollectorConfigAndDashboard(t *testing.T) {
+	const records, service = 3000, "sluice-collector-test"
+	store := startJaeger(t)
+	collector := startCollector(t, store.otlpGRPC)
+	c := newCluster(t, "", "-records", strconv.Itoa(records), "-keys", "100", "-gen-parallelism", "1",
+		"-count-parallelism", "2", "-emit", "-sink", "-trace-sample", "500")
+	for k, v := range map[string]string{
+		"SLUICE_HOST": "", "OTEL_SERVICE_NAME": service,
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + collector.otlpGRPC, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+		"OTEL_METRICS_EXPORTER":       "otlp", // no /metrics: Prometheus sees only what went through the collector
+		"OTEL_TRACES_EXPORTER":        "otlp",
+		"OTEL_METRIC_EXPORT_INTERVAL": "500", "OTEL_BSP_SCHEDULE_DELAY": "100", // ms
+	} {
+		t.Setenv(k, v)
+	}
+	c.start("n1")
+	prom := startPrometheus(t, collector.prometheus)
+	prom.waitFor(t, "sum by (sluice_operator_name) (sluice_operator_consumed_records_total)", func(r []promSeries) bool {
+		got := map[string]float64{}
+		for _, s := range r {
+			got[s.Metric["sluice_operator_name"]] = s.value()
+		}
+		return got["count"] == records && got["sink"] == records
+	})
+
+	var dash struct {
+		Panels []struct {
+			Type, Title string
+			Targets     []struct{ Expr string }
+		}
+		Templating struct {
+			List []struct {
+				Name       string
+				Definition string
+			}
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "grafana", "sluice-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("deploy/grafana/sluice-dashboard.json: %v", err)
+	}
+	vars := strings.NewReplacer("$node", ".+", "$operator", ".+", "$__rate_interval", "1m")
+	queries := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			queries++
+			prom.waitFor(t, vars.Replace(tg.Expr), func(r []promSeries) bool { return len(r) > 0 })
+		}
+	}
+	if queries < 10 {
+		t.Fatalf("the dashboard has %d queries, want its ≥ 10 panels' queries", queries)
+	}
+	// The template variables: label_values(METRIC, LABEL).
+	for _, v := range dash.Templating.List {
+		metric, label, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(v.Definition, "label_values("), ")"), ", ")
+		if !ok {
+			continue
+		}
+		body, err := httpGet("http://" + prom.addr + "/api/v1/label/" + label + "/values?match[]=" + url.QueryEscape(vars.Replace(metric)))
+		if err != nil || !strings.Contains(string(body), `"n1"`) && !strings.Contains(string(body), `"count"`) {
+			t.Errorf("variable %s (%s): %s %v", v.Name, v.Definition, body, err)
+		}
+	}
+
+	// Traces went through the collector to Jaeger.
+	deadline := time.Now().Add(serviceTimeout)
+	for {
+		traces, err := store.traces(service)
+		if err == nil && len(traces) > 0 && len(traces[0].Spans) == 3 {
+			t.Logf("%d dashboard queries answered; %d traces in Jaeger, e.g. %s", queries, len(traces), describe(traces[:1]))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no trace of %s reached Jaeger through the collector: %d traces, error %v\ncollector:\n%s", service, len(traces), err, collector.svc.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// collector is deploy/otel/collector.yaml run by the Jaeger binary.
+type collector struct {
+	svc                            *service
+	otlpGRPC, otlpHTTP, prometheus string
+}
+
+func startCollector(t *testing.T, jaegerOTLP string) *collector {
+	t.Helper()
+	bin := jaegerBinary(t)
+	dir := t.TempDir()
+	cfg, err := filepath.Abs(filepath.Join("..", "..", "deploy", "otel", "collector.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for try := 1; try <= 3; try++ {
+		ports := freePorts(t, 3)
+		c := &collector{otlpGRPC: ports[0], otlpHTTP: ports[1], prometheus: ports[2]}
+		env := []string{"OTLP_GRPC_ENDPOINT=" + c.otlpGRPC, "OTLP_HTTP_ENDPOINT=" + c.otlpHTTP,
+			"PROMETHEUS_ENDPOINT=" + c.prometheus, "JAEGER_ENDPOINT=" + jaegerOTLP}
+		// The collector's own metrics would listen on :8888; the test needs
+		// none.
+		c.svc, err = startService(t, "collector", bin, dir, env, func() error { return dial(c.otlpGRPC, c.otlpHTTP, c.prometheus) },
+			"--config", "file:"+cfg, "--set", "service.telemetry.metrics.level=none")
+		if err == nil {
+			return c
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+	}
+	t.Fatalf("start the collector: %v", err)
+	return nil
+}
+
 // jaeger is a Jaeger v2 process with an in-memory store, an OTLP receiver
 // and the query API, all on loopback ports picked at run time.
 type jaeger struct {
@@ -235,7 +357,7 @@ func startJaeger(t *testing.T) *jaeger {
 		if err := os.WriteFile(cfg, fmt.Appendf(nil, jaegerConfig, ports[0], ports[1], ports[2], ports[3]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		j.svc, err = startService(t, "jaeger", bin, dir, func() error {
+		j.svc, err = startService(t, "jaeger", bin, dir, nil, func() error {
 			if err := dial(j.otlpGRPC, j.otlpHTTP); err != nil {
 				return err
 			}
@@ -369,7 +491,7 @@ func startPrometheus(t *testing.T, target string) *prometheus {
 	var err error
 	for try := 1; try <= 3; try++ {
 		p := &prometheus{addr: freePorts(t, 1)[0]}
-		p.svc, err = startService(t, "prometheus", bin, dir, func() error {
+		p.svc, err = startService(t, "prometheus", bin, dir, nil, func() error {
 			_, err := httpGet("http://" + p.addr + "/-/ready")
 			return err
 		}, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+p.addr, "--log.level=warn")
@@ -445,9 +567,9 @@ type service struct {
 	done chan struct{}
 }
 
-// startService starts bin and polls ready until it succeeds, the process
+// startService starts bin with env added to the test's environment and polls ready until it succeeds, the process
 // exits (an error with its log) or serviceTimeout passes.
-func startService(t *testing.T, name, bin, dir string, ready func() error, args ...string) (*service, error) {
+func startService(t *testing.T, name, bin, dir string, env []string, ready func() error, args ...string) (*service, error) {
 	t.Helper()
 	s := &service{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
 	logf, err := os.Create(s.log)
@@ -457,6 +579,7 @@ func startService(t *testing.T, name, bin, dir string, ready func() error, args 
 	defer logf.Close()
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Dir = dir
+	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {

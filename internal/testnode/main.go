@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 func main() {
@@ -46,6 +47,8 @@ func run() error {
 	genPar := flag.Int("gen-parallelism", 3, "generator instances")
 	countPar := flag.Int("count-parallelism", 12, "counter instances")
 	emit := flag.Bool("emit", false, "counter also produces each new count")
+	sink := flag.Bool("sink", false, "also run a third operator, \"sink\", reading the counter's output (with -emit)")
+	traceSample := flag.String("trace-sample", "", "trace sampling, e.g. \"1000\" or \"1000,gen=1\"; 0 = off (empty: $SLUICE_TRACE_SAMPLE, else 1000); exporters from the OTEL_* variables")
 	events := flag.String("events", "", "file to append instance and membership events to (JSON lines)")
 	level := flag.String("log-level", "info", "log level")
 	host := flag.String("host", os.Getenv("SLUICE_HOST"), "comma-separated operators this node hosts: gen, count ($SLUICE_HOST; empty: both)")
@@ -98,6 +101,19 @@ func run() error {
 		testkinds.Gen(*records, *keys, *rate, *genPar),
 		testkinds.CounterFactory(*countPar, *emit),
 	}
+	if *sink {
+		ops = append(ops, testkinds.SinkFactory(2))
+	}
+	tc, err := sdk.TelemetryFromEnv()
+	if err != nil {
+		return err
+	}
+	if *traceSample != "" {
+		if tc.Sampling, err = telemetry.ParseSampling(*traceSample); err != nil {
+			return fmt.Errorf("-trace-sample: %w", err)
+		}
+	}
+	cfg.Telemetry = &tc
 	// Print the control API address for the test harness once started.
 	rt, err := sdk.Start(context.Background(), cfg, ops...)
 	if err != nil {

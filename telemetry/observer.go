@@ -1,0 +1,103 @@
+package telemetry
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sluicehq/sluice/actors"
+)
+
+// Span attribute keys (see docs/observability.md).
+const (
+	AttrOperator  = attribute.Key("sluice.operator.name")      // operator name (spans and metrics)
+	AttrInstance  = attribute.Key("sluice.operator.instance")  // instance index (spans and metrics)
+	AttrNode      = attribute.Key("sluice.node.id")            // node ID (spans)
+	AttrStream    = attribute.Key("sluice.stream.name")        // input stream (processing spans)
+	AttrQueueWait = attribute.Key("sluice.queue.wait_seconds") // time the record's batch waited to be processed (processing spans)
+)
+
+// Span name prefixes: a source producing a sampled record makes a
+// "produce <operator>" span (kind producer); an operator processing a
+// traced record makes a "process <operator>" span (kind consumer), a child
+// of the span that produced the record.
+const (
+	SpanProduce = "produce "
+	SpanProcess = "process "
+)
+
+// observer implements actors.Observer with OpenTelemetry.
+type observer struct {
+	sampler *sampler
+	tracer  trace.Tracer // nil: this node records no spans
+	metrics *metrics     // nil: no metrics
+}
+
+var _ actors.Observer = (*observer)(nil)
+
+// noEnd ends no span.
+var noEnd = func(error) {}
+
+// Sample implements actors.Observer: one record in N of each source
+// operator's, per Config.Sampling; never when the node records no spans.
+func (o *observer) Sample(operator string) bool {
+	return o.tracer != nil && o.sampler.sample(operator)
+}
+
+// StartSpan implements actors.Observer. A record whose parent is invalid
+// continues untraced; one whose parent is not sampled (the W3C flag),
+// or that reaches a node that records no spans, keeps its parent's header
+// and gets no span here.
+func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
+	if o.tracer == nil {
+		return info.Parent, noEnd
+	}
+	ctx := context.Background()
+	name, kind := SpanProduce+info.Operator, trace.SpanKindProducer
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, AttrOperator.String(info.Operator), AttrInstance.Int(info.Instance), AttrNode.String(info.Node))
+	if info.Parent != "" {
+		parent, ok := ParseTraceparent(info.Parent)
+		if !ok {
+			return "", noEnd
+		}
+		if !parent.IsSampled() {
+			return info.Parent, noEnd
+		}
+		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
+		name, kind = SpanProcess+info.Operator, trace.SpanKindConsumer
+		attrs = append(attrs, AttrStream.String(info.Stream), AttrQueueWait.Float64(info.QueueWait.Seconds()))
+	}
+	start := info.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	_, span := o.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	return FormatTraceparent(span.SpanContext()), func(err error) {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}
+}
+
+// Processed implements actors.Observer: it records the processing time and
+// the time since the event in the histograms.
+func (o *observer) Processed(operator string, index int, processing, sinceEvent time.Duration) {
+	if o.metrics != nil {
+		o.metrics.processed(operator, index, processing, sinceEvent)
+	}
+}
+
+// Restarted implements actors.Observer. The restart counts are read from
+// the node's status at collection time (sluice.operator.restarts), so the
+// event itself needs nothing.
+func (o *observer) Restarted(string, int) {}
+
+// DeadLettered implements actors.Observer; like Restarted, the counts come
+// from the node's status (sluice.operator.dead_letters).
+func (o *observer) DeadLettered(string, int) {}
