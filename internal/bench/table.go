@@ -146,6 +146,12 @@ func Table(w io.Writer, cfg TableConfig) error {
 			"2 node processes via Consul, batched, target ≥ 3.00×"})
 	}
 
+	kafka, err := kafkaRows(w, cfg.Runs, cfg.Records)
+	if err != nil {
+		return err
+	}
+	rows = append(rows, kafka...)
+
 	fmt.Fprintf(w, "\nMedians of %d runs (ratios within this run):\n\n", cfg.Runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\tmedian\tunit\tratio\tnote")

@@ -1,0 +1,35 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of the connector. Errors that a retry may cure (brokers down) also
+// wrap sdk.ErrTransient, so that the runtime records them in the
+// instance's status and retries with backoff instead of restarting it.
+var (
+	// ErrUnavailable means the brokers could not be reached or did not
+	// acknowledge in time.
+	ErrUnavailable = errors.New("kafka: brokers unavailable")
+	// ErrNoTopic means a topic the source reads does not exist (yet).
+	ErrNoTopic = errors.New("kafka: topic does not exist")
+	// ErrPartitions means a changelog topic exists with a partition count
+	// other than the operator's number of key groups.
+	ErrPartitions = errors.New("kafka: changelog topic has the wrong number of partitions")
+	// ErrRejected means the brokers rejected records for good (too large,
+	// invalid); they go to the dead-letter stream.
+	ErrRejected = errors.New("kafka: records rejected by the brokers")
+)
+
+// ConfigError reports an invalid configuration field.
+type ConfigError struct {
+	Operator string // the operator's name, or "state log"
+	Field    string // e.g. "Brokers" or "Topics[1]"
+	Problem  string // what is wrong and what is allowed
+}
+
+// Error returns e.g. `kafka "in": Brokers: must list at least one broker as host:port`.
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("kafka %q: %s: %s", e.Operator, e.Field, e.Problem)
+}

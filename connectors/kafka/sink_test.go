@@ -1,0 +1,130 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/connectors/kafka"
+	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
+	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
+	ctx := context.Background()
+	if err := b.CreateTopic(ctx, "out", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := collect(t, b, "out")
+	f, err := kafka.NewSink(kafka.SinkConfig{Name: "sink", Brokers: b.Addrs(), Topic: "out",
+		Inputs: []sdk.Input{{Stream: "s"}}, FlushTimeout: 300 * time.Millisecond,
+		Encode: func(r sdk.Record) (*kgo.Record, error) {
+			if string(r.Value) == "bad" {
+				return nil, errors.New("cannot encode")
+			}
+			return kafka.EncodeRaw(r)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := f().(*kafka.Sink)
+	c := newCallCtx("sink", 0, 1)
+	if err := sink.Init(c); err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close(c)
+	process := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := sink.ProcessRecord(c, sdk.Record{Key: []byte("k"), Value: []byte(strconv.Itoa(i))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	process(0, 100)
+	if err := sink.ProcessRecord(c, sdk.Record{Value: []byte("bad")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Flush(c); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if dl := c.produced["sink.deadletter"]; len(dl) != 1 || dl[0].Headers[len(dl[0].Headers)-2].Value != "encode: cannot encode" {
+		t.Fatalf("dead letters %+v, want the record that did not encode", dl)
+	}
+
+	b.Stop()
+	process(100, 200)
+	var ferr error
+	waitFor(t, 20*time.Second, "Flush to report the outage", func() bool {
+		ferr = sink.Flush(c)
+		if ferr == nil {
+			t.Fatal("Flush succeeded with the broker down")
+		}
+		return errors.Is(ferr, sdk.ErrTransient) && errors.Is(ferr, kafka.ErrUnavailable)
+	})
+	t.Logf("while the broker is down: %v", ferr)
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "Flush to succeed after the restart", func() bool { return sink.Flush(c) == nil })
+	waitFor(t, 10*time.Second, "200 records in the topic", func() bool { return out.len() >= 200 })
+	seen := map[string]bool{}
+	for _, r := range out.all() {
+		seen[string(r.Value)] = true
+	}
+	for i := range 200 {
+		if !seen[strconv.Itoa(i)] {
+			t.Fatalf("record %d lost", i)
+		}
+	}
+	t.Logf("%d records written for 200 (%d duplicates)", out.len(), out.len()-200)
+}
+
+func TestCommitProducedResumesFromThePositionsInState(t *testing.T) {
+	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
+	ctx := context.Background()
+	for topic, parts := range map[string]int32{"in": 3, "out": 3} {
+		if err := b.CreateTopic(ctx, topic, parts, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := collect(t, b, "out")
+	src, err := kafka.NewSource(kafka.SourceConfig{Name: "in", Brokers: b.Addrs(), Topics: []string{"in"}, Stream: "recs",
+		Parallelism: 2, Commit: kafka.CommitProduced})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, err := kafka.NewSink(kafka.SinkConfig{Name: "out", Brokers: b.Addrs(), Topic: "out", Inputs: []sdk.Input{{Stream: "recs"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	run := func(total int) {
+		rt, err := sdk.Start(ctx, sdk.Config{NodeID: "n", DataDir: dir, NoSync: true, Logger: quiet}, src, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 20*time.Second, strconv.Itoa(total)+" records out", func() bool { return out.len() >= total })
+		if err := rt.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce(t, b, numbered("in", 0, 1000)...)
+	run(1000)
+	produce(t, b, numbered("in", 1000, 1500)...)
+	run(1500)
+	if n := out.len(); n != 1500 {
+		t.Fatalf("%d records out for 1500 in: a clean restart resumed from the wrong position", n)
+	}
+	ends, _ := b.EndOffsets(ctx, "in")
+	got, _ := b.Committed(ctx, "in", "in")
+	for p, e := range ends {
+		if got[p] != e {
+			t.Errorf("partition %d: committed %d, want %d (what was produced)", p, got[p], e)
+		}
+	}
+}

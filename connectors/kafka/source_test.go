@@ -1,0 +1,261 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/connectors/kafka"
+	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+// callCtx is an sdk.Context for calling a Source's methods directly, as the
+// runtime does on the instance's goroutine: it keeps produced records and
+// state in memory.
+type callCtx struct {
+	context.Context
+	info     sdk.InstanceInfo
+	produced map[string][]sdk.Record
+	state    mapState
+}
+
+func newCallCtx(op string, index, par int) *callCtx {
+	return &callCtx{Context: context.Background(), info: sdk.InstanceInfo{Operator: op, Index: index, Parallelism: par, KeyGroups: 1, EndGroup: 1},
+		produced: map[string][]sdk.Record{}, state: mapState{}}
+}
+
+func (c *callCtx) Produce(stream string, rec sdk.Record) error {
+	c.produced[stream] = append(c.produced[stream], rec)
+	return nil
+}
+func (c *callCtx) SetTimer(string, time.Time) error { return nil }
+func (c *callCtx) DeleteTimer(string) error         { return nil }
+func (c *callCtx) State() sdk.State                 { return c.state }
+func (c *callCtx) Instance() sdk.InstanceInfo       { return c.info }
+func (c *callCtx) Logger() *slog.Logger             { return quiet }
+
+type mapState map[string][]byte
+
+func (m mapState) Get(k []byte) ([]byte, error) {
+	if v, ok := m[string(k)]; ok {
+		return v, nil
+	}
+	return nil, sdk.ErrNotFound
+}
+func (m mapState) Set(k, v []byte) { m[string(k)] = slices.Clone(v) }
+func (m mapState) Delete(k []byte) { delete(m, string(k)) }
+func (m mapState) Scan(prefix []byte, fn func(k, v []byte) error) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if strings.HasPrefix(k, string(prefix)) {
+			if err := fn([]byte(k), m[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// pollUntil polls src until stream has n records.
+func pollUntil(t *testing.T, src sdk.Source, ctx *callCtx, stream string, n int) {
+	t.Helper()
+	waitFor(t, 20*time.Second, strconv.Itoa(n)+" records produced", func() bool {
+		if err := src.Poll(ctx); err != nil && !errors.Is(err, sdk.ErrTransient) {
+			t.Fatal(err)
+		}
+		return len(ctx.produced[stream]) >= n
+	})
+	if got := len(ctx.produced[stream]); got != n {
+		t.Fatalf("produced %d records, want %d", got, n)
+	}
+}
+
+func values(recs []sdk.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = string(r.Value)
+	}
+	return out
+}
+
+func numbered(topic string, from, to int) []*kgo.Record {
+	var recs []*kgo.Record
+	for i := from; i < to; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(strconv.Itoa(i))})
+	}
+	return recs
+}
+
+func TestSourceRewindsToItsLastDurablePosition(t *testing.T) {
+	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
+	ctx := context.Background()
+	if err := b.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, b, numbered("t", 0, 100)...)
+	f, err := kafka.NewSource(kafka.SourceConfig{Name: "src", Brokers: b.Addrs(), Topics: []string{"t"}, Stream: "s", Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := f().(*kafka.Source)
+	c := newCallCtx("src", 0, 1)
+	if err := src.Init(c); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close(c)
+
+	pollUntil(t, src, c, "s", 100)
+	pos := src.Position()
+	produce(t, b, numbered("t", 100, 150)...)
+	pollUntil(t, src, c, "s", 150)
+	src.Durable(c, pos) // the first 100 are durable downstream
+	waitFor(t, 10*time.Second, "offset 100 committed", func() bool {
+		got, err := b.Committed(ctx, "g", "t")
+		return err == nil && got[0] == 100
+	})
+
+	// A node crashed: the 50 records after the durable position may be
+	// lost downstream and must come again.
+	if err := src.Rewind(c); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, src, c, "s", 200)
+	if got, want := values(c.produced["s"][150:]), values(c.produced["s"][100:150]); !slices.Equal(got, want) {
+		t.Fatalf("after the rewind got %v…, want %v…", got[:3], want[:3])
+	}
+	// The position is also in state, under the same commit as the rest.
+	if len(c.state) != 1 {
+		t.Fatalf("state holds %v, want one position", c.state)
+	}
+
+	// A new incarnation (another node) starts from the committed offset.
+	src2 := f().(*kafka.Source)
+	c2 := newCallCtx("src", 0, 1)
+	if err := src2.Init(c2); err != nil {
+		t.Fatal(err)
+	}
+	defer src2.Close(c2)
+	pollUntil(t, src2, c2, "s", 50)
+	if got := string(c2.produced["s"][0].Value); got != "100" {
+		t.Fatalf("new instance started at record %s, want 100", got)
+	}
+}
+
+func TestSourceSplitsPartitionsOverInstances(t *testing.T) {
+	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
+	ctx := context.Background()
+	if err := b.CreateTopic(ctx, "t", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*kgo.Record
+	for p := range 5 {
+		for i := range 10 {
+			recs = append(recs, &kgo.Record{Topic: "t", Partition: int32(p), Value: []byte(strconv.Itoa(p*100 + i))})
+		}
+	}
+	cl, err := b.Client(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	f, err := kafka.NewSource(kafka.SourceConfig{Name: "src", Brokers: b.Addrs(), Topics: []string{"t"}, Stream: "s", Parallelism: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{30, 20} { // partitions 0, 2, 4 and 1, 3
+		src := f().(*kafka.Source)
+		c := newCallCtx("src", i, 2)
+		if err := src.Init(c); err != nil {
+			t.Fatal(err)
+		}
+		pollUntil(t, src, c, "s", want)
+		for _, r := range c.produced["s"] {
+			if p, _ := strconv.Atoi(string(r.Value)); (p/100)%2 != i {
+				t.Errorf("instance %d got a record of partition %d", i, p/100)
+			}
+		}
+		src.Close(c)
+	}
+}
+
+func TestSourceReportsABrokerOutageAsTransient(t *testing.T) {
+	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
+	ctx := context.Background()
+	if err := b.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, b, numbered("t", 0, 10)...)
+	f, err := kafka.NewSource(kafka.SourceConfig{Name: "src", Brokers: b.Addrs(), Topics: []string{"t"}, Stream: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := f().(*kafka.Source)
+	c := newCallCtx("src", 0, 1)
+	if err := src.Init(c); err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close(c)
+	pollUntil(t, src, c, "s", 10)
+
+	b.Stop()
+	var transient error
+	waitFor(t, 20*time.Second, "Poll to report the outage", func() bool {
+		err := src.Poll(c)
+		if err != nil && !errors.Is(err, sdk.ErrTransient) {
+			t.Fatalf("Poll: %v, want a transient error", err)
+		}
+		transient = err
+		return errors.Is(err, kafka.ErrUnavailable)
+	})
+	t.Logf("while the broker is down: %v", transient)
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, b, numbered("t", 10, 20)...)
+	pollUntil(t, src, c, "s", 20)
+	if err := src.Poll(c); err != nil {
+		t.Fatalf("Poll after the restart: %v", err)
+	}
+}
+
+func TestSourceConfigValidate(t *testing.T) {
+	ok := kafka.SourceConfig{Name: "src", Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Stream: "s"}
+	for _, tc := range []struct {
+		name   string
+		change func(*kafka.SourceConfig)
+		field  string
+	}{
+		{"valid", func(*kafka.SourceConfig) {}, ""},
+		{"no name", func(c *kafka.SourceConfig) { c.Name = "" }, "Name"},
+		{"no brokers", func(c *kafka.SourceConfig) { c.Brokers = nil }, "Brokers"},
+		{"broker without port", func(c *kafka.SourceConfig) { c.Brokers = []string{"localhost"} }, "Brokers"},
+		{"no topics", func(c *kafka.SourceConfig) { c.Topics = nil }, "Topics"},
+		{"bad topic", func(c *kafka.SourceConfig) { c.Topics = []string{"a b"} }, "Topics[0]"},
+		{"no stream", func(c *kafka.SourceConfig) { c.Stream = "" }, "Stream"},
+		{"bad start", func(c *kafka.SourceConfig) { c.Start = 7 }, "Start"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.change(&c)
+			err := c.Validate()
+			var ce *kafka.ConfigError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("got %v, want no error", err)
+			case tc.field != "" && (!errors.As(err, &ce) || ce.Field != tc.field):
+				t.Fatalf("got %v, want an error on field %s", err, tc.field)
+			}
+		})
+	}
+}

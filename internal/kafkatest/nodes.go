@@ -1,0 +1,242 @@
+package kafkatest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
+)
+
+// Build compiles the main package pkg (an import path) into dir and
+// returns the binary's path; race adds -race.
+func Build(dir, pkg string, race bool) (string, error) {
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("kafkatest: build %s: %w", pkg, err)
+	}
+	return bin, nil
+}
+
+// Nodes runs Sluice node processes of one binary: the binary must accept
+// -id and -data, and print "ready http=ADDR" on stdout once started (as
+// samples/kafka-wordcount does). Each node's stderr goes to <dir>/<id>.log.
+// Processes are killed when the test ends (and when the test process dies).
+// Methods must be called from the test's goroutine, except Running.
+type Nodes struct {
+	t    TB
+	bin  string
+	args []string
+	dir  string
+
+	mu    sync.Mutex
+	nodes map[string]*Node
+}
+
+// Node is one running node process.
+type Node struct {
+	ID   string
+	HTTP string // control API address
+	Data string
+
+	cmd  *exec.Cmd
+	logs *os.File
+	done chan error
+}
+
+// NewNodes returns a set of node processes of bin started with args.
+func NewNodes(t TB, bin string, args ...string) *Nodes {
+	return &Nodes{t: t, bin: bin, args: args, dir: t.TempDir(), nodes: map[string]*Node{}}
+}
+
+// Start launches node id (again, with the same data directory, if it ran
+// before) and waits until it is ready.
+func (s *Nodes) Start(id string) *Node {
+	s.t.Helper()
+	n := &Node{ID: id, Data: filepath.Join(s.dir, id, "data"), done: make(chan error, 1)}
+	if err := os.MkdirAll(filepath.Dir(n.Data), 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	logs, err := os.OpenFile(filepath.Join(s.dir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	n.logs = logs
+	n.cmd = exec.Command(s.bin, append([]string{"-id", id, "-data", n.Data}, s.args...)...)
+	n.cmd.Stderr = logs
+	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	out, err := n.cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := n.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(n.kill)
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if addr, ok := strings.CutPrefix(sc.Text(), "ready http="); ok {
+				ready <- addr
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	go func() { n.done <- n.cmd.Wait() }()
+	select {
+	case n.HTTP = <-ready:
+	case err := <-n.done:
+		s.t.Fatalf("node %s exited before it was ready: %v\n%s", id, err, s.LogTail(id))
+	case <-time.After(60 * time.Second):
+		s.t.Fatalf("node %s not ready after 60s\n%s", id, s.LogTail(id))
+	}
+	s.mu.Lock()
+	s.nodes[id] = n
+	s.mu.Unlock()
+	return n
+}
+
+// kill sends SIGKILL to the node's process group and waits for it.
+func (n *Node) kill() {
+	if n.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-n.done:
+		n.done <- nil // for a second kill
+	case <-time.After(10 * time.Second):
+	}
+	n.logs.Close()
+}
+
+// Kill SIGKILLs node id and returns when its process is gone.
+func (s *Nodes) Kill(id string) {
+	s.mu.Lock()
+	n := s.nodes[id]
+	delete(s.nodes, id)
+	s.mu.Unlock()
+	if n != nil {
+		n.kill()
+	}
+}
+
+// Stop sends node id SIGTERM (a graceful leave) and waits for it to exit.
+func (s *Nodes) Stop(id string) {
+	s.t.Helper()
+	s.mu.Lock()
+	n := s.nodes[id]
+	delete(s.nodes, id)
+	s.mu.Unlock()
+	if n == nil {
+		return
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-n.done:
+		n.done <- nil
+		if err != nil {
+			s.t.Fatalf("node %s exited with %v\n%s", id, err, s.LogTail(id))
+		}
+	case <-time.After(90 * time.Second):
+		s.t.Fatalf("node %s did not stop within 90s\n%s", id, s.LogTail(id))
+	}
+}
+
+// Running returns the running nodes, by id. Safe from any goroutine.
+func (s *Nodes) Running() []*Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// LogTail returns the last 4 KB of node id's log.
+func (s *Nodes) LogTail(id string) string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, id+".log"))
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// Log returns node id's whole log.
+func (s *Nodes) Log(id string) string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, id+".log"))
+	return string(b)
+}
+
+// DumpLogs writes the tail of every node's log to the test log.
+func (s *Nodes) DumpLogs() {
+	entries, _ := os.ReadDir(s.dir)
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".log"); ok {
+			s.t.Logf("--- %s ---\n%s", e.Name(), s.LogTail(id))
+		}
+	}
+}
+
+// Status fetches the node's own status (GET /v1/node).
+func (n *Node) Status() (control.Status, error) {
+	var st control.Status
+	return st, n.get("/v1/node", &st)
+}
+
+// ClusterStatus fetches the node's view of the cluster (GET /v1/status).
+func (n *Node) ClusterStatus() (api.ClusterStatus, error) {
+	var st api.ClusterStatus
+	return st, n.get("/v1/status", &st)
+}
+
+func (n *Node) get(path string, v any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.HTTP+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// WaitFor polls cond every 50 ms until it holds, failing t after timeout.
+func WaitFor(t TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

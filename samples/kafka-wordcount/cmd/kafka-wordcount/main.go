@@ -1,0 +1,157 @@
+// Command kafka-wordcount runs the Kafka word count sample as a Sluice
+// node (embedded, or one node of a cluster with -consul), or writes words
+// to Kafka as a load generator.
+//
+//	kafka-wordcount -brokers 127.0.0.1:9092                      # a node, embedded
+//	kafka-wordcount -brokers … -consul 127.0.0.1:8500 -id n1 …   # a cluster node
+//	kafka-wordcount produce -brokers … -n 1000000                # write 1 M words
+//
+// Every flag can also be given in the environment, so that a launcher can
+// configure a node without knowing its flags: SLUICE_KAFKA_BROKERS,
+// SLUICE_KAFKA_INPUT, SLUICE_KAFKA_OUTPUT, SLUICE_KAFKA_DLQ, SLUICE_KAFKA_GROUP,
+// SLUICE_KAFKA_STATE_PREFIX; SLUICE_NODE_ID, SLUICE_DATA_DIR, SLUICE_CONSUL,
+// SLUICE_CLUSTER, SLUICE_HTTP, SLUICE_BIND, SLUICE_HOST.
+//
+// The node hosts the kinds kafka-source, count, kafka-sink and kafka-dlq
+// and deploys them on first start unless -host-only is given; a manifest
+// can then deploy or scale them (see docs/kafka.md).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/sluicehq/sluice/connectors/kafka"
+	kafkawordcount "github.com/sluicehq/sluice/samples/kafka-wordcount"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+func main() {
+	var err error
+	if len(os.Args) > 1 && os.Args[1] == "produce" {
+		err = produce(os.Args[2:])
+	} else {
+		err = node(os.Args[1:])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kafka-wordcount:", err)
+		os.Exit(1)
+	}
+}
+
+// node runs a Sluice node with the sample's operators until SIGINT or
+// SIGTERM (a graceful leave).
+func node(args []string) error {
+	fs := flag.NewFlagSet("kafka-wordcount", flag.ExitOnError)
+	var cfg sdk.Config
+	wc := kafkawordcount.DefaultConfig()
+	fs.StringVar(&cfg.NodeID, "id", os.Getenv("SLUICE_NODE_ID"), "node id ($SLUICE_NODE_ID; empty: the host name)")
+	fs.StringVar(&cfg.DataDir, "data", envOr("SLUICE_DATA_DIR", "sluice-data/kafka-wordcount"), "data directory ($SLUICE_DATA_DIR)")
+	fs.StringVar(&cfg.Consul, "consul", os.Getenv("SLUICE_CONSUL"), "Consul address ($SLUICE_CONSUL; empty: embedded)")
+	fs.StringVar(&cfg.ClusterName, "cluster", envOr("SLUICE_CLUSTER", "sluice"), "cluster (Consul service) name ($SLUICE_CLUSTER)")
+	fs.StringVar(&cfg.HTTP, "http", envOr("SLUICE_HTTP", "127.0.0.1:0"), "control API address ($SLUICE_HTTP)")
+	fs.StringVar(&cfg.Bind, "bind", envOr("SLUICE_BIND", "127.0.0.1:0"), "node-to-node address ($SLUICE_BIND)")
+	host := fs.String("host", os.Getenv("SLUICE_HOST"), "comma-separated operators this node hosts ($SLUICE_HOST; empty: all)")
+	fs.BoolVar(&cfg.HostOnly, "host-only", os.Getenv("SLUICE_HOST_ONLY") != "", "deploy nothing: only host the kinds, for manifests ($SLUICE_HOST_ONLY)")
+	brokers := fs.String("brokers", os.Getenv("SLUICE_KAFKA_BROKERS"), "comma-separated Kafka brokers ($SLUICE_KAFKA_BROKERS); required")
+	fs.StringVar(&wc.Input, "input", envOr("SLUICE_KAFKA_INPUT", wc.Input), "topic of words ($SLUICE_KAFKA_INPUT)")
+	fs.StringVar(&wc.Output, "output", envOr("SLUICE_KAFKA_OUTPUT", wc.Output), "topic of counts ($SLUICE_KAFKA_OUTPUT)")
+	fs.StringVar(&wc.DeadLetters, "dlq", envOr("SLUICE_KAFKA_DLQ", wc.DeadLetters), "topic of dead letters ($SLUICE_KAFKA_DLQ)")
+	fs.StringVar(&wc.Group, "group", envOr("SLUICE_KAFKA_GROUP", wc.Group), "consumer group of the committed offsets ($SLUICE_KAFKA_GROUP)")
+	fs.IntVar(&wc.SourceParallelism, "source-parallelism", wc.SourceParallelism, "source instances")
+	fs.IntVar(&wc.CountParallelism, "count-parallelism", wc.CountParallelism, "counter instances")
+	fs.IntVar(&wc.SinkParallelism, "sink-parallelism", wc.SinkParallelism, "sink instances")
+	atLeastOnce := fs.Bool("at-least-once", true, "track durability: commit offsets once downstream is durable, replay after a crash")
+	statePrefix := fs.String("state-prefix", envOr("SLUICE_KAFKA_STATE_PREFIX", "kafka-wordcount"), "changelog topics' prefix for operator state ($SLUICE_KAFKA_STATE_PREFIX); \"none\": no state log")
+	level := fs.String("log-level", "info", "log level")
+	_ = fs.Parse(args)
+
+	wc.Brokers = kafka.ParseBrokers(*brokers)
+	if len(wc.Brokers) == 0 {
+		return fmt.Errorf("-brokers (or $SLUICE_KAFKA_BROKERS) is required")
+	}
+	if *host != "" {
+		cfg.Host = strings.Split(*host, ",")
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	cfg.AtLeastOnce = *atLeastOnce
+	if !*atLeastOnce {
+		wc.Commit = kafka.CommitProduced
+	}
+	if *statePrefix != "none" {
+		sl, err := kafka.NewStateLog(kafka.StateLogConfig{Brokers: wc.Brokers, Prefix: *statePrefix})
+		if err != nil {
+			return err
+		}
+		defer sl.Close() // after the runtime has stopped
+		cfg.StateLog = sl
+	}
+	ops, err := kafkawordcount.Operators(wc)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rt, err := sdk.Start(ctx, cfg, ops...)
+	if err != nil {
+		return err
+	}
+	// The test harness waits for this line.
+	fmt.Printf("ready http=%s\n", rt.HTTPAddr())
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return rt.Stop(sctx)
+}
+
+// produce writes a deterministic load of words (see kafkawordcount.Load).
+func produce(args []string) error {
+	fs := flag.NewFlagSet("kafka-wordcount produce", flag.ExitOnError)
+	brokers := fs.String("brokers", os.Getenv("SLUICE_KAFKA_BROKERS"), "comma-separated Kafka brokers ($SLUICE_KAFKA_BROKERS); required")
+	topic := fs.String("topic", envOr("SLUICE_KAFKA_INPUT", "words"), "topic to write words to")
+	n := fs.Int64("n", 1_000_000, "records to write")
+	from := fs.Int64("from", 0, "first record number (a run writes records [from, n))")
+	vocabulary := fs.Int("vocabulary", 5000, "distinct words")
+	poison := fs.Int64("poison-every", 0, "make every N-th record not a word (0: none)")
+	rate := fs.Float64("rate", 0, "records per second (0: as fast as possible)")
+	_ = fs.Parse(args)
+	bs := kafka.ParseBrokers(*brokers)
+	if len(bs) == 0 {
+		return fmt.Errorf("produce: -brokers is required")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(bs...), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	load := kafkawordcount.Load{Records: *n, Vocabulary: *vocabulary, PoisonEvery: *poison}
+	start := time.Now()
+	if err := load.Produce(ctx, cl, *topic, *from, *n, *rate); err != nil {
+		return err
+	}
+	fmt.Printf("produced %d records in %v\n", *n-*from, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// envOr returns $name, or def when it is empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
