@@ -251,12 +251,39 @@ func (c *cluster) waitFor(timeout time.Duration, what string, cond func() bool) 
 	}
 }
 
+// dumpLogs logs each node's log tail, then each running node's members,
+// pending handoffs and instances that are not running.
 func (c *cluster) dumpLogs() {
 	entries, _ := os.ReadDir(c.dir)
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".log") {
 			c.t.Logf("--- %s ---\n%s", e.Name(), c.logTail(strings.TrimSuffix(e.Name(), ".log")))
 		}
+	}
+	c.mu.Lock()
+	nodes := make([]*node, 0, len(c.nodes))
+	for _, n := range c.nodes {
+		nodes = append(nodes, n)
+	}
+	c.mu.Unlock()
+	for _, n := range nodes {
+		st, err := n.status()
+		if err != nil {
+			c.t.Logf("--- %s status: %v", n.id, err)
+			continue
+		}
+		var members, idle []string
+		for _, m := range st.Members {
+			members = append(members, m.ID)
+		}
+		for _, op := range st.Operators {
+			for _, in := range op.Instances {
+				if in.State != "running" {
+					idle = append(idle, fmt.Sprintf("%s/%d.%d %s groups [%d,%d) queued %d", op.Name, in.Epoch, in.Index, in.State, in.FirstGroup, in.EndGroup, in.Queued))
+				}
+			}
+		}
+		c.t.Logf("--- %s status: members %v; pending %v; not running %v; buffered %d", n.id, members, st.Pending, idle, st.Buffered)
 	}
 }
 

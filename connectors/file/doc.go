@@ -1,0 +1,105 @@
+// Package file provides a line source and a line sink: read a file (or
+// stdin) line by line into a stream, and append a stream's records to a
+// file (or stdout) one line each.
+//
+// # Source
+//
+// A source (NewSource) reads SourceConfig.Path and produces one record per
+// line to SourceConfig.Stream: the value is the line without its '\n' (a
+// '\r' before it is kept), the key is SourceConfig.Key(line) or empty, and
+// the event time is when the line was read. A final line without a '\n' is
+// produced too. A file is read by one instance, in order (Parallelism is
+// 1). At the end of the file the source produces nothing more; it does not
+// follow a growing file, but an instance that starts again (after a
+// failure or a restart of the runtime) reads on from where it stopped.
+//
+// A file source keeps its position, the byte offset after the last line it
+// produced, in its instance's state, written in the same attempt (Poll) as
+// the records of those lines: a failed attempt discards both. The runtime
+// commits state at least every commit interval (sdk.Config.CommitInterval,
+// 200 ms by default) and when it stops, independently of what happened to
+// the records downstream. Hence:
+//
+//   - Clean stop (Runtime.Stop, SIGTERM with sdk.Run) and start on the same
+//     data directory: the runtime stops polling, processes the records in
+//     flight, closes the operators (a file sink writes and fsyncs) and
+//     commits. The source resumes at the first line it had not produced:
+//     every line exactly once, as long as the stop completes within its
+//     timeout (records still in flight when it expires are lost while the
+//     offset after them is kept: at most once for those) and the sink's
+//     last write succeeds (a failed one is logged; its lines are lost).
+//   - A planned move in a cluster (rescale, a node leaving) commits the
+//     offset and hands it over with the instance's state, and delivers
+//     what was produced: as a clean stop, if the file is at the same path
+//     on the new node.
+//   - A failed Poll (a read error, a panic in Key) restarts the instance,
+//     which resumes at the offset of the last successful Poll: no line lost
+//     or repeated.
+//   - A crash of the process (kill -9): the committed offset can be behind
+//     the lines produced, by up to one commit interval of lines, which are
+//     read and produced again (duplicates); and it can be ahead of the
+//     lines that reached their destination, as records in output buffers,
+//     mailboxes and sink buffers are lost (losses). So a crash gives
+//     neither at-least-once nor at-most-once delivery. The source is not
+//     sdk.Replayable, so sdk.Config.AtLeastOnce does not change this.
+//   - In a cluster, state lost with a crashed node is lost for the source
+//     too: its instance starts elsewhere from the offset that node has, if
+//     any, else from the start of the file. The file is read on whichever
+//     node runs the instance (pin it with sdk.Config.Host).
+//
+// The offset belongs to the absolute path: a source given another Path
+// reads that file from its start. If the file is shorter than the stored
+// offset (truncated or replaced), Poll fails with ErrTruncated rather than
+// guess; purge the operator's state to read it again. A line longer than
+// MaxLineSize goes to the operator's dead-letter stream and the source
+// moves on.
+//
+// With Path "-" the source reads stdin, on a goroutine of its own (a read
+// from stdin may block for ever, and Poll must return promptly) that reads
+// up to 1,024 lines ahead of the source. Stdin cannot be read again, so
+// nothing is stored and nothing resumes: at a clean stop the lines
+// produced are delivered and those read ahead are dropped; in a crash
+// both are lost. A read error ends the source like the end of stdin, and
+// is logged. A process reads stdin with one runtime.
+//
+// # Sink
+//
+// A sink (NewSink) reads SinkConfig.Stream (routing SinkConfig.Routing,
+// shuffle by default) and appends each record to SinkConfig.Path, or
+// stdout for "-", as one line: the value (FormatValue) or the key, a tab
+// and the value (FormatKeyValue), then '\n'. An instance buffers lines (up
+// to BufferSize bytes) and writes them when the buffer is full, when the
+// runtime flushes it (sdk.Flusher: before every commit of the instance's
+// state) and when it closes. Flush and Close also fsync a file, so what
+// the runtime counts as durable downstream of the sink (with
+// sdk.Config.AtLeastOnce) is on disk. Records buffered since the last
+// flush are lost in a crash.
+//
+// The instances of every sink in the process that write one path share
+// one open file and its lock, and write whole lines under the lock, so
+// their lines never interleave; the same holds for stdout. (Processes do
+// not share the lock: do not point sinks in several processes at one file
+// unless the file system makes appends atomic.) Lines of one instance keep
+// their order; lines of different instances are interleaved line by line
+// in no particular order. The sink does not escape anything: a value (or,
+// with FormatKeyValue, a key) holding '\n' makes more than one line.
+//
+// # Example
+//
+// Copy the lines of in.txt to out.txt, keyed by their first word:
+//
+//	src, err := file.NewSource(file.SourceConfig{
+//		Name: "read", Stream: "lines", Path: "in.txt",
+//		Key: func(line []byte) []byte { k, _, _ := bytes.Cut(line, []byte(" ")); return k },
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	sink, err := file.NewSink(file.SinkConfig{
+//		Name: "write", Stream: "lines", Path: "out.txt", Format: file.FormatKeyValue,
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	return sdk.Run(ctx, sdk.Config{DataDir: "data"}, src, sink)
+package file

@@ -1,0 +1,223 @@
+package file
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/sdk"
+)
+
+// offsetPrefix starts the state key under which a file source keeps its
+// offset: "file/offset/<absolute path>" → decimal byte offset.
+const offsetPrefix = "file/offset/"
+
+// readBufferSize is the size of a source's read buffer.
+const readBufferSize = 64 << 10
+
+// Source is the line source operator (see SourceConfig and the package
+// documentation). The runtime calls its methods on the instance's
+// goroutine; only the stdin reader runs on a goroutine of its own.
+type Source struct {
+	cfg   SourceConfig
+	stdin *stdinReader // shared by every incarnation of one factory; nil for a file
+
+	op       string
+	log      *slog.Logger
+	stateKey []byte
+	f        *os.File
+	r        *bufio.Reader
+	offset   int64 // bytes of the file produced (or dead-lettered) so far
+	done     bool  // the input has ended
+}
+
+var (
+	_ sdk.Source = (*Source)(nil)
+	_ sdk.Closer = (*Source)(nil)
+)
+
+// NewSource checks cfg and returns the factory of a line source operator.
+func NewSource(cfg SourceConfig) (sdk.Factory, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	var in *stdinReader
+	if cfg.Path == Stdio {
+		r := cfg.Stdin
+		if r == nil {
+			r = os.Stdin
+		}
+		in = newStdinReader(r, cfg.MaxLineSize)
+	}
+	return func() sdk.Operator { return &Source{cfg: cfg, stdin: in} }, nil
+}
+
+// Metadata implements sdk.Operator.
+func (s *Source) Metadata() sdk.Metadata {
+	return sdk.Metadata{Name: s.cfg.Name, Outputs: []string{s.cfg.Stream}, Parallelism: 1}
+}
+
+// Init restores the offset of a file, or starts the stdin reader (once
+// per factory). It does not open the file: the first Poll does, so that a
+// missing file is retried rather than restarting the instance.
+func (s *Source) Init(ctx sdk.Context) error {
+	s.op = ctx.Instance().Operator
+	s.log = ctx.Logger()
+	if s.stdin != nil {
+		if err := s.stdin.start(); err != nil {
+			return fmt.Errorf("file source %q: %w", s.op, err)
+		}
+		return nil
+	}
+	s.stateKey = []byte(offsetPrefix + s.cfg.Path)
+	v, err := ctx.State().Get(s.stateKey)
+	switch {
+	case err == nil:
+		if s.offset, err = strconv.ParseInt(string(v), 10, 64); err != nil || s.offset < 0 {
+			return fmt.Errorf("file source %q: bad stored offset %q for %s", s.op, v, s.cfg.Path)
+		}
+	case !errors.Is(err, sdk.ErrNotFound):
+		return fmt.Errorf("file source %q: read offset: %w", s.op, err)
+	}
+	return nil
+}
+
+// Poll produces up to Batch lines. At the end of the input it produces
+// nothing more (until the instance restarts, when a file is looked at
+// again from the stored offset). A file that cannot be opened is a
+// transient failure (the runtime retries with backoff and shows the error
+// in the instance's status); a read error fails the attempt, and the
+// restarted instance reads again from the stored offset.
+func (s *Source) Poll(ctx sdk.Context) error {
+	if s.done {
+		return nil
+	}
+	if s.stdin != nil {
+		return s.pollStdin(ctx)
+	}
+	if s.r == nil {
+		if err := s.open(); err != nil {
+			return err
+		}
+	}
+	start := s.offset
+	for range s.cfg.Batch {
+		l, err := readLine(s.r, s.cfg.MaxLineSize)
+		if err != nil {
+			return fmt.Errorf("file source %q: read %s at offset %d: %w", s.op, s.cfg.Path, s.offset, err)
+		}
+		if l.n > 0 {
+			if err := s.emit(ctx, l, s.offset); err != nil {
+				return err
+			}
+			s.offset += l.n
+		}
+		if l.eof {
+			s.done = true
+			s.log.Info("end of file: the source produces nothing more", "path", s.cfg.Path, "offset", s.offset)
+			break
+		}
+	}
+	if s.offset != start {
+		// In the same attempt as the records: both are kept, or neither.
+		ctx.State().Set(s.stateKey, strconv.AppendInt(nil, s.offset, 10))
+	}
+	return nil
+}
+
+// open opens the file and seeks to the stored offset.
+func (s *Source) open() error {
+	st, err := os.Stat(s.cfg.Path)
+	if err != nil {
+		return fmt.Errorf("file source %q: %w: %w", s.op, err, sdk.ErrTransient)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("file source %q: %s is not a regular file: to read a pipe or device, redirect it to stdin and set Path to %q", s.op, s.cfg.Path, Stdio)
+	}
+	f, err := os.Open(s.cfg.Path)
+	if err != nil {
+		return fmt.Errorf("file source %q: %w: %w", s.op, err, sdk.ErrTransient)
+	}
+	if st, err = f.Stat(); err == nil && st.Size() < s.offset {
+		err = fmt.Errorf("%s has %d bytes, %d were read before: %w", s.cfg.Path, st.Size(), s.offset, ErrTruncated)
+	}
+	if err == nil && s.offset > 0 {
+		_, err = f.Seek(s.offset, io.SeekStart)
+	}
+	if err != nil {
+		_ = f.Close()
+		return fmt.Errorf("file source %q: %w", s.op, err)
+	}
+	s.f, s.r = f, bufio.NewReaderSize(f, readBufferSize)
+	return nil
+}
+
+// pollStdin produces up to Batch lines that the stdin reader has read; it
+// does not wait for more.
+func (s *Source) pollStdin(ctx sdk.Context) error {
+	for range s.cfg.Batch {
+		l, ok, ended := s.stdin.next()
+		if !ok {
+			if ended {
+				s.done = true
+				if err := s.stdin.err; err != nil {
+					s.log.Error("reading stdin failed: the source produces nothing more", "error", err, "offset", s.stdin.consumed)
+				} else {
+					s.log.Info("end of stdin: the source produces nothing more", "offset", s.stdin.consumed)
+				}
+			}
+			return nil
+		}
+		if err := s.emit(ctx, l, s.stdin.consumed); err != nil {
+			return err
+		}
+		s.stdin.consumed += l.n
+	}
+	return nil
+}
+
+// emit produces line l, read at offset, or dead-letters it if it is too
+// long.
+func (s *Source) emit(ctx sdk.Context, l line, offset int64) error {
+	rec := sdk.Record{Value: l.data, EventTime: time.Now()}
+	if l.long {
+		rec.Headers = []sdk.Header{
+			{Key: HeaderPath, Value: s.cfg.Path},
+			{Key: HeaderOffset, Value: strconv.FormatInt(offset, 10)},
+			{Key: sdk.HeaderError, Value: fmt.Sprintf("%v: %d bytes, MaxLineSize is %d", ErrLineTooLong, l.n, s.cfg.MaxLineSize)},
+			{Key: sdk.HeaderOperator, Value: s.op},
+		}
+		s.log.Warn("line longer than MaxLineSize sent to the dead-letter stream", "path", s.cfg.Path, "offset", offset, "bytes", l.n)
+		return ctx.Produce(sdk.DeadLetterStream(s.op), rec)
+	}
+	if s.cfg.Key != nil {
+		rec.Key = s.cfg.Key(l.data)
+	}
+	return ctx.Produce(s.cfg.Stream, rec)
+}
+
+// Close closes the file. When the instance stops for good (ctx is done:
+// the runtime is stopping), it also stops the stdin reader.
+func (s *Source) Close(ctx sdk.Context) error {
+	if s.stdin != nil && ctx.Err() != nil {
+		s.stdin.stop()
+	}
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f, s.r = nil, nil
+	return err
+}
+
+// ProcessRecord implements sdk.Operator; a source has no inputs.
+func (s *Source) ProcessRecord(sdk.Context, sdk.Record) error { return nil }
+
+// ProcessTimer implements sdk.Operator.
+func (s *Source) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
