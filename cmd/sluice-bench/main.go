@@ -4,6 +4,7 @@
 //
 // The cross-node scenarios build internal/testnode and start a Consul dev
 // agent (the binary scripts/ensure-tool.sh caches); -cross=false skips them.
+// -only selects scenario groups, e.g. -only kafka,telemetry.
 package main
 
 import (
@@ -12,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/consultest"
@@ -21,14 +24,26 @@ func main() {
 	runs := flag.Int("runs", 5, "runs per scenario (the table shows medians)")
 	records := flag.Int("records", 1_000_000, "records (messages) per run")
 	cross := flag.Bool("cross", true, "also run the cross-node scenarios (needs Consul)")
+	only := flag.String("only", "", "comma-separated scenario groups to run: core, telemetry, cross, kafka (empty: all)")
 	flag.Parse()
-	if err := run(*runs, *records, *cross); err != nil {
+	var groups []string
+	if *only != "" {
+		groups = strings.Split(*only, ",")
+		for _, g := range groups {
+			if !slices.Contains([]string{"core", "telemetry", "cross", "kafka"}, g) {
+				fmt.Fprintf(os.Stderr, "sluice-bench: -only: unknown scenario group %q: want core, telemetry, cross or kafka\n", g)
+				os.Exit(2)
+			}
+		}
+		*cross = *cross && slices.Contains(groups, "cross")
+	}
+	if err := run(*runs, *records, *cross, groups); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs, records int, cross bool) (err error) {
+func run(runs, records int, cross bool, groups []string) (err error) {
 	tb := &harness{}
 	defer tb.close()
 	defer func() {
@@ -40,7 +55,7 @@ func run(runs, records int, cross bool) (err error) {
 			err = f
 		}
 	}()
-	cfg := bench.TableConfig{Runs: runs, Records: records, TempDir: tb.TempDir()}
+	cfg := bench.TableConfig{Runs: runs, Records: records, TempDir: tb.TempDir(), Scenarios: groups}
 	if cross {
 		cfg.NodeBinary = filepath.Join(tb.TempDir(), "testnode")
 		fmt.Println("building internal/testnode…")

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"slices"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,16 @@ type TableConfig struct {
 	ConsulAddr string
 	// TempDir holds the cross-node scenarios' data directories.
 	TempDir string
+	// Scenarios selects groups of rows: "core" (in-process throughput and
+	// latency), "telemetry" (telemetry off/on), "cross" (cross-node, needs
+	// NodeBinary and ConsulAddr), "kafka" (Goka vs Sluice on kfake). Empty
+	// means all.
+	Scenarios []string
+}
+
+// want reports whether the scenario group name is selected.
+func (c TableConfig) want(name string) bool {
+	return len(c.Scenarios) == 0 || slices.Contains(c.Scenarios, name)
 }
 
 // row is one line of the table.
@@ -61,96 +72,106 @@ func Table(w io.Writer, cfg TableConfig) error {
 		return time.Duration(Median(xs))
 	}
 
-	chain, err := measure("protoactor 3-actor chain", func() (Result, error) { return ProtoactorChain(cfg.Records) })
-	if err != nil {
-		return err
-	}
-	base := medianRate(chain)
-	rows = append(rows, row{"protoactor 3-actor chain (baseline)", human(base), "msgs/s", "1.00×", "plain Send, in process"})
-
-	wc, err := measure("sluice keyed word count", func() (Result, error) {
-		return WordCount(WordCountConfig{Records: cfg.Records, Keys: 10_000})
-	})
-	if err != nil {
-		return err
-	}
-	rate := medianRate(wc)
-	rows = append(rows, row{"sluice keyed word count", human(rate), "records/s", fmt.Sprintf("%.2f×", rate/base),
-		"source → group-by counter (Pebble) → sink, target ≥ 0.50×"})
-	rows = append(rows, row{"  e2e latency p50 / p99, saturated", fmt.Sprintf("%v / %v", medianPct(wc, 50).Round(time.Microsecond), medianPct(wc, 99).Round(time.Microsecond)), "", "", "source unthrottled"})
-
-	// Telemetry overhead: runs with telemetry off and on alternate, so that
-	// drift on a shared machine affects both alike. The process's CPU time
-	// per run is measured too: on a machine shared with other work it is a
-	// steadier figure than the throughput.
-	var telOff, telOn []Result
-	var cpuOff, cpuOn []float64
-	for i := 0; i < cfg.Runs; i++ {
-		for _, on := range []bool{false, true} {
-			wcc := WordCountConfig{Records: cfg.Records, Keys: 10_000}
-			name := "word count, telemetry off"
-			if on {
-				wcc.Telemetry, name = TelemetryOn(), "word count, telemetry on"
-			}
-			fmt.Fprintf(w, "  %s: run %d/%d…", name, i+1, cfg.Runs)
-			before := processCPU()
-			r, err := WordCount(wcc)
-			if err != nil {
-				fmt.Fprintln(w)
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			cpu := (processCPU() - before).Seconds()
-			fmt.Fprintf(w, " %.0f/s, %.2f s CPU\n", r.PerSec(), cpu)
-			if on {
-				telOn, cpuOn = append(telOn, r), append(cpuOn, cpu)
-			} else {
-				telOff, cpuOff = append(telOff, r), append(cpuOff, cpu)
-			}
-		}
-	}
-	offRate, onRate := medianRate(telOff), medianRate(telOn)
-	rows = append(rows, row{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", "runs alternate with the next row"})
-	rows = append(rows, row{"sluice keyed word count, telemetry on", human(onRate), "records/s", fmt.Sprintf("%.2f×", onRate/offRate),
-		"traces 1/1000, metrics collected every 1 s, no-op exporters; target ≥ 0.95×"})
-	if offCPU, onCPU := Median(cpuOff), Median(cpuOn); offCPU > 0 {
-		rows = append(rows, row{"  CPU per record, telemetry on / off", fmt.Sprintf("%.2f / %.2f", onCPU*1e6/float64(cfg.Records), offCPU*1e6/float64(cfg.Records)), "µs",
-			fmt.Sprintf("%.2f×", onCPU/offCPU), "process CPU time per run; target ≤ 1.05×"})
-	}
-
-	paced := 100_000.0
-	wcp, err := measure("sluice keyed word count at 100k/s", func() (Result, error) {
-		return WordCount(WordCountConfig{Records: min(cfg.Records, 300_000), Keys: 10_000, Rate: paced})
-	})
-	if err != nil {
-		return err
-	}
-	rows = append(rows, row{"  e2e latency p50 / p99 at 100k records/s", fmt.Sprintf("%v / %v", medianPct(wcp, 50).Round(time.Microsecond), medianPct(wcp, 99).Round(time.Microsecond)), "", "", "source paced"})
-
-	if cfg.NodeBinary != "" && cfg.ConsulAddr != "" {
-		raw, err := measure("protoactor remote one-way", func() (Result, error) { return RemoteRaw(cfg.NodeBinary, cfg.Records) })
+	if cfg.want("core") {
+		chain, err := measure("protoactor 3-actor chain", func() (Result, error) { return ProtoactorChain(cfg.Records) })
 		if err != nil {
 			return err
 		}
-		rawRate := medianRate(raw)
-		rows = append(rows, row{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes"})
-		run := 0
-		cross, err := measure("sluice cross-node", func() (Result, error) {
-			run++
-			return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, run), cfg.Records)
+		base := medianRate(chain)
+		rows = append(rows, row{"protoactor 3-actor chain (baseline)", human(base), "msgs/s", "1.00×", "plain Send, in process"})
+
+		wc, err := measure("sluice keyed word count", func() (Result, error) {
+			return WordCount(WordCountConfig{Records: cfg.Records, Keys: 10_000})
 		})
 		if err != nil {
 			return err
 		}
-		crossRate := medianRate(cross)
-		rows = append(rows, row{"sluice cross-node, group-by on far node", human(crossRate), "records/s", fmt.Sprintf("%.2f×", crossRate/rawRate),
-			"2 node processes via Consul, batched, target ≥ 3.00×"})
-	}
+		rate := medianRate(wc)
+		rows = append(rows, row{"sluice keyed word count", human(rate), "records/s", fmt.Sprintf("%.2f×", rate/base),
+			"source → group-by counter (Pebble) → sink, target ≥ 0.50×"})
+		rows = append(rows, row{"  e2e latency p50 / p99, saturated", fmt.Sprintf("%v / %v", medianPct(wc, 50).Round(time.Microsecond), medianPct(wc, 99).Round(time.Microsecond)), "", "", "source unthrottled"})
 
-	kafka, err := kafkaRows(w, cfg.Runs, cfg.Records)
-	if err != nil {
-		return err
 	}
-	rows = append(rows, kafka...)
+	if cfg.want("telemetry") {
+		// Telemetry overhead: runs with telemetry off and on alternate, so that
+		// drift on a shared machine affects both alike. The process's CPU time
+		// per run is measured too: on a machine shared with other work it is a
+		// steadier figure than the throughput.
+		var telOff, telOn []Result
+		var cpuOff, cpuOn []float64
+		for i := 0; i < cfg.Runs; i++ {
+			for _, on := range []bool{false, true} {
+				wcc := WordCountConfig{Records: cfg.Records, Keys: 10_000}
+				name := "word count, telemetry off"
+				if on {
+					wcc.Telemetry, name = TelemetryOn(), "word count, telemetry on"
+				}
+				fmt.Fprintf(w, "  %s: run %d/%d…", name, i+1, cfg.Runs)
+				before := processCPU()
+				r, err := WordCount(wcc)
+				if err != nil {
+					fmt.Fprintln(w)
+					return fmt.Errorf("%s: %w", name, err)
+				}
+				cpu := (processCPU() - before).Seconds()
+				fmt.Fprintf(w, " %.0f/s, %.2f s CPU\n", r.PerSec(), cpu)
+				if on {
+					telOn, cpuOn = append(telOn, r), append(cpuOn, cpu)
+				} else {
+					telOff, cpuOff = append(telOff, r), append(cpuOff, cpu)
+				}
+			}
+		}
+		offRate, onRate := medianRate(telOff), medianRate(telOn)
+		rows = append(rows, row{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", "runs alternate with the next row"})
+		rows = append(rows, row{"sluice keyed word count, telemetry on", human(onRate), "records/s", fmt.Sprintf("%.2f×", onRate/offRate),
+			"traces 1/1000, metrics collected every 1 s, no-op exporters; target ≥ 0.95×"})
+		if offCPU, onCPU := Median(cpuOff), Median(cpuOn); offCPU > 0 {
+			rows = append(rows, row{"  CPU per record, telemetry on / off", fmt.Sprintf("%.2f / %.2f", onCPU*1e6/float64(cfg.Records), offCPU*1e6/float64(cfg.Records)), "µs",
+				fmt.Sprintf("%.2f×", onCPU/offCPU), "process CPU time per run; target ≤ 1.05×"})
+		}
+
+	}
+	if cfg.want("core") {
+		paced := 100_000.0
+		wcp, err := measure("sluice keyed word count at 100k/s", func() (Result, error) {
+			return WordCount(WordCountConfig{Records: min(cfg.Records, 300_000), Keys: 10_000, Rate: paced})
+		})
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row{"  e2e latency p50 / p99 at 100k records/s", fmt.Sprintf("%v / %v", medianPct(wcp, 50).Round(time.Microsecond), medianPct(wcp, 99).Round(time.Microsecond)), "", "", "source paced"})
+
+	}
+	if cfg.want("cross") {
+		if cfg.NodeBinary != "" && cfg.ConsulAddr != "" {
+			raw, err := measure("protoactor remote one-way", func() (Result, error) { return RemoteRaw(cfg.NodeBinary, cfg.Records) })
+			if err != nil {
+				return err
+			}
+			rawRate := medianRate(raw)
+			rows = append(rows, row{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes"})
+			run := 0
+			cross, err := measure("sluice cross-node", func() (Result, error) {
+				run++
+				return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, run), cfg.Records)
+			})
+			if err != nil {
+				return err
+			}
+			crossRate := medianRate(cross)
+			rows = append(rows, row{"sluice cross-node, group-by on far node", human(crossRate), "records/s", fmt.Sprintf("%.2f×", crossRate/rawRate),
+				"2 node processes via Consul, batched, target ≥ 3.00×"})
+		}
+
+	}
+	if cfg.want("kafka") {
+		kafka, err := kafkaRows(w, cfg.Runs, cfg.Records)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, kafka...)
+	}
 
 	fmt.Fprintf(w, "\nMedians of %d runs (ratios within this run):\n\n", cfg.Runs)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
