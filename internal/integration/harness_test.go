@@ -252,7 +252,7 @@ func (c *cluster) waitFor(timeout time.Duration, what string, cond func() bool) 
 }
 
 // dumpLogs logs each node's log tail, then each running node's members,
-// pending handoffs and instances that are not running.
+// pending handoffs and instances.
 func (c *cluster) dumpLogs() {
 	entries, _ := os.ReadDir(c.dir)
 	for _, e := range entries {
@@ -272,18 +272,16 @@ func (c *cluster) dumpLogs() {
 			c.t.Logf("--- %s status: %v", n.id, err)
 			continue
 		}
-		var members, idle []string
+		var members, insts []string
 		for _, m := range st.Members {
 			members = append(members, m.ID)
 		}
 		for _, op := range st.Operators {
 			for _, in := range op.Instances {
-				if in.State != "running" {
-					idle = append(idle, fmt.Sprintf("%s/%d.%d %s groups [%d,%d) queued %d", op.Name, in.Epoch, in.Index, in.State, in.FirstGroup, in.EndGroup, in.Queued))
-				}
+				insts = append(insts, fmt.Sprintf("%s/%d.%d %s groups [%d,%d) in %d out %d queued %d", op.Name, in.Epoch, in.Index, in.State, in.FirstGroup, in.EndGroup, in.Processed, in.Produced, in.Queued))
 			}
 		}
-		c.t.Logf("--- %s status: members %v; pending %v; not running %v; buffered %d", n.id, members, st.Pending, idle, st.Buffered)
+		c.t.Logf("--- %s status: members %v; pending %v; buffered %d; instances:\n%s", n.id, members, st.Pending, st.Buffered, strings.Join(insts, "\n"))
 	}
 }
 
