@@ -23,11 +23,41 @@ import (
 // acknowledged up to its seq: the instance then sends DurableAcks for its
 // input edges (cumulative) and tells a source its position is durable.
 // Leaves (no outputs) release at once: their commit is the durability.
+// A snapshot taken while records wait in frozen subscriptions (a layout
+// change) is completed by the next commit, once they have been sent again.
 //
-// When a node crashes, work in flight and its instances' uncommitted state
-// are lost, so every node drops its pending snapshots and every replayable
-// source rewinds to its last durable position (rewindMsg): records are
-// replayed, never lost; duplicates are the price.
+// Batches that can never be acknowledged as durable must not hold snapshots
+// back, or a source's position would stop advancing and every later crash
+// would replay everything read since:
+//
+//   - a bounced batch (the destination moved): its records are sent again
+//     in the new layout, which later snapshots wait for instead;
+//   - a batch to a node that crashed: see below.
+//
+// When a node crashes, work in flight to it and its instances' uncommitted
+// state are lost (their committed state survives in the StateLog), so on
+// the crash notice (rewindMsg) every instance drops its pending snapshots
+// and waives its unacknowledged output batches, and every replayable
+// source rewinds to its last durable position: records are replayed, never
+// lost; duplicates are the price. An instance that had output batches not
+// yet durable also tells the producers of its input edges which batches it
+// had processed (a rewound ack, below): nodes notice a crash at slightly
+// different moments, so a source may have rewound, and replayed records
+// into this instance, before this instance's own outputs to the crashed
+// node were lost. A producer for which such batches were neither durable
+// nor waived by its own rewind rewinds (again): that closes the window.
+//
+// So a crash replays, per source, what was read since its last durable
+// position: with CommitInterval c and a pipeline d operators deep, about
+// d·c plus the time the acks take (≈ 0.5–1 s of input with the default
+// 200 ms), plus what was read until the crash was noticed when the source
+// rewinds twice. That bounds the duplicates: nothing older is replayed.
+
+// rewoundBit marks a DurableAck as a rewound ack: the sender rewound after
+// a node crash and had processed the slot's batches up to the seq in the
+// other bits; the effects of those not yet durable may be lost. (Seqs never
+// reach 2⁶³.)
+const rewoundBit = uint64(1) << 63
 
 // edgeID identifies an input edge: a producer and its output slot.
 type edgeID struct {
@@ -54,6 +84,11 @@ type snapshot struct {
 	out    []outWait
 	pos    any
 	hasPos bool
+	// deferred: taken while records were held in frozen subscriptions, so
+	// its outputs are not known yet. It holds the snapshots after it back
+	// and keeps a released instance committing until a commit completes
+	// it.
+	deferred bool
 }
 
 // durability is an instance's at-least-once bookkeeping (actor goroutine
@@ -62,6 +97,12 @@ type durability struct {
 	edges   map[edgeID]*inEdge
 	changed []*inEdge // edges processed on since the last snapshot
 	pending []snapshot
+	// bounced holds the seqs of batches that bounced, by output slot: their
+	// records are sent again in a new layout, so their durability is never
+	// waited for on this slot (those of the batches around them still are:
+	// a destination that was not placed yet may bounce one batch and
+	// process the next).
+	bounced map[int32]map[uint64]bool
 }
 
 // processed records that batch m was processed.
@@ -95,6 +136,13 @@ func containsEdge(es []*inEdge, e *inEdge) bool {
 	return false
 }
 
+// markChanged lists e among the edges to acknowledge at the next snapshot.
+func (d *durability) markChanged(e *inEdge) {
+	if !containsEdge(d.changed, e) {
+		d.changed = append(d.changed, e)
+	}
+}
+
 // reset forgets everything pending (after a crash elsewhere).
 func (d *durability) reset() {
 	d.pending = nil
@@ -102,12 +150,41 @@ func (d *durability) reset() {
 	clear(d.edges)
 }
 
+// lastDeferred reports whether the newest pending snapshot is deferred.
+func (d *durability) lastDeferred() bool {
+	return len(d.pending) > 0 && d.pending[len(d.pending)-1].deferred
+}
+
+// lastAwaited returns the seq of the last batch of b, up to seq last,
+// whose durability is awaited: bounced batches at the end are skipped.
+func (d *durability) lastAwaited(b *outBuf, last uint64) uint64 {
+	bounced := d.bounced[b.slot]
+	for last > b.durable && bounced[last] {
+		last--
+	}
+	return last
+}
+
+// waitFor returns the seq up to which b's batches must be durable for a
+// snapshot taken now (the last batch sent or buffered), or 0 when nothing
+// of b is waited for.
+func (d *durability) waitFor(b *outBuf) uint64 {
+	if last := d.lastAwaited(b, b.sent+uint64(len(b.recs.chunks))); last > b.durable {
+		return last
+	}
+	return 0
+}
+
 // snapshot takes the durability point of a commit that just succeeded.
-// It is skipped while records wait in frozen subscriptions (their future
-// batches are unknown); the next commit covers them.
+// While records wait in frozen subscriptions (their future batches are
+// unknown) it leaves a deferred snapshot that the next commit completes.
 func (i *instance) snapshot() {
 	p := i.out
+	_, replayable := i.opv.(core.Replayable)
 	if p.frozen > 0 {
+		if !i.dur.lastDeferred() && (len(i.dur.changed) > 0 || replayable) {
+			i.dur.pending = append(i.dur.pending, snapshot{deferred: true})
+		}
 		return
 	}
 	s := snapshot{in: make([]inEdge, 0, len(i.dur.changed))}
@@ -115,18 +192,23 @@ func (i *instance) snapshot() {
 		s.in = append(s.in, *e)
 	}
 	for _, b := range p.slots {
-		if last := b.sent + uint64(len(b.recs.chunks)); last > b.durable {
-			s.out = append(s.out, outWait{b: b, seq: last})
+		if seq := i.dur.waitFor(b); seq > 0 {
+			s.out = append(s.out, outWait{b: b, seq: seq})
 		}
 	}
-	if src, ok := i.opv.(core.Replayable); ok && i.mode == modeActive {
-		s.pos, s.hasPos = src.Position(), true
-	}
-	if len(s.in) == 0 && !s.hasPos {
-		return // nothing to report upstream
+	if replayable && i.mode == modeActive {
+		s.pos, s.hasPos = i.opv.(core.Replayable).Position(), true
 	}
 	i.dur.changed = i.dur.changed[:0]
-	i.dur.pending = append(i.dur.pending, s)
+	switch {
+	case i.dur.lastDeferred():
+		// Complete it, even with nothing to report: it must not stay.
+		i.dur.pending[len(i.dur.pending)-1] = s
+	case len(s.in) == 0 && !s.hasPos:
+		return // nothing to report upstream
+	default:
+		i.dur.pending = append(i.dur.pending, s)
+	}
 	i.releaseSnapshots()
 }
 
@@ -135,6 +217,9 @@ func (i *instance) snapshot() {
 func (i *instance) releaseSnapshots() {
 	for len(i.dur.pending) > 0 {
 		s := i.dur.pending[0]
+		if s.deferred {
+			return
+		}
 		for _, w := range s.out {
 			if w.b.durable < w.seq {
 				return
@@ -151,16 +236,44 @@ func (i *instance) releaseSnapshots() {
 	}
 }
 
-// onDurable records a durable ack from downstream.
+// onDurable records a durable ack, or a rewound ack, from downstream.
 func (i *instance) onDurable(slot int32, seq uint64) {
+	if seq&rewoundBit != 0 {
+		i.onRewound(slot, seq&^rewoundBit)
+		return
+	}
 	i.out.durableAck(slot, seq)
 	i.releaseSnapshots()
 }
 
-// dropSnapshotsOn forgets pending snapshots waiting on b at seq or later:
-// that batch bounced, so they would never be released (later snapshots,
-// taken once its records are sent again, cover the same inputs).
+// onRewound handles a rewound ack: the destination of slot rewound after a
+// node crash having processed its batches up to seq, and may have lost
+// their effects. Unless those batches are durable, or were waived by this
+// instance's own rewind since, this instance rewinds: its sources replay
+// them.
+func (i *instance) onRewound(slot int32, seq uint64) {
+	if int(slot) >= len(i.out.slots) || seq <= i.out.slots[slot].durable {
+		return
+	}
+	i.log.Info("a downstream instance rewound with batches of ours not yet durable; rewinding", "slot", slot, "seq", seq, "durable", i.out.slots[slot].durable)
+	i.rewind()
+	i.settle()
+}
+
+// dropSnapshotsOn handles batch seq of b bouncing: its records are sent
+// again in the new layout, so its durability is no longer awaited on b,
+// and pending snapshots waiting on b at seq or later, which might never be
+// released, are dropped. Their input edges are acknowledged by the next
+// snapshot, taken once the records are sent again; a source's next
+// snapshot has a newer position.
 func (i *instance) dropSnapshotsOn(b *outBuf, seq uint64) {
+	if i.dur.bounced == nil {
+		i.dur.bounced = make(map[int32]map[uint64]bool)
+	}
+	if i.dur.bounced[b.slot] == nil {
+		i.dur.bounced[b.slot] = make(map[uint64]bool)
+	}
+	i.dur.bounced[b.slot][seq] = true
 	keep := i.dur.pending[:0]
 	for _, s := range i.dur.pending {
 		drop := false
@@ -171,14 +284,44 @@ func (i *instance) dropSnapshotsOn(b *outBuf, seq uint64) {
 		}
 		if !drop {
 			keep = append(keep, s)
+			continue
+		}
+		for _, e := range s.in {
+			if cur := i.dur.edges[edgeID{e.from.Address, e.from.Id, e.slot}]; cur != nil {
+				i.dur.markChanged(cur)
+			}
 		}
 	}
+	clear(i.dur.pending[len(keep):])
 	i.dur.pending = keep
 }
 
-// rewind handles the crash of another node: forget what is pending and
+// waiveOutputs gives up waiting for the durability of every batch sent so
+// far (after a crash they are replayed instead). It reports whether some
+// had not been acknowledged as durable.
+func (i *instance) waiveOutputs() (outstanding bool) {
+	for _, b := range i.out.slots {
+		if i.dur.lastAwaited(b, b.sent) > b.durable {
+			outstanding = true
+		}
+		b.durable = max(b.durable, b.sent)
+	}
+	clear(i.dur.bounced)
+	return outstanding
+}
+
+// rewind handles the crash of another node (or a rewound ack that needs
+// it): forget what is pending, waive the outputs sent so far, tell the
+// producers of the input edges if some of those outputs may be lost, and
 // make a replayable source produce again from its last durable position.
 func (i *instance) rewind() {
+	if i.waiveOutputs() {
+		for _, e := range i.dur.edges {
+			if e.seq > 0 {
+				i.node.replyDurable(e.from, e.slot, e.seq|rewoundBit)
+			}
+		}
+	}
 	i.dur.reset()
 	src, ok := i.opv.(core.Replayable)
 	if !ok || i.mode != modeActive || i.failed {

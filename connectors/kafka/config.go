@@ -88,6 +88,7 @@ const (
 	DefaultStatePrefix    = "sluice"
 	DefaultRestoreTimeout = 2 * time.Minute
 	DefaultAppendTimeout  = 10 * time.Second
+	DefaultMaxUndurable   = time.Second
 )
 
 // SourceConfig configures a Kafka source operator. Zero fields take the
@@ -130,6 +131,17 @@ type SourceConfig struct {
 	PollTimeout time.Duration
 	// MaxPollRecords bounds the records one Poll produces.
 	MaxPollRecords int
+	// MaxUndurable bounds, under CommitDurable, how long what an instance
+	// read may wait to become durable before it stops reading: when its
+	// durable position was taken more than MaxUndurable ago and it has read
+	// past it, it stops fetching until the position advances (or the
+	// instance rewinds). Normally a position becomes durable within a few
+	// commit intervals (≈ 0.2–0.6 s). After a node crash nothing becomes
+	// durable until the crash is noticed (≈ 3 s with Consul), and every
+	// source then replays what it read since its durable position, so this
+	// bounds what a crash replays: per source, about MaxUndurable of input
+	// (plus one Poll). 0 means DefaultMaxUndurable; negative means no bound.
+	MaxUndurable time.Duration
 	// ClientOptions are added to the franz-go client's options (TLS, SASL,
 	// fetch sizes); options that set the consumed partitions are overridden.
 	ClientOptions []kgo.Opt
@@ -143,6 +155,9 @@ func (c SourceConfig) withDefaults() SourceConfig {
 	if c.MaxPollRecords <= 0 {
 		c.MaxPollRecords = DefaultMaxPollRecords
 	}
+	if c.MaxUndurable == 0 {
+		c.MaxUndurable = DefaultMaxUndurable
+	}
 	if c.Decode == nil {
 		c.Decode = DecodeRaw
 	}
@@ -152,14 +167,9 @@ func (c SourceConfig) withDefaults() SourceConfig {
 // Validate checks the configuration and returns an error naming the field
 // at fault and how to fix it.
 func (c SourceConfig) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &ConfigError{Operator: c.Name, Field: field, Problem: fmt.Sprintf(format, args...)}
-	}
-	if err := core.ValidName(c.Name); err != nil {
-		return bad("Name", "%v", err)
-	}
-	if err := validBrokers(c.Brokers); err != nil {
-		return bad("Brokers", "%v", err)
+	bad := func(field, format string, args ...any) error { return fieldError(c.Name, field, format, args...) }
+	if err := validOperator(c.Name, c.Brokers, c.Parallelism); err != nil {
+		return err
 	}
 	if len(c.Topics) == 0 {
 		return bad("Topics", "must name at least one topic")
@@ -171,9 +181,6 @@ func (c SourceConfig) Validate() error {
 	}
 	if err := core.ValidName(c.Stream); err != nil {
 		return bad("Stream", "%v", err)
-	}
-	if c.Parallelism < 0 {
-		return bad("Parallelism", "must be ≥ 0, got %d", c.Parallelism)
 	}
 	if c.Start != StartEarliest && c.Start != StartLatest {
 		return bad("Start", "unknown start offset %d: want StartEarliest or StartLatest", int(c.Start))
@@ -239,23 +246,15 @@ func (c SinkConfig) withDefaults() SinkConfig {
 // Validate checks the configuration and returns an error naming the field
 // at fault and how to fix it.
 func (c SinkConfig) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &ConfigError{Operator: c.Name, Field: field, Problem: fmt.Sprintf(format, args...)}
-	}
-	if err := core.ValidName(c.Name); err != nil {
-		return bad("Name", "%v", err)
-	}
-	if err := validBrokers(c.Brokers); err != nil {
-		return bad("Brokers", "%v", err)
+	bad := func(field, format string, args ...any) error { return fieldError(c.Name, field, format, args...) }
+	if err := validOperator(c.Name, c.Brokers, c.Parallelism); err != nil {
+		return err
 	}
 	if err := validTopic(c.Topic); err != nil {
 		return bad("Topic", "%v", err)
 	}
 	if len(c.Inputs) == 0 {
 		return bad("Inputs", "must name at least one stream")
-	}
-	if c.Parallelism < 0 {
-		return bad("Parallelism", "must be ≥ 0, got %d", c.Parallelism)
 	}
 	if c.MaxBufferedRecords < 0 {
 		return bad("MaxBufferedRecords", "must be ≥ 0, got %d", c.MaxBufferedRecords)
@@ -303,9 +302,7 @@ func (c StateLogConfig) withDefaults() StateLogConfig {
 
 // Validate checks the configuration.
 func (c StateLogConfig) Validate() error {
-	bad := func(field, format string, args ...any) error {
-		return &ConfigError{Operator: "state log", Field: field, Problem: fmt.Sprintf(format, args...)}
-	}
+	bad := func(field, format string, args ...any) error { return fieldError("state log", field, format, args...) }
 	if err := validBrokers(c.Brokers); err != nil {
 		return bad("Brokers", "%v", err)
 	}
@@ -313,6 +310,26 @@ func (c StateLogConfig) Validate() error {
 		if err := validTopic(c.Prefix); err != nil {
 			return bad("Prefix", "%v", err)
 		}
+	}
+	return nil
+}
+
+// fieldError returns the ConfigError of field of operator op.
+func fieldError(op, field, format string, args ...any) error {
+	return &ConfigError{Operator: op, Field: field, Problem: fmt.Sprintf(format, args...)}
+}
+
+// validOperator checks the fields every connector operator has: its name,
+// its brokers and its parallelism.
+func validOperator(name string, brokers []string, parallelism int) error {
+	if err := core.ValidName(name); err != nil {
+		return fieldError(name, "Name", "%v", err)
+	}
+	if err := validBrokers(brokers); err != nil {
+		return fieldError(name, "Brokers", "%v", err)
+	}
+	if parallelism < 0 {
+		return fieldError(name, "Parallelism", "must be ≥ 0, got %d", parallelism)
 	}
 	return nil
 }

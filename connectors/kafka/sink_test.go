@@ -32,12 +32,7 @@ func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink := f().(*kafka.Sink)
-	c := newCallCtx("sink", 0, 1)
-	if err := sink.Init(c); err != nil {
-		t.Fatal(err)
-	}
-	defer sink.Close(c)
+	sink, c := startOp[*kafka.Sink](t, f, 0, 1)
 	process := func(from, to int) {
 		for i := from; i < to; i++ {
 			if err := sink.ProcessRecord(c, sdk.Record{Key: []byte("k"), Value: []byte(strconv.Itoa(i))}); err != nil {

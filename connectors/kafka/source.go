@@ -83,6 +83,9 @@ type Source struct {
 	early     offsets // durable positions reported before connecting
 	stored    offsets // positions in state (CommitProduced)
 	dirty     map[tp]bool
+	durableAt time.Time // when the durable position was taken, or reading (re)started
+	paused    bool      // fetching stopped by MaxUndurable
+	pinged    time.Time // the brokers' last ping while paused
 
 	flushes, positions int
 	warned             bool
@@ -156,6 +159,9 @@ func (s *Source) Poll(ctx sdk.Context) error {
 	if s.cons == nil {
 		return nil // no partitions for this instance
 	}
+	if s.undurableTooLong() {
+		return s.checkBrokers(ctx)
+	}
 	pctx, cancel := context.WithTimeout(ctx, s.cfg.PollTimeout)
 	fetches := s.cons.PollRecords(pctx, s.cfg.MaxPollRecords)
 	cancel()
@@ -194,6 +200,53 @@ func (s *Source) Poll(ctx sdk.Context) error {
 		}
 	}
 	return nil
+}
+
+// undurableTooLong reports whether reading must wait (MaxUndurable): the
+// runtime tracks durability, the instance has read past its durable
+// position, and that position was taken more than MaxUndurable ago (what
+// was read since has been waiting that long). It logs when reading stops
+// and when it resumes.
+func (s *Source) undurableTooLong() bool {
+	stop := s.cfg.Commit == CommitDurable && s.cfg.MaxUndurable > 0 && s.positions > 0 &&
+		time.Since(s.durableAt) > s.cfg.MaxUndurable && s.readAhead()
+	if stop != s.paused {
+		s.paused = stop
+		if stop {
+			s.log.Info("kafka source: what it read has not become durable for too long; reading stops until it does, to bound what a crash replays",
+				"max_undurable", s.cfg.MaxUndurable, "durable", describe(s.durable), "next", describe(s.next))
+		} else {
+			s.log.Info("kafka source: reading again", "durable", describe(s.durable))
+		}
+	}
+	return stop
+}
+
+// checkBrokers reports a broker outage while reading is stopped (nothing
+// else then talks to the brokers): at most once a second it pings them,
+// for at most PollTimeout.
+func (s *Source) checkBrokers(ctx context.Context) error {
+	if time.Since(s.pinged) >= time.Second {
+		s.pinged = time.Now()
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.PollTimeout)
+		_ = s.ctl.Ping(pctx) // a failed dial shows in s.health
+		cancel()
+	}
+	if err := s.health.unavailable(); err != nil {
+		return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
+	}
+	return nil
+}
+
+// readAhead reports whether some partition has been read past its durable
+// position.
+func (s *Source) readAhead() bool {
+	for k, o := range s.next {
+		if o > s.durable[k] {
+			return true
+		}
+	}
+	return false
 }
 
 // deadLetter wraps an undecodable Kafka record for the dead-letter stream.
@@ -310,6 +363,7 @@ func (s *Source) connect(ctx sdk.Context) error {
 	s.early = nil
 	s.assigned = assigned
 	s.next, s.durable = maps.Clone(start), maps.Clone(start)
+	s.durableAt = time.Now()
 	for _, k := range assigned {
 		s.dirty[k] = true
 	}
@@ -368,19 +422,27 @@ func describe(o offsets) string {
 	return b.String()
 }
 
+// position is a source's Position: the next offset of every partition, and
+// when it was taken.
+type position struct {
+	next offsets
+	at   time.Time
+}
+
 // Position implements sdk.Replayable: the next offset of every partition.
 func (s *Source) Position() any {
 	s.positions++
 	if !s.connected {
-		return offsets(nil)
+		return position{at: time.Now()}
 	}
-	return maps.Clone(s.next)
+	return position{next: maps.Clone(s.next), at: time.Now()}
 }
 
 // Durable implements sdk.Replayable: it commits pos to the consumer group
 // (asynchronously, latest first) under CommitDurable.
 func (s *Source) Durable(_ sdk.Context, pos any) {
-	p, _ := pos.(offsets)
+	pp, _ := pos.(position)
+	p := pp.next
 	if len(p) == 0 {
 		return
 	}
@@ -400,6 +462,9 @@ func (s *Source) Durable(_ sdk.Context, pos any) {
 			changed = true
 		}
 	}
+	if changed && pp.at.After(s.durableAt) {
+		s.durableAt = pp.at
+	}
 	if changed && s.cfg.Commit == CommitDurable {
 		s.commit.set(maps.Clone(s.durable))
 	}
@@ -416,6 +481,7 @@ func (s *Source) Rewind(ctx sdk.Context) error {
 		s.cons = nil
 	}
 	s.next = maps.Clone(s.durable)
+	s.durableAt = time.Now()
 	for _, k := range s.assigned {
 		s.dirty[k] = true
 	}

@@ -64,6 +64,34 @@ func (m mapState) Scan(prefix []byte, fn func(k, v []byte) error) error {
 	return nil
 }
 
+// startOp makes an instance (index of par) of f's operator with a callCtx
+// and Inits it, as the runtime would; it is closed when the test ends.
+func startOp[T interface {
+	sdk.Operator
+	sdk.Closer
+}](t *testing.T, f sdk.Factory, index, par int) (T, *callCtx) {
+	t.Helper()
+	op := f().(T)
+	c := newCallCtx(op.Metadata().Name, index, par)
+	if err := op.Init(c); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = op.Close(c) })
+	return op, c
+}
+
+// brokerWithRecords starts a broker with a one-partition topic "t" that
+// holds records "0" to "n-1".
+func brokerWithRecords(t *testing.T, n int) *kafkatest.Broker {
+	t.Helper()
+	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
+	if err := b.CreateTopic(context.Background(), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, b, numbered("t", 0, n)...)
+	return b
+}
+
 // pollUntil polls src until stream has n records.
 func pollUntil(t *testing.T, src sdk.Source, ctx *callCtx, stream string, n int) {
 	t.Helper()
@@ -95,22 +123,13 @@ func numbered(topic string, from, to int) []*kgo.Record {
 }
 
 func TestSourceRewindsToItsLastDurablePosition(t *testing.T) {
-	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
+	b := brokerWithRecords(t, 100)
 	ctx := context.Background()
-	if err := b.CreateTopic(ctx, "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, b, numbered("t", 0, 100)...)
 	f, err := kafka.NewSource(kafka.SourceConfig{Name: "src", Brokers: b.Addrs(), Topics: []string{"t"}, Stream: "s", Group: "g"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := f().(*kafka.Source)
-	c := newCallCtx("src", 0, 1)
-	if err := src.Init(c); err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close(c)
+	src, c := startOp[*kafka.Source](t, f, 0, 1)
 
 	pollUntil(t, src, c, "s", 100)
 	pos := src.Position()
@@ -137,16 +156,42 @@ func TestSourceRewindsToItsLastDurablePosition(t *testing.T) {
 	}
 
 	// A new incarnation (another node) starts from the committed offset.
-	src2 := f().(*kafka.Source)
-	c2 := newCallCtx("src", 0, 1)
-	if err := src2.Init(c2); err != nil {
-		t.Fatal(err)
-	}
-	defer src2.Close(c2)
+	src2, c2 := startOp[*kafka.Source](t, f, 0, 1)
 	pollUntil(t, src2, c2, "s", 50)
 	if got := string(c2.produced["s"][0].Value); got != "100" {
 		t.Fatalf("new instance started at record %s, want 100", got)
 	}
+}
+
+func TestSourceStopsReadingWhileWhatItReadIsNotDurable(t *testing.T) {
+	b := brokerWithRecords(t, 100)
+	const maxUndurable = 5 * time.Millisecond
+	f, err := kafka.NewSource(kafka.SourceConfig{Name: "src", Brokers: b.Addrs(), Topics: []string{"t"}, Stream: "s", Group: "g",
+		MaxUndurable: maxUndurable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, c := startOp[*kafka.Source](t, f, 0, 1)
+	start := time.Now()
+	pollUntil(t, src, c, "s", 100)
+	pos := src.Position() // the runtime tracks durability
+	produce(t, b, numbered("t", 100, 150)...)
+	if d := time.Since(start); d <= maxUndurable {
+		time.Sleep(maxUndurable - d + time.Millisecond) // what it read is now older than MaxUndurable
+	}
+	// Nothing it read is durable yet: it must not read the 50 new records,
+	// though each Poll would wait PollTimeout for them.
+	for range 5 {
+		if err := src.Poll(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(c.produced["s"]); got != 100 {
+		t.Fatalf("produced %d records with none durable for longer than MaxUndurable, want it to stop at 100", got)
+	}
+	// The first 100 become durable: it reads again.
+	src.Durable(c, pos)
+	pollUntil(t, src, c, "s", 150)
 }
 
 func TestSourceSplitsPartitionsOverInstances(t *testing.T) {
@@ -174,38 +219,23 @@ func TestSourceSplitsPartitionsOverInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []int{30, 20} { // partitions 0, 2, 4 and 1, 3
-		src := f().(*kafka.Source)
-		c := newCallCtx("src", i, 2)
-		if err := src.Init(c); err != nil {
-			t.Fatal(err)
-		}
+		src, c := startOp[*kafka.Source](t, f, i, 2)
 		pollUntil(t, src, c, "s", want)
 		for _, r := range c.produced["s"] {
 			if p, _ := strconv.Atoi(string(r.Value)); (p/100)%2 != i {
 				t.Errorf("instance %d got a record of partition %d", i, p/100)
 			}
 		}
-		src.Close(c)
 	}
 }
 
 func TestSourceReportsABrokerOutageAsTransient(t *testing.T) {
-	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
-	ctx := context.Background()
-	if err := b.CreateTopic(ctx, "t", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	produce(t, b, numbered("t", 0, 10)...)
+	b := brokerWithRecords(t, 10)
 	f, err := kafka.NewSource(kafka.SourceConfig{Name: "src", Brokers: b.Addrs(), Topics: []string{"t"}, Stream: "s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := f().(*kafka.Source)
-	c := newCallCtx("src", 0, 1)
-	if err := src.Init(c); err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close(c)
+	src, c := startOp[*kafka.Source](t, f, 0, 1)
 	pollUntil(t, src, c, "s", 10)
 
 	b.Stop()

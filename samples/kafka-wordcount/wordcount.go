@@ -16,7 +16,9 @@
 // does), a node crash neither loses a word nor lowers a count: the
 // crashed node's counters come back from their changelog, sources replay
 // from the last durable offsets, and a replayed word is counted again
-// (a duplicate: the largest count then exceeds the true one).
+// (a duplicate: the largest count then exceeds the true one). A crash
+// replays what the sources read since their durable positions: at most
+// about kafka.SourceConfig.MaxUndurable (1 s) of reading per source.
 package kafkawordcount
 
 import (
