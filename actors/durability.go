@@ -53,12 +53,6 @@ import (
 // 200 ms), plus what was read until the crash was noticed when the source
 // rewinds twice. That bounds the duplicates: nothing older is replayed.
 
-// rewoundBit marks a DurableAck as a rewound ack: the sender rewound after
-// a node crash and had processed the slot's batches up to the seq in the
-// other bits; the effects of those not yet durable may be lost. (Seqs never
-// reach 2⁶³.)
-const rewoundBit = uint64(1) << 63
-
 // edgeID identifies an input edge: a producer and its output slot.
 type edgeID struct {
 	addr, id string
@@ -226,7 +220,7 @@ func (i *instance) releaseSnapshots() {
 			}
 		}
 		for _, e := range s.in {
-			i.node.replyDurable(e.from, e.slot, e.seq)
+			i.node.replyDurable(e.from, e.slot, e.seq, false)
 		}
 		if src, ok := i.opv.(core.Replayable); ok && s.hasPos {
 			src.Durable(i.octx, s.pos)
@@ -237,9 +231,9 @@ func (i *instance) releaseSnapshots() {
 }
 
 // onDurable records a durable ack, or a rewound ack, from downstream.
-func (i *instance) onDurable(slot int32, seq uint64) {
-	if seq&rewoundBit != 0 {
-		i.onRewound(slot, seq&^rewoundBit)
+func (i *instance) onDurable(slot int32, seq uint64, rewound bool) {
+	if rewound {
+		i.onRewound(slot, seq)
 		return
 	}
 	i.out.durableAck(slot, seq)
@@ -318,7 +312,7 @@ func (i *instance) rewind() {
 	if i.waiveOutputs() {
 		for _, e := range i.dur.edges {
 			if e.seq > 0 {
-				i.node.replyDurable(e.from, e.slot, e.seq|rewoundBit)
+				i.node.replyDurable(e.from, e.slot, e.seq, true)
 			}
 		}
 	}
@@ -370,11 +364,12 @@ func (i *instance) flushOperator() bool {
 	return false
 }
 
-// replyDurable sends a durable ack to a producer, locally or over the wire.
-func (n *Node) replyDurable(to *actor.PID, slot int32, seq uint64) {
+// replyDurable sends a durable ack (or, with rewound, a rewound ack) to a
+// producer, locally or over the wire.
+func (n *Node) replyDurable(to *actor.PID, slot int32, seq uint64, rewound bool) {
 	if to.Address == n.addr {
-		n.system.Root.Send(to, durableMsg{slot: slot, seq: seq})
+		n.system.Root.Send(to, durableMsg{slot: slot, seq: seq, rewound: rewound})
 		return
 	}
-	n.system.Root.Send(to, &wire.DurableAck{Slot: slot, Seq: seq})
+	n.system.Root.Send(to, &wire.DurableAck{Slot: slot, Seq: seq, Rewound: rewound})
 }

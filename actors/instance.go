@@ -58,6 +58,7 @@ type instance struct {
 	producedPub  atomic.Int64 // produced, published for status
 	bufferedPub  atomic.Int64 // records waiting in the output buffers, published
 	deadLetters  atomic.Int64
+	transient    atomic.Int64 // transient failures of Poll and Flush (e.g. brokers unreachable)
 	queued       atomic.Int64 // records delivered and not yet processed
 
 	ctx    context.Context
@@ -78,7 +79,8 @@ type instance struct {
 	pollQueued  bool
 	pollIdle    time.Duration
 	pollTimer   *time.Timer
-	produced    int64 // records produced, for Poll's progress check
+	produced    int64 // records produced over the instance's life (stored as metaProduced)
+	producedSet int64 // the value of produced last written to the store
 	dlUnlogged  int64 // dead letters not yet logged
 	dlNextLog   time.Time
 
@@ -93,9 +95,13 @@ type instance struct {
 	sampleN    int              // records since the last Observer.Processed
 }
 
-// metaProcessed names the stored processed-records counter, kept in the
-// instance's first key group so that it survives restarts and moves.
-const metaProcessed = "processed"
+// metaProcessed and metaProduced name the stored processed- and
+// produced-records counters, kept in the instance's first key group so
+// that they survive restarts and moves.
+const (
+	metaProcessed = "processed"
+	metaProduced  = "produced"
+)
 
 // mode is an instance's role on this node.
 type mode uint8
@@ -195,9 +201,9 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	case bounceMsg:
 		i.onBounce(m.slot, m.seq, m.records)
 	case durableMsg:
-		i.onDurable(m.slot, m.seq)
+		i.onDurable(m.slot, m.seq, m.rewound)
 	case *wire.DurableAck:
-		i.onDurable(m.Slot, m.Seq)
+		i.onDurable(m.Slot, m.Seq, m.Rewound)
 	case rewindMsg:
 		i.rewind()
 		i.settle()
@@ -316,8 +322,7 @@ func (i *instance) scheduleRetry() {
 
 // bounceBack returns an unprocessed batch to its producer.
 func (i *instance) bounceBack(b *batchMsg) {
-	i.node.queued.Add(-int64(len(b.records)))
-	i.queued.Add(-int64(len(b.records)))
+	dequeued(i.node, b)
 	if b.from != nil {
 		i.node.replyBounce(b.from, b.slot, b.seq, b.records)
 	}
@@ -326,13 +331,25 @@ func (i *instance) bounceBack(b *batchMsg) {
 // settle sends full output buffers, notes whether the instance is blocked
 // and makes sure partial buffers are flushed once the mailbox is caught up.
 func (i *instance) settle() {
-	i.producedPub.Store(i.produced)
+	i.saveProduced()
 	defer func() { i.bufferedPub.Store(int64(i.out.buffered())) }()
 	i.scheduleTimers()
 	i.blocked = i.out.flush(false)
 	if !i.flushQueued && i.out.pending() {
 		i.flushQueued = true
 		i.node.system.Root.Send(i.pid, flushMsg{})
+	}
+}
+
+// saveProduced publishes the produced counter and, when it changed, stores
+// it with the instance's state, so that it moves with the instance like
+// the processed counter: a source that moved to another node reports what
+// it produced over its whole life, not only since it arrived.
+func (i *instance) saveProduced() {
+	i.producedPub.Store(i.produced)
+	if i.mode == modeActive && i.produced != i.producedSet {
+		i.store.SetMeta(i.lo, metaProduced, binary.BigEndian.AppendUint64(nil, uint64(i.produced)))
+		i.producedSet = i.produced
 	}
 }
 
@@ -387,9 +404,20 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	}
 	n := i.processed.Add(int64(len(m.records) - from))
 	i.store.SetMeta(i.lo, metaProcessed, binary.BigEndian.AppendUint64(nil, uint64(n)))
-	i.node.queued.Add(-int64(len(m.records)))
+	dequeued(i.node, m)
 	if m.from != nil {
 		i.node.replyAck(m.from, m.slot)
+	}
+}
+
+// dequeued takes batch m, processed or bounced, off the queued counters
+// that its delivery increased: the node's and, when one counted it, the
+// destination instance's.
+func dequeued(n *Node, m *batchMsg) {
+	n.queued.Add(-int64(len(m.records)))
+	if m.counted != nil {
+		m.counted.queued.Add(-int64(len(m.records)))
+		m.counted = nil
 	}
 }
 
@@ -468,6 +496,7 @@ func (i *instance) callPoll(src core.Source) (transient bool) {
 	defer i.recoverAttempt()
 	err := src.Poll(i.octx)
 	if err != nil && errors.Is(err, core.ErrTransient) {
+		i.transient.Add(1)
 		i.setLastError(err.Error())
 		if now := time.Now(); now.After(i.dlNextLog) {
 			i.dlNextLog = now.Add(time.Second)
@@ -674,6 +703,11 @@ func (i *instance) activate() {
 	}
 	if v, ok, err := i.store.GetMeta(i.lo, metaProcessed); err == nil && ok && len(v) == 8 {
 		i.processed.Store(int64(binary.BigEndian.Uint64(v)))
+	}
+	if v, ok, err := i.store.GetMeta(i.lo, metaProduced); err == nil && ok && len(v) == 8 {
+		i.produced = int64(binary.BigEndian.Uint64(v))
+		i.producedSet = i.produced
+		i.producedPub.Store(i.produced)
 	}
 	i.node.event(i.key, "active")
 	i.startIncarnation()

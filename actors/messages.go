@@ -20,12 +20,19 @@ type batchMsg struct {
 	remote  bool      // arrived over the wire (counted in Node.queued on receipt)
 	sent    time.Time // when the producer sent it (for queue-wait spans)
 	seq     uint64    // the batch's number on its slot (durable acks)
+	// counted is the instance whose queued counter includes these
+	// records (nil: none): whoever takes the batch off the queue, by
+	// processing or bouncing it, subtracts them from that same counter.
+	counted *instance
 }
 
-// durableMsg tells a producer its batches on slot up to seq are durable.
+// durableMsg tells a producer its batches on slot up to seq are durable;
+// with rewound, that the destination rewound having processed them (see
+// durability.go).
 type durableMsg struct {
-	slot int32
-	seq  uint64
+	slot    int32
+	seq     uint64
+	rewound bool
 }
 
 // ackMsg returns one credit for the producer's output slot.

@@ -396,10 +396,11 @@ func (p *producer) send(b *outBuf, recs []core.Record) {
 	b.sent++
 	if b.dest.Address == p.table.local {
 		p.node.queued.Add(int64(len(recs)))
+		m := &batchMsg{stream: b.stream, routing: b.routing, from: p.self, slot: b.slot, records: recs, seq: b.sent}
 		if b.local != nil {
 			b.local.queued.Add(int64(len(recs)))
+			m.counted = b.local
 		}
-		m := &batchMsg{stream: b.stream, routing: b.routing, from: p.self, slot: b.slot, records: recs, seq: b.sent}
 		if p.node.cfg.Observer != nil {
 			m.sent = time.Now()
 		}

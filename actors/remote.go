@@ -41,7 +41,9 @@ func (d dispatcher) Receive(ctx actor.Context) {
 	if inst := d.n.lookup(m.Target); inst != nil {
 		d.n.queued.Add(int64(len(recs)))
 		inst.queued.Add(int64(len(recs)))
-		d.n.system.Root.Send(inst.pid, fromWireBatch(m, recs))
+		b := fromWireBatch(m, recs)
+		b.counted = inst
+		d.n.system.Root.Send(inst.pid, b)
 		return
 	}
 	if m.From != nil {

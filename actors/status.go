@@ -31,7 +31,9 @@ type InstanceStatus struct {
 	// with its state and moves with it. Under a rescale each new instance
 	// starts from what its first key group's previous owner stored.
 	Processed int64
-	// Produced counts records the instance produced (dead letters excluded).
+	// Produced counts records the instance produced (dead letters
+	// excluded), over the instance's life like Processed: the count is
+	// stored with its state and moves with it.
 	Produced int64
 	// DeadLetters counts records and timers sent to the dead-letter stream.
 	DeadLetters int64
@@ -40,6 +42,10 @@ type InstanceStatus struct {
 	Queued int64
 	// StateBytes estimates the disk space of the instance's key groups.
 	StateBytes int64
+	// TransientErrors counts the transient failures (core.ErrTransient)
+	// of the instance's Poll and Flush, e.g. while an external system is
+	// unreachable: they are retried, not restarts.
+	TransientErrors int64
 	// LastError is the most recent failure, if any.
 	LastError string
 	// FailedReason says why the instance was marked failed.
@@ -51,20 +57,21 @@ func (i *instance) status() InstanceStatus {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return InstanceStatus{
-		Index:        i.key.index,
-		Epoch:        i.key.epoch,
-		Node:         i.node.cfg.NodeID,
-		FirstGroup:   i.lo,
-		EndGroup:     i.hi,
-		State:        i.state,
-		Restarts:     i.restarts,
-		Processed:    i.processed.Load(),
-		Produced:     i.producedPub.Load(),
-		DeadLetters:  i.deadLetters.Load(),
-		Queued:       i.queued.Load(),
-		StateBytes:   i.stateBytes(),
-		LastError:    i.lastError,
-		FailedReason: i.failedReason,
+		Index:           i.key.index,
+		Epoch:           i.key.epoch,
+		Node:            i.node.cfg.NodeID,
+		FirstGroup:      i.lo,
+		EndGroup:        i.hi,
+		State:           i.state,
+		Restarts:        i.restarts,
+		Processed:       i.processed.Load(),
+		Produced:        i.producedPub.Load(),
+		DeadLetters:     i.deadLetters.Load(),
+		TransientErrors: i.transient.Load(),
+		Queued:          i.queued.Load(),
+		StateBytes:      i.stateBytes(),
+		LastError:       i.lastError,
+		FailedReason:    i.failedReason,
 	}
 }
 

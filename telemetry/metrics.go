@@ -43,6 +43,10 @@ const (
 	// MetricDeadLetters counts records and timers an instance sent to its
 	// dead-letter stream; counter, {record}.
 	MetricDeadLetters = "sluice.operator.dead_letters"
+	// MetricTransientErrors counts an instance's transient failures (Poll
+	// or Flush reporting sdk.ErrTransient, e.g. Kafka brokers unreachable),
+	// which are retried rather than restarts; counter, {error}.
+	MetricTransientErrors = "sluice.operator.transient_errors"
 	// MetricStateSize estimates the disk space of an instance's state;
 	// updowncounter, By.
 	MetricStateSize = "sluice.operator.state.size"
@@ -72,8 +76,8 @@ var _ Node = (*actors.Node)(nil)
 // are aggregated here (see histogram) for the sample of records the
 // runtime times, and handed to the readers by Produce.
 type metrics struct {
-	consumed, produced, restarts, deadLetters metric.Int64ObservableCounter
-	mailbox, stateSize, buffered              metric.Int64ObservableUpDownCounter
+	consumed, produced, restarts, deadLetters, transient metric.Int64ObservableCounter
+	mailbox, stateSize, buffered                         metric.Int64ObservableUpDownCounter
 
 	node      atomic.Pointer[nodeRef] // nil until attached
 	instances instanceCache
@@ -107,13 +111,14 @@ func (m *metrics) register(meter metric.Meter) error {
 	m.produced = counter(MetricProduced, "{record}", "Records the instance produced (dead letters excluded).")
 	m.restarts = counter(MetricRestarts, "{restart}", "Restarts of the instance on this node.")
 	m.deadLetters = counter(MetricDeadLetters, "{record}", "Records and timers sent to the dead-letter stream.")
+	m.transient = counter(MetricTransientErrors, "{error}", "Transient failures of Poll and Flush (retried, e.g. brokers unreachable).")
 	m.mailbox = gauge(MetricMailbox, "{record}", "Records delivered to the instance and not yet processed.")
 	m.stateSize = gauge(MetricStateSize, "By", "Estimated disk space of the instance's state.")
 	m.buffered = gauge(MetricBuffered, "{record}", "Records held in the node's output buffers.")
 	if err != nil {
 		return fmt.Errorf("telemetry: create instruments: %w", err)
 	}
-	if _, err := meter.RegisterCallback(m.observe, m.consumed, m.produced, m.restarts, m.deadLetters, m.mailbox, m.stateSize, m.buffered); err != nil {
+	if _, err := meter.RegisterCallback(m.observe, m.consumed, m.produced, m.restarts, m.deadLetters, m.transient, m.mailbox, m.stateSize, m.buffered); err != nil {
 		return fmt.Errorf("telemetry: register callback: %w", err)
 	}
 	return nil
@@ -161,7 +166,7 @@ func (m *metrics) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 
 // instTotals sums one (operator, index)'s instances on the node.
 type instTotals struct {
-	consumed, produced, restarts, deadLetters, queued, stateBytes int64
+	consumed, produced, restarts, deadLetters, transient, queued, stateBytes int64
 }
 
 // observe reads the node's status for the observable instruments.
@@ -195,6 +200,7 @@ func (m *metrics) observe(_ context.Context, o metric.Observer) error {
 			t.produced += in.Produced
 			t.restarts += int64(in.Restarts)
 			t.deadLetters += in.DeadLetters
+			t.transient += in.TransientErrors
 			t.queued += in.Queued
 			t.stateBytes += in.StateBytes
 		}
@@ -205,6 +211,7 @@ func (m *metrics) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.produced, t.produced, a...)
 		o.ObserveInt64(m.restarts, t.restarts, a...)
 		o.ObserveInt64(m.deadLetters, t.deadLetters, a...)
+		o.ObserveInt64(m.transient, t.transient, a...)
 		o.ObserveInt64(m.mailbox, t.queued, a...)
 		o.ObserveInt64(m.stateSize, t.stateBytes, a...)
 	}

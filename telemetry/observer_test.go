@@ -167,7 +167,7 @@ func TestMetricsReadTheNodeStatus(t *testing.T) {
 	tel := newTest(t, Config{MetricExporter: exp, MetricInterval: time.Hour, RuntimeMetrics: true})
 	tel.Attach(fakeNode{ops: []actors.OperatorStatus{
 		{Name: "count", Instances: []actors.InstanceStatus{
-			{Index: 0, Epoch: 1, State: "running", Processed: 100, Produced: 90, Restarts: 2, DeadLetters: 1, Queued: 7, StateBytes: 4096},
+			{Index: 0, Epoch: 1, State: "running", Processed: 100, Produced: 90, Restarts: 2, DeadLetters: 1, TransientErrors: 4, Queued: 7, StateBytes: 4096},
 			{Index: 0, Epoch: 2, State: "awaiting", Processed: 5, Queued: 3},
 			{Index: 1, Epoch: 1, State: "released", Processed: 1000},
 		}},
@@ -195,6 +195,7 @@ func TestMetricsReadTheNodeStatus(t *testing.T) {
 		{MetricProduced, "{record}", 90},
 		{MetricRestarts, "{restart}", 2},
 		{MetricDeadLetters, "{record}", 1},
+		{MetricTransientErrors, "{error}", 4},
 		{MetricMailbox, "{record}", 10},
 		{MetricStateSize, "By", 4096},
 	} {

@@ -109,6 +109,7 @@ func TestEmbeddedRuntimeTracesAndServesMetrics(t *testing.T) {
 		`sluice_operator_mailbox_length{`,
 		`sluice_operator_restarts_total{`,
 		`sluice_operator_dead_letters_total{`,
+		`sluice_operator_transient_errors_total{`,
 		`sluice_operator_state_size_bytes{`,
 		`sluice_node_buffered_records{`,
 		`service_instance_id="solo"`,

@@ -308,11 +308,14 @@ func (x *RecordBatch) GetSeq() uint64 {
 }
 
 // DurableAck tells a producer that every batch it sent on slot up to seq
-// has had its effects made durable (at-least-once delivery).
+// has had its effects made durable (at-least-once delivery). With rewound
+// set it says instead that the receiver rewound after a node crash having
+// processed the batches up to seq, whose effects it may have lost.
 type DurableAck struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Slot          int32                  `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
 	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Rewound       bool                   `protobuf:"varint,3,opt,name=rewound,proto3" json:"rewound,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,6 +362,13 @@ func (x *DurableAck) GetSeq() uint64 {
 		return x.Seq
 	}
 	return 0
+}
+
+func (x *DurableAck) GetRewound() bool {
+	if x != nil {
+		return x.Rewound
+	}
+	return false
 }
 
 // Ack returns one credit for the producer's output slot.
@@ -979,11 +989,12 @@ const file_wire_proto_rawDesc = "" +
 	"\arecords\x18\x05 \x01(\fR\arecords\x12\x16\n" +
 	"\x06target\x18\x06 \x01(\tR\x06target\x12$\n" +
 	"\x0esent_unix_nano\x18\a \x01(\x03R\fsentUnixNano\x12\x10\n" +
-	"\x03seq\x18\b \x01(\x04R\x03seq\"2\n" +
+	"\x03seq\x18\b \x01(\x04R\x03seq\"L\n" +
 	"\n" +
 	"DurableAck\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x10\n" +
-	"\x03seq\x18\x02 \x01(\x04R\x03seq\"\x19\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x18\n" +
+	"\arewound\x18\x03 \x01(\bR\arewound\"\x19\n" +
 	"\x03Ack\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\"H\n" +
 	"\x06Bounce\x12\x12\n" +

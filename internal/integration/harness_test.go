@@ -220,9 +220,15 @@ func (c *cluster) processed(op string) (sum int64) {
 	return sum
 }
 
-// produced sums what op's instances produced, over the running nodes.
+// produced sums what op's running instances produced, over the running
+// nodes (like processed: the count moves with its instance, so a released
+// instance's count is also in its new owner's).
 func (c *cluster) produced(op string) (sum int64) {
-	c.eachInstance(op, func(_ *node, in actors.InstanceStatus) { sum += in.Produced })
+	c.eachInstance(op, func(_ *node, in actors.InstanceStatus) {
+		if in.State == "running" {
+			sum += in.Produced
+		}
+	})
 	return sum
 }
 
