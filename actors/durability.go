@@ -356,6 +356,7 @@ func (i *instance) flushOperator() bool {
 		return true
 	}
 	if errors.Is(err, core.ErrTransient) {
+		i.transient.Add(1)
 		i.log.Warn("flush failed; will retry", "error", err)
 	} else {
 		i.log.Error("flush failed", "error", err)

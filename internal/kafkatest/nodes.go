@@ -212,21 +212,40 @@ func (n *Node) ClusterStatus() (api.ClusterStatus, error) {
 }
 
 func (n *Node) get(path string, v any) error {
+	body, err := n.fetch(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(body, v)
+}
+
+// Metrics returns the node's Prometheus exposition (GET /metrics).
+func (n *Node) Metrics() (string, error) {
+	body, err := n.fetch("/metrics")
+	return string(body), err
+}
+
+// fetch GETs path from the node's control API.
+func (n *Node) fetch(path string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.HTTP+path, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", path, err)
 	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return body, nil
 }
 
 // WaitFor polls cond every 50 ms until it holds, failing t after timeout.

@@ -434,6 +434,25 @@ func TestBrokerRestartLosesNothing(t *testing.T) {
 			slices.ContainsFunc(seen, func(s string) bool { return strings.Contains(s, kafkawordcount.SinkName) })
 	})
 	t.Logf("broker down; reported within %v, e.g. %s", time.Since(stopped).Round(time.Millisecond), seen[0])
+	// And in the metrics: the connectors' transient failures.
+	var metric string
+	kafkatest.WaitFor(t, 30*time.Second, "the outage in /metrics", func() bool {
+		for _, n := range nodes.Running() {
+			body, err := n.Metrics()
+			if err != nil {
+				return false
+			}
+			for _, line := range strings.Split(body, "\n") {
+				if strings.HasPrefix(line, "sluice_operator_transient_errors_total{") &&
+					strings.Contains(line, `sluice_operator_name="`+kafkawordcount.SourceName+`"`) && !strings.HasSuffix(line, " 0") {
+					metric = n.ID + ": " + line
+					return true
+				}
+			}
+		}
+		return false
+	})
+	t.Logf("and in the metrics, e.g. %s", metric)
 	for time.Since(stopped) < 5*time.Second {
 		time.Sleep(100 * time.Millisecond) // the outage lasts 5 s by design
 	}
