@@ -14,7 +14,7 @@ import (
 
 // Records delivered over the wire (through the dispatcher) are taken off
 // the destination instance's Queued too.
-func TestQueuedReturnsToZeroAcrossNodes(t *testing.T) {
+func TestClusterQueuedReturnsToZeroAcrossNodes(t *testing.T) {
 	const records = 20_000
 	c := newTestCluster(t,
 		func() core.Operator {
@@ -34,7 +34,7 @@ func TestQueuedReturnsToZeroAcrossNodes(t *testing.T) {
 // from where it was: the sum over the running instances reaches what was
 // produced in total (the released instances, which keep their own count
 // for a while, are not counted).
-func TestProducedMovesWithInstance(t *testing.T) {
+func TestClusterProducedMovesWithInstance(t *testing.T) {
 	const par = 4
 	limit := &atomic.Int64{}
 	limit.Store(1000)
