@@ -11,6 +11,9 @@ type Result struct {
 	Ops int64
 	// Elapsed is the run's wall time.
 	Elapsed time.Duration
+	// CPU is the process's CPU time (user and system) over Elapsed, if
+	// measured.
+	CPU time.Duration
 	// Latencies are per-record end-to-end latencies, if measured.
 	Latencies []time.Duration
 }
