@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,12 +11,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/internal/proctest"
 )
 
 // nodeBinary is the testnode binary built by TestMain.
@@ -52,9 +50,7 @@ type node struct {
 	http   string
 	data   string
 	events string
-	cmd    *exec.Cmd
-	logs   *os.File
-	done   chan error
+	proc   *proctest.Process
 }
 
 // cluster is a set of node processes sharing a Consul agent and flags.
@@ -74,45 +70,17 @@ func newCluster(t *testing.T, consulAddr string, flags ...string) *cluster {
 // start launches node id and waits until it reports ready.
 func (c *cluster) start(id string) *node {
 	c.t.Helper()
-	n := &node{id: id, data: filepath.Join(c.dir, id, "data"), events: filepath.Join(c.dir, "events.jsonl"), done: make(chan error, 1)}
+	n := &node{id: id, data: filepath.Join(c.dir, id, "data"), events: filepath.Join(c.dir, "events.jsonl")}
 	if err := os.MkdirAll(filepath.Dir(n.data), 0o755); err != nil {
 		c.t.Fatal(err)
 	}
-	logs, err := os.OpenFile(filepath.Join(c.dir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	n.logs = logs
 	args := append([]string{"-id", id, "-data", n.data, "-consul", c.consul, "-events", n.events}, c.flags...)
-	n.cmd = exec.Command(nodeBinary, args...)
-	n.cmd.Stderr = logs
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	out, err := n.cmd.StdoutPipe()
+	p, err := proctest.Start(nodeBinary, args, filepath.Join(c.dir, id+".log"))
 	if err != nil {
-		c.t.Fatal(err)
+		c.t.Fatalf("node %s: %v\n%s", id, err, c.logTail(id))
 	}
-	if err := n.cmd.Start(); err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(func() { n.kill() })
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "ready http="); ok {
-				ready <- addr
-			}
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	go func() { n.done <- n.cmd.Wait() }()
-	select {
-	case n.http = <-ready:
-	case err := <-n.done:
-		c.t.Fatalf("node %s exited before it was ready: %v\n%s", id, err, c.logTail(id))
-	case <-time.After(60 * time.Second):
-		c.t.Fatalf("node %s not ready after 60s\n%s", id, c.logTail(id))
-	}
+	c.t.Cleanup(p.Kill)
+	n.proc, n.http = p, p.HTTP
 	c.mu.Lock()
 	c.nodes[id] = n
 	c.mu.Unlock()
@@ -120,31 +88,14 @@ func (c *cluster) start(id string) *node {
 }
 
 // kill sends SIGKILL to the node's process group and waits for it.
-func (n *node) kill() {
-	if n.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-n.done:
-	case <-time.After(10 * time.Second):
-	}
-	n.logs.Close()
-}
+func (n *node) kill() { n.proc.Kill() }
 
 // stop sends SIGTERM (graceful leave) and waits for the process to exit.
 func (c *cluster) stop(id string) {
 	c.t.Helper()
 	n := c.nodes[id]
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-n.done:
-		if err != nil {
-			c.t.Fatalf("node %s exited with %v\n%s", id, err, c.logTail(id))
-		}
-		n.done <- nil // for kill in cleanup
-	case <-time.After(90 * time.Second):
-		c.t.Fatalf("node %s did not stop within 90s\n%s", id, c.logTail(id))
+	if err := n.proc.Stop(90 * time.Second); err != nil {
+		c.t.Fatalf("node %s: %v\n%s", id, err, c.logTail(id))
 	}
 	c.mu.Lock()
 	delete(c.nodes, id)

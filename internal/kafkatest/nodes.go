@@ -1,7 +1,6 @@
 package kafkatest
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,11 +12,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/internal/proctest"
 )
 
 // Build compiles the main package pkg (an import path) into dir and
@@ -57,9 +56,7 @@ type Node struct {
 	HTTP string // control API address
 	Data string
 
-	cmd  *exec.Cmd
-	logs *os.File
-	done chan error
+	proc *proctest.Process
 }
 
 // NewNodes returns a set of node processes of bin started with args.
@@ -71,44 +68,16 @@ func NewNodes(t TB, bin string, args ...string) *Nodes {
 // before) and waits until it is ready.
 func (s *Nodes) Start(id string) *Node {
 	s.t.Helper()
-	n := &Node{ID: id, Data: filepath.Join(s.dir, id, "data"), done: make(chan error, 1)}
+	n := &Node{ID: id, Data: filepath.Join(s.dir, id, "data")}
 	if err := os.MkdirAll(filepath.Dir(n.Data), 0o755); err != nil {
 		s.t.Fatal(err)
 	}
-	logs, err := os.OpenFile(filepath.Join(s.dir, id+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	p, err := proctest.Start(s.bin, append([]string{"-id", id, "-data", n.Data}, s.args...), filepath.Join(s.dir, id+".log"))
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("node %s: %v\n%s", id, err, s.LogTail(id))
 	}
-	n.logs = logs
-	n.cmd = exec.Command(s.bin, append([]string{"-id", id, "-data", n.Data}, s.args...)...)
-	n.cmd.Stderr = logs
-	n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	out, err := n.cmd.StdoutPipe()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := n.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	s.t.Cleanup(n.kill)
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if addr, ok := strings.CutPrefix(sc.Text(), "ready http="); ok {
-				ready <- addr
-			}
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	go func() { n.done <- n.cmd.Wait() }()
-	select {
-	case n.HTTP = <-ready:
-	case err := <-n.done:
-		s.t.Fatalf("node %s exited before it was ready: %v\n%s", id, err, s.LogTail(id))
-	case <-time.After(60 * time.Second):
-		s.t.Fatalf("node %s not ready after 60s\n%s", id, s.LogTail(id))
-	}
+	s.t.Cleanup(p.Kill)
+	n.proc, n.HTTP = p, p.HTTP
 	s.mu.Lock()
 	s.nodes[id] = n
 	s.mu.Unlock()
@@ -116,18 +85,7 @@ func (s *Nodes) Start(id string) *Node {
 }
 
 // kill sends SIGKILL to the node's process group and waits for it.
-func (n *Node) kill() {
-	if n.cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-n.done:
-		n.done <- nil // for a second kill
-	case <-time.After(10 * time.Second):
-	}
-	n.logs.Close()
-}
+func (n *Node) kill() { n.proc.Kill() }
 
 // Kill SIGKILLs node id and returns when its process is gone.
 func (s *Nodes) Kill(id string) {
@@ -150,15 +108,8 @@ func (s *Nodes) Stop(id string) {
 	if n == nil {
 		return
 	}
-	_ = n.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-n.done:
-		n.done <- nil
-		if err != nil {
-			s.t.Fatalf("node %s exited with %v\n%s", id, err, s.LogTail(id))
-		}
-	case <-time.After(90 * time.Second):
-		s.t.Fatalf("node %s did not stop within 90s\n%s", id, s.LogTail(id))
+	if err := n.proc.Stop(90 * time.Second); err != nil {
+		s.t.Fatalf("node %s: %v\n%s", id, err, s.LogTail(id))
 	}
 }
 
