@@ -82,6 +82,7 @@ type wordSource struct {
 func (s *wordSource) Metadata() sdk.Metadata {
 	return sdk.Metadata{Name: "source", Outputs: []string{"words"}}
 }
+
 // Init starts the clock once: a restarted incarnation (the factory returns
 // the same source) keeps counting from the first start.
 func (s *wordSource) Init(sdk.Context) error {
