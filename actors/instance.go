@@ -68,21 +68,22 @@ type instance struct {
 	out    *producer
 	timers timerQueue
 
-	mode        mode
-	opv         core.Operator // current incarnation's operator (active mode)
-	failed      bool          // policy exhausted: dead-letter everything
-	cur         work          // item in progress; survives restarts
-	stash       []any         // input held back while blocked or awaiting
-	blocked     bool          // a full output buffer has no credit
-	flushQueued bool
-	retryQueued bool
-	pollQueued  bool
-	pollIdle    time.Duration
-	pollTimer   *time.Timer
-	produced    int64 // records produced over the instance's life (stored as metaProduced)
-	producedSet int64 // the value of produced last written to the store
-	dlUnlogged  int64 // dead letters not yet logged
-	dlNextLog   time.Time
+	mode         mode
+	opv          core.Operator // current incarnation's operator (active mode)
+	failed       bool          // policy exhausted: dead-letter everything
+	cur          work          // item in progress; survives restarts
+	stash        []any         // input held back while blocked or awaiting
+	blocked      bool          // a full output buffer has no credit
+	flushQueued  bool
+	retryQueued  bool
+	pollQueued   bool
+	pollIdle     time.Duration
+	pollTimer    *time.Timer
+	produced     int64 // records produced over the instance's life (stored as metaProduced)
+	producedSet  int64 // the value of produced last written to the store
+	processedSet int64 // the value of processed last written to the store
+	dlUnlogged   int64 // dead letters not yet logged
+	dlNextLog    time.Time
 
 	// current attempt
 	curGroup   int
@@ -331,7 +332,7 @@ func (i *instance) bounceBack(b *batchMsg) {
 // settle sends full output buffers, notes whether the instance is blocked
 // and makes sure partial buffers are flushed once the mailbox is caught up.
 func (i *instance) settle() {
-	i.saveProduced()
+	i.producedPub.Store(i.produced)
 	defer func() { i.bufferedPub.Store(int64(i.out.buffered())) }()
 	i.scheduleTimers()
 	i.blocked = i.out.flush(false)
@@ -341,13 +342,20 @@ func (i *instance) settle() {
 	}
 }
 
-// saveProduced publishes the produced counter and, when it changed, stores
-// it with the instance's state, so that it moves with the instance like
-// the processed counter: a source that moved to another node reports what
-// it produced over its whole life, not only since it arrived.
-func (i *instance) saveProduced() {
-	i.producedPub.Store(i.produced)
-	if i.mode == modeActive && i.produced != i.producedSet {
+// saveCounters stores the processed and produced counters, when they
+// changed, with the instance's state (in its first key group) before a
+// commit, so that they move with the instance: an instance that moved to
+// another node reports what it did over its whole life, not only since it
+// arrived.
+func (i *instance) saveCounters() {
+	if i.mode != modeActive {
+		return
+	}
+	if n := i.processed.Load(); n != i.processedSet {
+		i.store.SetMeta(i.lo, metaProcessed, binary.BigEndian.AppendUint64(nil, uint64(n)))
+		i.processedSet = n
+	}
+	if i.produced != i.producedSet {
 		i.store.SetMeta(i.lo, metaProduced, binary.BigEndian.AppendUint64(nil, uint64(i.produced)))
 		i.producedSet = i.produced
 	}
@@ -402,8 +410,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	if i.node.cfg.AtLeastOnce {
 		i.dur.processed(m)
 	}
-	n := i.processed.Add(int64(len(m.records) - from))
-	i.store.SetMeta(i.lo, metaProcessed, binary.BigEndian.AppendUint64(nil, uint64(n)))
+	i.processed.Add(int64(len(m.records) - from))
 	dequeued(i.node, m)
 	if m.from != nil {
 		i.node.replyAck(m.from, m.slot)
@@ -665,6 +672,7 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 
 // commit writes the instance's state.
 func (i *instance) commit(sync bool) {
+	i.saveCounters()
 	flushed := i.flushOperator()
 	var err error
 	if i.node.cfg.StateLog != nil {
@@ -704,6 +712,7 @@ func (i *instance) activate() {
 	if v, ok, err := i.store.GetMeta(i.lo, metaProcessed); err == nil && ok && len(v) == 8 {
 		i.processed.Store(int64(binary.BigEndian.Uint64(v)))
 	}
+	i.processedSet = i.processed.Load()
 	if v, ok, err := i.store.GetMeta(i.lo, metaProduced); err == nil && ok && len(v) == 8 {
 		i.produced = int64(binary.BigEndian.Uint64(v))
 		i.producedSet = i.produced
@@ -806,6 +815,7 @@ func (i *instance) onStopping() {
 	var err error
 	if i.mode == modeActive {
 		i.closeOperator()
+		i.saveCounters()
 		err = i.store.Commit(true)
 		i.node.event(i.key, "stopped")
 	}
