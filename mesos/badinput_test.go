@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
@@ -24,7 +25,7 @@ func TestPendingReason(t *testing.T) {
 	big.CPUs = 8
 	s := e.start(e.config("s1"), big, shellPool("small", 2, "sleep 600", 3))
 	want := regexp.MustCompile(`^no offer with 8 cpus seen in \d+ s; largest offer: 4 cpus$`)
-	waitFor(t, waitTimeout, "the pending reason", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the pending reason", func() bool {
 		st := s.Status()
 		return len(st.Pools) == 2 && st.Pools[1].Running == 2 && slices.ContainsFunc(pending(st), want.MatchString)
 	})
@@ -35,7 +36,7 @@ func TestPendingReason(t *testing.T) {
 	if st.Tasks[0].State != "PENDING" || st.Tasks[0].ID != "" {
 		t.Errorf("task status = %+v", st.Tasks[0])
 	}
-	waitFor(t, 10*time.Second, "the reason in Consul", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "the reason in Consul", func() bool {
 		st, err := e.readStatus()
 		return err == nil && slices.ContainsFunc(pending(st), want.MatchString)
 	})
@@ -67,7 +68,7 @@ func TestMasterUnreachable(t *testing.T) {
 	cfg := e.config("s1")
 	cfg.Master = dead
 	s := e.start(cfg, shellPool("p", 1, "sleep 600", 3))
-	waitFor(t, waitTimeout, "the error in the status, retried", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the error in the status, retried", func() bool {
 		st := s.Status()
 		return st.Role == mesos.RoleLeader && st.Subscription.Attempts >= 3 && st.Subscription.State != mesos.Subscribed &&
 			strings.Contains(st.Subscription.LastError, "connection refused")
@@ -76,7 +77,7 @@ func TestMasterUnreachable(t *testing.T) {
 	if r := pending(st); len(r) != 1 || !strings.HasPrefix(r[0], "not subscribed to the Mesos master (last error: ") {
 		t.Errorf("pending = %q", r)
 	}
-	waitFor(t, 10*time.Second, "the error in Consul", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "the error in Consul", func() bool {
 		st, err := e.readStatus()
 		return err == nil && strings.Contains(st.Subscription.LastError, "connection refused")
 	})
@@ -92,12 +93,12 @@ func TestRejectedSubscription(t *testing.T) {
 	cfg.Principal, cfg.Secret = "sluice", "wrong"
 	cfg.Roles = []string{"streams"}
 	s := e.start(cfg, shellPool("p", 1, "sleep 600", 3))
-	waitFor(t, waitTimeout, "the 401 in the status", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the 401 in the status", func() bool {
 		st := s.Status()
 		return st.Subscription.Attempts >= 2 && strings.Contains(st.Subscription.LastError, "not authenticated: bad credentials")
 	})
 	e.master.RejectSubscribe(mesostest.SubscribeRejection{Message: "Framework is not authorized"})
-	waitFor(t, waitTimeout, "the ERROR event in the status", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the ERROR event in the status", func() bool {
 		st := s.Status()
 		return slices.ContainsFunc(st.Problems, func(p mesos.Problem) bool {
 			return p.Kind == mesos.ProblemMaster && strings.Contains(p.Message, "Framework is not authorized")
@@ -125,7 +126,7 @@ func TestRefusedAccept(t *testing.T) {
 			peak := e.watchProcesses()
 			e.master.FailAccept(code)
 			s := e.start(e.config("s1"), shellPool("p", 2, "sleep 600", 0))
-			waitFor(t, waitTimeout, "refused ACCEPTs in the status", func() bool {
+			sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "refused ACCEPTs in the status", func() bool {
 				st := s.Status()
 				return st.Subscription.RefusedAccepts >= 2 && slices.ContainsFunc(st.Problems, func(p mesos.Problem) bool {
 					return p.Kind == mesos.ProblemAccept
@@ -136,7 +137,7 @@ func TestRefusedAccept(t *testing.T) {
 			}
 			e.master.FailAccept(0)
 			e.waitMaster(waitTimeout, "2 running tasks", func() bool { return len(e.running()) == 2 })
-			waitFor(t, 10*time.Second, "both confirmed", func() bool {
+			sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "both confirmed", func() bool {
 				st := s.Status()
 				return st.Pools[0].Running == 2 && !st.Pools[0].Failed && st.Subscription.State == mesos.Subscribed
 			})
@@ -176,7 +177,7 @@ func TestRescindedOffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitMaster(waitTimeout, "the task running", func() bool { return len(e.running()) == 1 })
-	waitFor(t, 10*time.Second, "the count in Consul", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "the count in Consul", func() bool {
 		st, err := e.readStatus()
 		return err == nil && st.Subscription.Rescinded >= 1
 	})

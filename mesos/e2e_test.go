@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
@@ -40,8 +41,8 @@ func TestLaunchJoinAndProcess(t *testing.T) {
 	e.waitMembersAreTasks()
 
 	var first int64
-	waitFor(t, waitTimeout, "records counted", func() bool { first = e.processed("count"); return first > 0 })
-	waitFor(t, waitTimeout, "the count growing", func() bool { return e.processed("count") > first })
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "records counted", func() bool { first = e.processed("count"); return first > 0 })
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the count growing", func() bool { return e.processed("count") > first })
 
 	st := s.Status()
 	if st.Role != mesos.RoleLeader || st.Subscription.State != mesos.Subscribed || st.FrameworkID == "" {
@@ -50,12 +51,12 @@ func TestLaunchJoinAndProcess(t *testing.T) {
 	if p := st.Pools[0]; p.Desired != 3 || p.Running != 3 || p.Pending != 0 || p.Restarts != 0 {
 		t.Errorf("pool status = %+v", p)
 	}
-	waitFor(t, 10*time.Second, "offers suppressed", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "offers suppressed", func() bool {
 		fw := e.master.Frameworks()
 		return len(fw) == 1 && fw[0].Suppressed
 	})
 	// The status reaches Consul.
-	waitFor(t, 10*time.Second, "status in Consul", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "status in Consul", func() bool {
 		st, err := e.readStatus()
 		return err == nil && st.FrameworkID == s.Status().FrameworkID && len(st.Tasks) == 3 && st.Pools[0].Running == 3
 	})
@@ -88,7 +89,7 @@ func TestRelaunch(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 10*time.Second, "the restart in the status", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "the restart in the status", func() bool {
 		st := s.Status()
 		return st.Pools[0].Restarts == 1 && st.Pools[0].Running == 3
 	})
@@ -138,7 +139,7 @@ func TestRelaunch(t *testing.T) {
 func TestRetriesExhausted(t *testing.T) {
 	e := newEnv(t, mesostest.AgentSpec{ID: "agent-1", CPUs: 2, Mem: 1024})
 	s := e.start(e.config("s1"), shellPool("crash", 1, "echo starting; exit 3", 2), shellPool("ok", 1, "sleep 600", 0))
-	waitFor(t, waitTimeout, "the pool failed", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the pool failed", func() bool {
 		st := s.Status()
 		return len(st.Pools) == 2 && st.Pools[0].Failed
 	})
@@ -170,14 +171,14 @@ func TestRetriesExhausted(t *testing.T) {
 	if r := pending(st); len(r) != 1 || !strings.HasPrefix(r[0], "deployment failed: ") {
 		t.Errorf("pending = %q", r)
 	}
-	waitFor(t, 10*time.Second, "the failure in Consul", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "the failure in Consul", func() bool {
 		st, err := e.readStatus()
 		return err == nil && len(st.Pools) == 2 && st.Pools[0].Failed && st.Pools[0].FailedReason == p.FailedReason
 	})
 	// The failed state survives a restart of the scheduler.
 	s.stop(t)
 	s2 := e.start(e.config("s2"), shellPool("crash", 1, "echo starting; exit 3", 2), shellPool("ok", 1, "sleep 600", 0))
-	waitFor(t, waitTimeout, "the new scheduler subscribed", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the new scheduler subscribed", func() bool {
 		st := s2.Status()
 		return st.Subscription.State == mesos.Subscribed && len(st.Pools) == 2 && st.Pools[1].Running == 1
 	})
@@ -189,7 +190,7 @@ func TestRetriesExhausted(t *testing.T) {
 	if err := s2.SetPools([]mesos.Pool{fixed, shellPool("ok", 1, "sleep 600", 0)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, waitTimeout, "the fixed pool running", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the fixed pool running", func() bool {
 		st := s2.Status()
 		return !st.Pools[0].Failed && st.Pools[0].Running == 1
 	})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
 )
 
@@ -41,7 +42,7 @@ func TestRestartResubscribes(t *testing.T) {
 	}
 
 	s2 := e.start(e.config("s2"), pools...)
-	waitFor(t, waitTimeout, "s2 leading with the tasks confirmed", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "s2 leading with the tasks confirmed", func() bool {
 		st := s2.Status()
 		if st.Subscription.State != mesos.Subscribed || len(st.Pools) != 1 || st.Pools[0].Running != 3 {
 			return false
@@ -68,7 +69,7 @@ func TestRestartResubscribes(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitMaster(waitTimeout, "1 running task", func() bool { return len(e.running()) == 1 && e.master.RunningProcesses() == 1 })
-	waitFor(t, 10*time.Second, "the pool scaled down", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "the pool scaled down", func() bool {
 		st := s2.Status()
 		return len(st.Tasks) == 1 && st.Pools[0].Running == 1 && st.Pools[0].Killing == 0
 	})
@@ -150,7 +151,7 @@ func (p *proc) kill() {
 func (p *proc) httpAddr(t *testing.T) string {
 	t.Helper()
 	var addr string
-	waitFor(t, 30*time.Second, p.id+" serving status", func() bool {
+	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, p.id+" serving status", func() bool {
 		f, err := os.Open(p.log)
 		if err != nil {
 			return false
@@ -204,7 +205,7 @@ func TestHAFailover(t *testing.T) {
 	}
 	s1 := e.startProc("s1", poolsFile)
 	var fid string
-	waitFor(t, waitTimeout, "s1 leading with 3 running tasks", func() bool {
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "s1 leading with 3 running tasks", func() bool {
 		st, err := e.readStatus()
 		fid = st.FrameworkID
 		return err == nil && st.Scheduler == "s1" && st.Role == mesos.RoleLeader && len(st.Pools) == 1 && st.Pools[0].Running == 3
@@ -218,7 +219,7 @@ func TestHAFailover(t *testing.T) {
 
 	killed := time.Now()
 	s1.kill()
-	waitFor(t, 60*time.Second, "s2 leading with the tasks confirmed", func() bool {
+	sluicetest.WaitEvery(t, 60*time.Second, 20*time.Millisecond, "s2 leading with the tasks confirmed", func() bool {
 		st, err := e.readStatus()
 		if err != nil || st.Scheduler != "s2" || st.Role != mesos.RoleLeader || st.Subscription.State != mesos.Subscribed ||
 			len(st.Pools) != 1 || st.Pools[0].Running != 3 {
@@ -264,7 +265,7 @@ func TestHAFailover(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("s2 did not exit after SIGTERM")
 	}
-	waitFor(t, 30*time.Second, "s3 leading", func() bool {
+	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "s3 leading", func() bool {
 		st, err := e.readStatus()
 		return err == nil && st.Scheduler == "s3" && st.Subscription.State == mesos.Subscribed && st.Pools[0].Running == 3
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
@@ -224,21 +225,6 @@ func shellPool(name string, n int, script string, retries int) mesos.Pool {
 	return mesos.Pool{Name: name, Instances: n, CPUs: 0.1, Mem: 32, Retries: retries, Command: mesos.Command{Value: script, Shell: true}}
 }
 
-// waitFor polls cond until it holds, failing the test after timeout.
-// (For conditions on the master, waitMaster re-evaluates on every change.)
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // waitMaster waits for a condition on the master's state.
 func (e *env) waitMaster(timeout time.Duration, what string, cond func() bool) {
 	e.t.Helper()
@@ -308,7 +294,7 @@ func (e *env) members() []*api.ServiceEntry {
 func (e *env) waitMembersAreTasks() {
 	e.t.Helper()
 	var nodes, tasks []string
-	waitFor(e.t, waitTimeout, "the Consul members to be the running tasks", func() bool {
+	sluicetest.WaitEvery(e.t, waitTimeout, 20*time.Millisecond, "the Consul members to be the running tasks", func() bool {
 		nodes = nodes[:0]
 		for _, m := range e.members() {
 			nodes = append(nodes, m.Service.Meta["sluice_id"])

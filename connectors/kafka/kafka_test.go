@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/connectors/kafka"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -35,18 +36,6 @@ func produce(t *testing.T, b *kafkatest.Broker, recs ...*kgo.Record) {
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// waitFor polls cond every 20 ms until it holds, failing t after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -159,8 +148,8 @@ func TestPipelineDeliversEverythingAndCommitsDurableOffsets(t *testing.T) {
 	defer rt.Stop(ctx)
 
 	good := n - len(poison)
-	waitFor(t, 30*time.Second, "every record in the output topic", func() bool { return out.len() >= good })
-	waitFor(t, 30*time.Second, "every poison record in the dead-letter topic", func() bool { return dlq.len() >= len(poison) })
+	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "every record in the output topic", func() bool { return out.len() >= good })
+	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "every poison record in the dead-letter topic", func() bool { return dlq.len() >= len(poison) })
 	seen := map[string]int{}
 	for _, r := range out.all() {
 		seen[string(r.Value)]++
@@ -184,7 +173,7 @@ func TestPipelineDeliversEverythingAndCommitsDurableOffsets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "offsets committed up to the end", func() bool {
+	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "offsets committed up to the end", func() bool {
 		got, err := b.Committed(ctx, "in", "in")
 		return err == nil && maps.Equal(got, ends)
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/connectors/kafka"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -54,7 +55,7 @@ func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
 	b.Stop()
 	process(100, 200)
 	var ferr error
-	waitFor(t, 20*time.Second, "Flush to report the outage", func() bool {
+	sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "Flush to report the outage", func() bool {
 		ferr = sink.Flush(c)
 		if ferr == nil {
 			t.Fatal("Flush succeeded with the broker down")
@@ -65,8 +66,8 @@ func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
 	if err := b.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "Flush to succeed after the restart", func() bool { return sink.Flush(c) == nil })
-	waitFor(t, 10*time.Second, "200 records in the topic", func() bool { return out.len() >= 200 })
+	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "Flush to succeed after the restart", func() bool { return sink.Flush(c) == nil })
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "200 records in the topic", func() bool { return out.len() >= 200 })
 	seen := map[string]bool{}
 	for _, r := range out.all() {
 		seen[string(r.Value)] = true
@@ -103,7 +104,7 @@ func TestCommitProducedResumesFromThePositionsInState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 20*time.Second, strconv.Itoa(total)+" records out", func() bool { return out.len() >= total })
+		sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, strconv.Itoa(total)+" records out", func() bool { return out.len() >= total })
 		if err := rt.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}

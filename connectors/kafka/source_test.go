@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/connectors/kafka"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -95,7 +96,7 @@ func brokerWithRecords(t *testing.T, n int) *kafkatest.Broker {
 // pollUntil polls src until stream has n records.
 func pollUntil(t *testing.T, src sdk.Source, ctx *callCtx, stream string, n int) {
 	t.Helper()
-	waitFor(t, 20*time.Second, strconv.Itoa(n)+" records produced", func() bool {
+	sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, strconv.Itoa(n)+" records produced", func() bool {
 		if err := src.Poll(ctx); err != nil && !errors.Is(err, sdk.ErrTransient) {
 			t.Fatal(err)
 		}
@@ -136,7 +137,7 @@ func TestSourceRewindsToItsLastDurablePosition(t *testing.T) {
 	produce(t, b, numbered("t", 100, 150)...)
 	pollUntil(t, src, c, "s", 150)
 	src.Durable(c, pos) // the first 100 are durable downstream
-	waitFor(t, 10*time.Second, "offset 100 committed", func() bool {
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "offset 100 committed", func() bool {
 		got, err := b.Committed(ctx, "g", "t")
 		return err == nil && got[0] == 100
 	})
@@ -240,7 +241,7 @@ func TestSourceReportsABrokerOutageAsTransient(t *testing.T) {
 
 	b.Stop()
 	var transient error
-	waitFor(t, 20*time.Second, "Poll to report the outage", func() bool {
+	sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "Poll to report the outage", func() bool {
 		err := src.Poll(c)
 		if err != nil && !errors.Is(err, sdk.ErrTransient) {
 			t.Fatalf("Poll: %v, want a transient error", err)

@@ -198,15 +198,3 @@ func (n *Node) fetch(path string) ([]byte, error) {
 	}
 	return body, nil
 }
-
-// WaitFor polls cond every 50 ms until it holds, failing t after timeout.
-func WaitFor(t TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

@@ -18,12 +18,19 @@ import (
 // the test with msg if timeout passes first.
 func WaitFor(t testing.TB, timeout time.Duration, msg string, cond func() bool) {
 	t.Helper()
+	WaitEvery(t, timeout, 2*time.Millisecond, msg, cond)
+}
+
+// WaitEvery is WaitFor polling every interval: for conditions that cost a
+// request (a node's HTTP API, a broker), not a memory read.
+func WaitEvery(t testing.TB, timeout, interval time.Duration, msg string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, msg)
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/kafka"
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	kafkawordcount "github.com/sluicehq/sluice/samples/kafka-wordcount"
 )
 
@@ -174,7 +175,7 @@ func (tl *tally) problems() []string {
 // every instance of the pipeline once, with no handoff pending.
 func waitStable(t *testing.T, nodes *kafkatest.Nodes, members int) {
 	t.Helper()
-	kafkatest.WaitFor(t, 90*time.Second, "the cluster to settle", func() bool {
+	sluicetest.WaitEvery(t, 90*time.Second, 50*time.Millisecond, "the cluster to settle", func() bool {
 		running := 0
 		for _, n := range nodes.Running() {
 			st, err := n.Status()
@@ -322,7 +323,7 @@ func TestCrashedNodesLoseNoWord(t *testing.T) {
 				counted := tl.counted()
 				nodes.Kill(victim)
 				killed := time.Now()
-				kafkatest.WaitFor(t, 20*time.Second, victim+"'s crash to be noticed", func() bool {
+				sluicetest.WaitEvery(t, 20*time.Second, 50*time.Millisecond, victim+"'s crash to be noticed", func() bool {
 					for _, n := range nodes.Running() {
 						st, err := n.Status()
 						if err != nil {
@@ -340,7 +341,7 @@ func TestCrashedNodesLoseNoWord(t *testing.T) {
 				nodes.Start(victim)
 				// Every node must see it again before the next kill, or a
 				// second crash of it could go unnoticed.
-				kafkatest.WaitFor(t, 30*time.Second, victim+" to rejoin", func() bool {
+				sluicetest.WaitEvery(t, 30*time.Second, 50*time.Millisecond, victim+" to rejoin", func() bool {
 					for _, n := range nodes.Running() {
 						if st, err := n.Status(); err != nil || len(st.Members) != len(ids) {
 							return false
@@ -396,14 +397,14 @@ func TestBrokerRestartLosesNothing(t *testing.T) {
 	}
 	waitStable(t, nodes, 3)
 	p := startProducer(t, b, tp.in, load, 15_000) // 10 s of input
-	kafkatest.WaitFor(t, time.Minute, "20k words counted", func() bool { return tl.counted() >= 20_000 })
+	sluicetest.WaitEvery(t, time.Minute, 50*time.Millisecond, "20k words counted", func() bool { return tl.counted() >= 20_000 })
 
 	b.Stop()
 	stopped := time.Now()
 	// The outage shows in the status of the connectors' instances: in
 	// each node's own status and in the cluster view.
 	var seen []string
-	kafkatest.WaitFor(t, 30*time.Second, "the outage in /v1/node and /v1/status", func() bool {
+	sluicetest.WaitEvery(t, 30*time.Second, 50*time.Millisecond, "the outage in /v1/node and /v1/status", func() bool {
 		seen = seen[:0]
 		inStatus := false
 		for _, n := range nodes.Running() {
@@ -436,7 +437,7 @@ func TestBrokerRestartLosesNothing(t *testing.T) {
 	t.Logf("broker down; reported within %v, e.g. %s", time.Since(stopped).Round(time.Millisecond), seen[0])
 	// And in the metrics: the connectors' transient failures.
 	var metric string
-	kafkatest.WaitFor(t, 30*time.Second, "the outage in /metrics", func() bool {
+	sluicetest.WaitEvery(t, 30*time.Second, 50*time.Millisecond, "the outage in /metrics", func() bool {
 		for _, n := range nodes.Running() {
 			body, err := n.Metrics()
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/manifest"
 	kafkawordcount "github.com/sluicehq/sluice/samples/kafka-wordcount"
 	"github.com/sluicehq/sluice/sdk"
@@ -122,7 +123,7 @@ func TestManifestsDeployThePipeline(t *testing.T) {
 	if err := load.Produce(ctx, cl, wc.Input, 0, load.Records, 0); err != nil {
 		t.Fatal(err)
 	}
-	kafkatest.WaitFor(t, 2*time.Minute, "every word counted", func() bool {
+	sluicetest.WaitEvery(t, 2*time.Minute, 50*time.Millisecond, "every word counted", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for w, n := range want {
