@@ -24,7 +24,8 @@ import (
 // input edges (cumulative) and tells a source its position is durable.
 // Leaves (no outputs) release at once: their commit is the durability.
 // A snapshot taken while records wait in frozen subscriptions (a layout
-// change) is completed by the next commit, once they have been sent again.
+// change) or for a reader of their stream (streams.go) is completed by the
+// next commit once they have been sent.
 //
 // Batches that can never be acknowledged as durable must not hold snapshots
 // back, or a source's position would stop advancing and every later crash
@@ -175,7 +176,7 @@ func (d *durability) waitFor(b *outBuf) uint64 {
 func (i *instance) snapshot() {
 	p := i.out
 	_, replayable := i.opv.(core.Replayable)
-	if p.frozen > 0 {
+	if p.holding() {
 		if !i.dur.lastDeferred() && (len(i.dur.changed) > 0 || replayable) {
 			i.dur.pending = append(i.dur.pending, snapshot{deferred: true})
 		}

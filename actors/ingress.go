@@ -55,9 +55,6 @@ func newIngress(n *Node) *ingress {
 // destination. If ctx ends first, the record stays buffered and is sent as
 // credit returns.
 func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) error {
-	if t := in.node.table.Load(); t == nil || len(t.routes(stream)) == 0 {
-		return fmt.Errorf("actors: produce to %q: %w (no operator reads it)", stream, core.ErrUnknownStream)
-	}
 	if rec.EventTime.IsZero() {
 		rec.EventTime = time.Now()
 	}
@@ -67,6 +64,10 @@ func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) 
 		return fmt.Errorf("actors: produce to %q: %w", stream, core.ErrStopped)
 	}
 	in.p.begin()
+	if len(in.p.streams[stream]) == 0 {
+		in.mu.Unlock()
+		return fmt.Errorf("actors: produce to %q: %w (no operator reads it)", stream, core.ErrUnknownStream)
+	}
 	in.p.produce(stream, rec)
 	for {
 		in.p.flush(true)

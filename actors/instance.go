@@ -650,7 +650,7 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 		core.Header{Key: core.HeaderStream, Value: stream},
 	)
 	i.out.begin()
-	routed := i.out.produce(core.DeadLetterStream(name), dl)
+	i.out.produce(core.DeadLetterStream(name), dl)
 	i.deadLetters.Add(1)
 	if obs := i.node.cfg.Observer; obs != nil {
 		obs.DeadLettered(name, i.key.index)
@@ -660,11 +660,7 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 	i.dlUnlogged++
 	if now := time.Now(); now.After(i.dlNextLog) {
 		i.dlNextLog = now.Add(time.Second)
-		msg, level := "record sent to dead-letter stream", slog.LevelWarn
-		if routed == 0 {
-			msg, level = "dead letter with no reader: no operator reads "+core.DeadLetterStream(name), slog.LevelError
-		}
-		i.log.Log(i.ctx, level, msg, "key", string(rec.Key), "stream", stream, "attempts", attempts,
+		i.log.Warn("record sent to dead-letter stream", "key", string(rec.Key), "stream", stream, "attempts", attempts,
 			"error", reason, "dead_letters_since_last_log", i.dlUnlogged)
 		i.dlUnlogged = 0
 	}

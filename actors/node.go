@@ -39,9 +39,10 @@ type Node struct {
 	addr   string // actor address of this node
 	kinds  map[string]core.Factory
 
-	table  atomic.Pointer[routeTable]
-	topo   atomic.Pointer[topology.Topology] // as last applied by the coordinator
-	queued atomic.Int64                      // records delivered to instances here and not yet processed
+	table   atomic.Pointer[routeTable]
+	topo    atomic.Pointer[topology.Topology] // as last applied by the coordinator
+	queued  atomic.Int64                      // records delivered to instances here and not yet processed
+	streams streamStats                       // records of streams with no reader
 
 	coord     *actor.PID
 	coordImpl *coordinator

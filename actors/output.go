@@ -38,6 +38,21 @@ type producer struct {
 
 	lastStream string    // the stream of the previous produce call …
 	lastOuts   []*subOut // … and its subscriptions, to skip the map lookup
+
+	// Records produced to streams that no operator reads, held until one
+	// does when hold is set, else dropped and counted (see streams.go).
+	hold    bool
+	unread  []*unreadStream
+	unreadN int // records in unread
+}
+
+// unreadStream holds the records produced to one stream while no operator
+// read it.
+type unreadStream struct {
+	stream  string
+	recs    []core.Record
+	mark    int // len(recs) at the start of the current attempt
+	counter *streamCounter
 }
 
 type subKey struct{ stream, operator string }
@@ -78,6 +93,7 @@ func newProducer(n *Node, self *actor.PID, seed uint64) *producer {
 	return &producer{
 		node:    n,
 		self:    self,
+		hold:    n.cfg.AtLeastOnce,
 		streams: make(map[string][]*subOut),
 		subs:    make(map[subKey]*subOut),
 		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -134,7 +150,78 @@ func (p *producer) refresh() {
 		p.forgetDead(so)
 		p.maybeThaw(so)
 	}
+	p.deliverUnread()
 }
+
+// noReader takes a record produced to a stream that no operator reads in
+// the producer's route table. If a newer table (not adopted yet: the layout
+// stays fixed during an attempt) has a reader, the record is held and
+// delivered when the table is adopted, in every mode. Otherwise it is held
+// when the producer holds records of unread streams (except dead letters),
+// else dropped and counted (see streams.go).
+func (p *producer) noReader(stream string, rec core.Record) {
+	if !p.keepUnread(stream) {
+		if latest := p.node.table.Load(); latest == p.table || len(latest.routes(stream)) == 0 {
+			p.node.dropped(stream, 1)
+			return
+		}
+	}
+	var u *unreadStream
+	for _, x := range p.unread {
+		if x.stream == stream {
+			u = x
+			break
+		}
+	}
+	if u == nil {
+		u = &unreadStream{stream: stream, counter: p.node.streams.counter(stream)}
+		p.unread = append(p.unread, u)
+	}
+	u.recs = append(u.recs, rec)
+	u.counter.held.Add(1)
+	p.unreadN++
+}
+
+// keepUnread reports whether records of stream wait for a reader rather
+// than being dropped when it has none.
+func (p *producer) keepUnread(stream string) bool {
+	return p.hold && !core.IsDeadLetterStream(stream)
+}
+
+// deliverUnread routes the held records of streams that have readers in
+// the adopted table, in the order they were produced and ahead of anything
+// produced later; those of streams that still have none are dropped unless
+// they are to be kept.
+func (p *producer) deliverUnread() {
+	if len(p.unread) == 0 {
+		return
+	}
+	keep := p.unread[:0]
+	for _, u := range p.unread {
+		outs := p.streams[u.stream]
+		switch {
+		case len(u.recs) == 0:
+			continue
+		case len(outs) > 0:
+			for _, rec := range u.recs {
+				p.routeAll(outs, rec)
+			}
+		case p.keepUnread(u.stream):
+			keep = append(keep, u)
+			continue
+		default:
+			p.node.dropped(u.stream, len(u.recs))
+		}
+		u.counter.held.Add(-int64(len(u.recs)))
+		p.unreadN -= len(u.recs)
+	}
+	clear(p.unread[len(keep):])
+	p.unread = keep
+}
+
+// holding reports whether records wait for a layout change or for a
+// reader, so that the batches they will travel in are not known yet.
+func (p *producer) holding() bool { return p.frozen > 0 || p.unreadN > 0 }
 
 // newBufs makes the output buffers of a subscription layout.
 func (p *producer) newBufs(so *subOut, s *subscription) []*outBuf {
@@ -239,17 +326,30 @@ func (p *producer) maybeThaw(so *subOut) {
 	}
 }
 
-// produce routes rec to every operator subscribed to stream. It returns the
-// number of operators it was routed to.
+// produce routes rec to every operator subscribed to stream; a record of a
+// stream nobody reads goes to noReader.
 //
 // The layout stays fixed during an attempt: a new route table is adopted
-// only in begin, ack and bounce, between attempts.
-func (p *producer) produce(stream string, rec core.Record) int {
+// only in begin, ack, bounce and on routesMsg, between attempts. A record
+// produced under a table that predates a new reader of its stream (a
+// source's Poll may wait for data while the reader is deployed) is held
+// or counted, never silently lost, and held records reach the reader once
+// the table is adopted.
+func (p *producer) produce(stream string, rec core.Record) {
 	outs := p.lastOuts
 	if stream != p.lastStream {
 		outs = p.streams[stream]
 		p.lastStream, p.lastOuts = stream, outs
 	}
+	if len(outs) == 0 {
+		p.noReader(stream, rec)
+		return
+	}
+	p.routeAll(outs, rec)
+}
+
+// routeAll routes rec to each of outs, or holds it for a frozen one.
+func (p *producer) routeAll(outs []*subOut, rec core.Record) {
 	for _, so := range outs {
 		if so.frozen {
 			so.held = append(so.held, rec)
@@ -257,7 +357,6 @@ func (p *producer) produce(stream string, rec core.Record) int {
 		}
 		p.route(so, rec)
 	}
-	return len(outs)
 }
 
 // route appends rec to the buffer(s) its routing picks in so's layout.
@@ -302,6 +401,9 @@ func (p *producer) begin() {
 			so.heldMark = len(so.held)
 		}
 	}
+	for _, u := range p.unread {
+		u.mark = len(u.recs)
+	}
 }
 
 // rollback discards the records added since begin.
@@ -315,6 +417,14 @@ func (p *producer) rollback() {
 				clear(so.held[so.heldMark:])
 				so.held = so.held[:so.heldMark]
 			}
+		}
+	}
+	for _, u := range p.unread {
+		if n := len(u.recs) - u.mark; n > 0 {
+			clear(u.recs[u.mark:])
+			u.recs = u.recs[:u.mark]
+			u.counter.held.Add(-int64(n))
+			p.unreadN -= n
 		}
 	}
 }
@@ -374,12 +484,16 @@ func (p *producer) flush(all bool) (blocked bool) {
 			}
 		}
 	}
+	if p.unreadN >= limit {
+		blocked = true
+	}
 	return blocked
 }
 
-// buffered returns the number of records waiting to be sent.
+// buffered returns the number of records waiting to be sent, including
+// those waiting for a reader.
 func (p *producer) buffered() int {
-	n := 0
+	n := p.unreadN
 	for _, b := range p.dirty {
 		n += b.recs.Len()
 	}

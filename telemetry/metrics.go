@@ -53,6 +53,14 @@ const (
 	// MetricBuffered is the number of records the node's instances hold in
 	// output buffers; updowncounter, {record}.
 	MetricBuffered = "sluice.node.buffered.records"
+	// MetricStreamDropped counts records produced on the node to a stream
+	// no operator read, which were discarded (without durability tracking;
+	// dead letters in every mode); counter, {record}, with AttrStream.
+	MetricStreamDropped = "sluice.stream.dropped.records"
+	// MetricStreamHeld is the number of records producers on the node hold
+	// for a stream no operator reads yet (with durability tracking);
+	// updowncounter, {record}, with AttrStream.
+	MetricStreamHeld = "sluice.stream.held.records"
 )
 
 // Histogram bucket boundaries, in seconds.
@@ -66,6 +74,7 @@ var (
 type Node interface {
 	Status() []actors.OperatorStatus
 	Buffered() int64
+	Streams() []actors.StreamStatus
 }
 
 var _ Node = (*actors.Node)(nil)
@@ -76,8 +85,8 @@ var _ Node = (*actors.Node)(nil)
 // are aggregated here (see histogram) for the sample of records the
 // runtime times, and handed to the readers by Produce.
 type metrics struct {
-	consumed, produced, restarts, deadLetters, transient metric.Int64ObservableCounter
-	mailbox, stateSize, buffered                         metric.Int64ObservableUpDownCounter
+	consumed, produced, restarts, deadLetters, transient, dropped metric.Int64ObservableCounter
+	mailbox, stateSize, buffered, held                            metric.Int64ObservableUpDownCounter
 
 	node      atomic.Pointer[nodeRef] // nil until attached
 	instances instanceCache
@@ -115,10 +124,12 @@ func (m *metrics) register(meter metric.Meter) error {
 	m.mailbox = gauge(MetricMailbox, "{record}", "Records delivered to the instance and not yet processed.")
 	m.stateSize = gauge(MetricStateSize, "By", "Estimated disk space of the instance's state.")
 	m.buffered = gauge(MetricBuffered, "{record}", "Records held in the node's output buffers.")
+	m.dropped = counter(MetricStreamDropped, "{record}", "Records produced to a stream no operator read, discarded.")
+	m.held = gauge(MetricStreamHeld, "{record}", "Records held for a stream no operator reads yet.")
 	if err != nil {
 		return fmt.Errorf("telemetry: create instruments: %w", err)
 	}
-	if _, err := meter.RegisterCallback(m.observe, m.consumed, m.produced, m.restarts, m.deadLetters, m.transient, m.mailbox, m.stateSize, m.buffered); err != nil {
+	if _, err := meter.RegisterCallback(m.observe, m.consumed, m.produced, m.restarts, m.deadLetters, m.transient, m.mailbox, m.stateSize, m.buffered, m.dropped, m.held); err != nil {
 		return fmt.Errorf("telemetry: register callback: %w", err)
 	}
 	return nil
@@ -216,6 +227,11 @@ func (m *metrics) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.stateSize, t.stateBytes, a...)
 	}
 	o.ObserveInt64(m.buffered, ref.Buffered())
+	for _, st := range ref.Streams() {
+		a := metric.WithAttributeSet(attribute.NewSet(AttrStream.String(st.Stream)))
+		o.ObserveInt64(m.dropped, st.Dropped, a)
+		o.ObserveInt64(m.held, st.Held, a)
+	}
 	return nil
 }
 

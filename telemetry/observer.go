@@ -16,7 +16,7 @@ const (
 	AttrOperator  = attribute.Key("sluice.operator.name")      // operator name (spans and metrics)
 	AttrInstance  = attribute.Key("sluice.operator.instance")  // instance index (spans and metrics)
 	AttrNode      = attribute.Key("sluice.node.id")            // node ID (spans)
-	AttrStream    = attribute.Key("sluice.stream.name")        // input stream (processing spans)
+	AttrStream    = attribute.Key("sluice.stream.name")        // input stream (processing spans); stream (stream metrics)
 	AttrQueueWait = attribute.Key("sluice.queue.wait_seconds") // time the record's batch waited to be processed (processing spans)
 )
 

@@ -161,6 +161,9 @@ type fakeNode struct{ ops []actors.OperatorStatus }
 
 func (f fakeNode) Status() []actors.OperatorStatus { return f.ops }
 func (f fakeNode) Buffered() int64                 { return 42 }
+func (f fakeNode) Streams() []actors.StreamStatus {
+	return []actors.StreamStatus{{Stream: "words", Dropped: 12}, {Stream: "counts", Held: 300}}
+}
 
 func TestMetricsReadTheNodeStatus(t *testing.T) {
 	exp := &captureMetrics{}
@@ -219,6 +222,29 @@ func TestMetricsReadTheNodeStatus(t *testing.T) {
 	}
 	if p := sumPoints(got[MetricBuffered]); len(p) != 1 || p[0].Value != 42 {
 		t.Errorf("%s: %v, want 42", MetricBuffered, p)
+	}
+	for _, tc := range []struct {
+		name   string
+		stream string
+		want   int64
+	}{
+		{MetricStreamDropped, "words", 12},
+		{MetricStreamDropped, "counts", 0},
+		{MetricStreamHeld, "counts", 300},
+		{MetricStreamHeld, "words", 0},
+	} {
+		found := false
+		for _, p := range sumPoints(got[tc.name]) {
+			if v, _ := p.Attributes.Value(AttrStream); v.AsString() == tc.stream {
+				found = true
+				if p.Value != tc.want {
+					t.Errorf("%s{stream=%s} = %d, want %d", tc.name, tc.stream, p.Value, tc.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s series for stream %s", tc.name, tc.stream)
+		}
 	}
 	for _, tc := range []struct {
 		name  string

@@ -114,7 +114,14 @@ const (
 )
 
 // DeadLetterStream returns the name of operator's dead-letter stream.
-func DeadLetterStream(operator string) string { return operator + ".deadletter" }
+func DeadLetterStream(operator string) string { return operator + deadLetterSuffix }
+
+// deadLetterSuffix ends every dead-letter stream's name.
+const deadLetterSuffix = ".deadletter"
+
+// IsDeadLetterStream reports whether stream is an operator's dead-letter
+// stream.
+func IsDeadLetterStream(stream string) bool { return strings.HasSuffix(stream, deadLetterSuffix) }
 
 // WithDefaults returns m with every zero field set to its default.
 func (m Metadata) WithDefaults() Metadata {
