@@ -14,6 +14,8 @@
 //	GET    /v1/operators/{name}             api.OperatorView
 //	POST   /v1/operators                    api.DeployRequest → api.DeployResponse: 201 created, 200 changed,
 //	                                        400 with api.Error.Fields naming every bad field, 409 conflict
+//	POST   /v1/deployments                  api.DeploymentRequest → api.DeploymentResponse: several operators as one
+//	                                        topology change (a pipeline starts whole); all valid or nothing deployed
 //	PUT    /v1/operators/{name}/instances   api.ScaleRequest → api.DeployResponse (404 unknown operator)
 //	DELETE /v1/operators/{name}[?purge=1]   api.DeployResponse; with purge every node deletes the state
 //	GET    /v1/streams                      []api.StreamView: producers, consumers, dangling streams

@@ -2,19 +2,21 @@ package control
 
 import (
 	"fmt"
-	"github.com/sluicehq/sluice/control/api"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/topology"
 )
 
 // Streams returns every stream of t: who produces it, who reads it with
-// which routing, and whether it dangles. Dead-letter streams appear when
-// some operator reads them.
-func Streams(t topology.Topology) []api.StreamView {
+// which routing, and whether it dangles, with the counts of records that
+// found no reader (counts, summed over nodes). Dead-letter streams appear
+// when some operator reads them or some of their records were dropped.
+func Streams(t topology.Topology, counts []actors.StreamStatus) []api.StreamView {
 	byName := map[string]*api.StreamView{}
 	get := func(name string) *api.StreamView {
 		sv := byName[name]
@@ -34,6 +36,14 @@ func Streams(t topology.Topology) []api.StreamView {
 			sv.Consumers = append(sv.Consumers, api.StreamReader{Operator: spec.Meta.Name, Routing: in.Routing})
 		}
 	}
+	for _, c := range counts {
+		if c.Dropped == 0 && c.Held == 0 {
+			continue
+		}
+		sv := get(c.Stream)
+		sv.Dropped += c.Dropped
+		sv.Held += c.Held
+	}
 	// A dead-letter stream has its operator as producer.
 	for _, spec := range t.Operators {
 		if sv := byName[core.DeadLetterStream(spec.Meta.Name)]; sv != nil {
@@ -51,11 +61,12 @@ func Streams(t topology.Topology) []api.StreamView {
 }
 
 // GraphText renders t as lines "producer → stream (routing) → consumer",
-// marking streams with no producer or no consumer.
-func GraphText(t topology.Topology) string {
+// marking streams with no producer or no consumer and saying how many
+// records found no reader.
+func GraphText(t topology.Topology, streams []api.StreamView) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "topology version %d: %d operators\n", t.Version, len(t.Operators))
-	for _, sv := range Streams(t) {
+	for _, sv := range streams {
 		producers := strings.Join(sv.Producers, ", ")
 		if sv.NoProducer {
 			producers = "(no producer)"
@@ -68,6 +79,9 @@ func GraphText(t topology.Topology) string {
 		if sv.NoConsumer {
 			consumers = "(no consumer)"
 		}
+		if u := unread(sv); u != "" {
+			consumers += "  [" + u + "]"
+		}
 		fmt.Fprintf(&b, "%s → %s → %s\n", producers, sv.Name, consumers)
 	}
 	for _, spec := range t.Operators {
@@ -78,16 +92,31 @@ func GraphText(t topology.Topology) string {
 	return b.String()
 }
 
+// unread describes the records of sv that found no reader, or is "".
+func unread(sv api.StreamView) string {
+	var parts []string
+	if sv.Dropped > 0 {
+		parts = append(parts, fmt.Sprintf("%d dropped", sv.Dropped))
+	}
+	if sv.Held > 0 {
+		parts = append(parts, fmt.Sprintf("%d held", sv.Held))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "no reader: " + strings.Join(parts, ", ")
+}
+
 // GraphDOT renders t in Graphviz DOT: operators as boxes, streams as
 // ellipses (dashed and red when they have no producer or no consumer),
 // edges labelled with the routing.
-func GraphDOT(t topology.Topology) string {
+func GraphDOT(t topology.Topology, streams []api.StreamView) string {
 	var b strings.Builder
 	b.WriteString("digraph sluice {\n  rankdir=LR;\n")
 	for _, spec := range t.Operators {
 		fmt.Fprintf(&b, "  %q [shape=box, label=%q];\n", "op:"+spec.Meta.Name, fmt.Sprintf("%s ×%d", spec.Meta.Name, spec.Meta.Parallelism))
 	}
-	for _, sv := range Streams(t) {
+	for _, sv := range streams {
 		style := ""
 		switch {
 		case sv.NoProducer && sv.NoConsumer:
@@ -97,7 +126,11 @@ func GraphDOT(t topology.Topology) string {
 		case sv.NoConsumer:
 			style = `, style=dashed, color=red, xlabel="no consumer"`
 		}
-		fmt.Fprintf(&b, "  %q [shape=ellipse, label=%q%s];\n", "stream:"+sv.Name, sv.Name, style)
+		label := sv.Name
+		if u := unread(sv); u != "" {
+			label += "\n" + u
+		}
+		fmt.Fprintf(&b, "  %q [shape=ellipse, label=%q%s];\n", "stream:"+sv.Name, label, style)
 		for _, p := range sv.Producers {
 			fmt.Fprintf(&b, "  %q -> %q;\n", "op:"+p, "stream:"+sv.Name)
 		}
@@ -109,25 +142,39 @@ func GraphDOT(t topology.Topology) string {
 	return b.String()
 }
 
+// streamViews returns the streams of the cluster's topology with the
+// unread-record counts of every node that answered.
+func (s *Server) streamViews(r *http.Request) (topology.Topology, []api.StreamView, error) {
+	v, err := s.gather(r.Context())
+	if err != nil {
+		return topology.Topology{}, nil, err
+	}
+	var counts []actors.StreamStatus
+	for _, st := range v.nodes {
+		counts = append(counts, st.Streams...)
+	}
+	return v.topo, Streams(v.topo, counts), nil
+}
+
 func (s *Server) streams(w http.ResponseWriter, r *http.Request) {
-	t, err := s.node.Store().Load(r.Context())
+	_, views, err := s.streamViews(r)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Streams(t))
+	writeJSON(w, http.StatusOK, views)
 }
 
 func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
-	t, err := s.node.Store().Load(r.Context())
+	t, views, err := s.streamViews(r)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if f := r.URL.Query().Get("format"); f == "dot" {
-		_, _ = w.Write([]byte(GraphDOT(t)))
+		_, _ = w.Write([]byte(GraphDOT(t, views)))
 		return
 	}
-	_, _ = w.Write([]byte(GraphText(t)))
+	_, _ = w.Write([]byte(GraphText(t, views)))
 }

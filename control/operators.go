@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sluicehq/sluice/control/api"
 	"net/http"
+	"slices"
 	"time"
 
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/topology"
@@ -60,6 +61,57 @@ func (s *Server) deploy(w http.ResponseWriter, r *http.Request) {
 	s.answerChange(w, r, t, spec.Meta.Name, created, err)
 }
 
+// deployMany deploys several manifests as one topology change.
+func (s *Server) deployMany(w http.ResponseWriter, r *http.Request) {
+	var req api.DeploymentRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+		return
+	}
+	if len(req.Manifests) == 0 {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: "invalid deployment", Fields: []string{"manifests: must list at least one manifest"}})
+		return
+	}
+	specs := make([]topology.OperatorSpec, len(req.Manifests))
+	names := make([]string, len(req.Manifests))
+	var fields []string
+	for i, mf := range req.Manifests {
+		spec, problems := s.specFromManifest(mf)
+		for _, p := range problems {
+			fields = append(fields, fmt.Sprintf("manifests[%d] (%q): %s", i, mf.Name, p))
+		}
+		specs[i], names[i] = spec, mf.Name
+	}
+	if len(fields) > 0 {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: "invalid deployment: nothing was deployed", Fields: fields})
+		return
+	}
+	var created []bool
+	t, err := changeOperators(r.Context(), s.node.Store(), names, func(t topology.Topology) (topology.Topology, error) {
+		next, c, err := t.DeployAll(specs, time.Now())
+		created = c
+		return next, err
+	})
+	if err != nil {
+		s.answerChange(w, r, t, "", false, err)
+		return
+	}
+	resp := api.DeploymentResponse{Version: t.Version, Created: created}
+	for _, name := range names {
+		spec, _ := t.Find(name)
+		ov := view{topo: t}.operator(spec)
+		ov.State, ov.Pending = "deploying", ""
+		resp.Operators = append(resp.Operators, ov)
+	}
+	code := http.StatusOK
+	if slices.Contains(created, true) {
+		code = http.StatusCreated
+	}
+	writeJSON(w, code, resp)
+}
+
 func (s *Server) scale(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var req api.ScaleRequest
@@ -99,6 +151,13 @@ func (s *Server) change(ctx context.Context, name string, change func(topology.T
 
 // changeOperator is Server.change on a given store.
 func changeOperator(ctx context.Context, store topology.Store, name string, change func(topology.Topology) (topology.Topology, error)) (topology.Topology, error) {
+	return changeOperators(ctx, store, []string{name}, change)
+}
+
+// changeOperators applies a change to the named operators with
+// check-and-set: a concurrent change to any of them is a conflict, one to
+// other operators is retried on top.
+func changeOperators(ctx context.Context, store topology.Store, names []string, change func(topology.Topology) (topology.Topology, error)) (topology.Topology, error) {
 	for attempt := 0; attempt < 20; attempt++ {
 		cur, err := store.Load(ctx)
 		if err != nil {
@@ -122,11 +181,13 @@ func changeOperator(ctx context.Context, store topology.Store, name string, chan
 		if lerr != nil {
 			return topology.Topology{}, lerr
 		}
-		before, was := cur.Find(name)
-		after, is := now.Find(name)
-		if was != is || (is && !after.DeployedAt.Equal(before.DeployedAt)) {
-			return topology.Topology{}, fmt.Errorf("%w: operator %q was changed by another client (topology version %d → %d); look at it and retry",
-				topology.ErrConflict, name, cur.Version, now.Version)
+		for _, name := range names {
+			before, was := cur.Find(name)
+			after, is := now.Find(name)
+			if was != is || (is && !after.DeployedAt.Equal(before.DeployedAt)) {
+				return topology.Topology{}, fmt.Errorf("%w: operator %q was changed by another client (topology version %d → %d); look at it and retry",
+					topology.ErrConflict, name, cur.Version, now.Version)
+			}
 		}
 	}
 	return topology.Topology{}, fmt.Errorf("%w: the topology keeps changing; retry", topology.ErrConflict)
@@ -143,7 +204,7 @@ func (s *Server) answerChange(w http.ResponseWriter, r *http.Request, t topology
 		writeError(w, http.StatusNotFound, fmt.Errorf("no operator %q is deployed", name))
 		return
 	case errors.As(err, &me):
-		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("invalid settings for %q", name), Fields: []string{manifestField(me)}})
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("invalid settings for %q", me.Operator), Fields: []string{manifestField(me)}})
 		return
 	case err != nil:
 		writeError(w, http.StatusInternalServerError, err)

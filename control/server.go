@@ -27,6 +27,7 @@ type Node interface {
 	Pending(ctx context.Context) ([]string, error)
 	Queued() int64
 	Buffered() int64
+	Streams() []actors.StreamStatus
 	Store() topology.Store
 	Topology() topology.Topology
 	Kinds() []string
@@ -51,7 +52,10 @@ type Status struct {
 	Pending   []string                `json:"pending"`
 	Queued    int64                   `json:"queued"`
 	Buffered  int64                   `json:"buffered"`
-	Launched  []api.LaunchedView      `json:"launched,omitempty"`
+	// Streams counts, per stream, records produced here while no operator
+	// read it (dropped, or held until one does).
+	Streams  []actors.StreamStatus `json:"streams,omitempty"`
+	Launched []api.LaunchedView    `json:"launched,omitempty"`
 }
 
 // Server serves the control API of one node.
@@ -106,6 +110,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 	s.mux.HandleFunc("GET /v1/operators", s.listOperators)
 	s.mux.HandleFunc("GET /v1/operators/{name}", s.getOperator)
 	s.mux.HandleFunc("POST /v1/operators", s.deploy)
+	s.mux.HandleFunc("POST /v1/deployments", s.deployMany)
 	s.mux.HandleFunc("PUT /v1/operators/{name}/instances", s.scale)
 	s.mux.HandleFunc("DELETE /v1/operators/{name}", s.kill)
 	s.mux.HandleFunc("GET /v1/streams", s.streams)
@@ -145,7 +150,7 @@ func (s *Server) local(ctx context.Context) (Status, error) {
 	st := Status{
 		Node: s.node.ID(), Address: s.node.Address(), HTTP: s.addr, Kinds: s.node.Kinds(),
 		Members: members, Operators: s.node.Status(), Pending: pending,
-		Queued: s.node.Queued(), Buffered: s.node.Buffered(),
+		Queued: s.node.Queued(), Buffered: s.node.Buffered(), Streams: s.node.Streams(),
 	}
 	if s.launcher != nil {
 		st.Launched = s.launcher.Launched()

@@ -150,3 +150,70 @@ func TestConcurrentDeploysOfOneNameConflict(t *testing.T) {
 		t.Logf("round %d: answers %v", round, codes)
 	}
 }
+
+func TestDeploymentIsOneChange(t *testing.T) {
+	rt, a := startEmbedded(t, 0, []string{"count"})
+	before := rt.Node().Topology().Version
+	var dr api.DeploymentResponse
+	code := a.do("POST", "/v1/deployments", api.DeploymentRequest{Manifests: []api.Manifest{{Name: "gen"}, {Name: "count", Instances: 3}}}, &dr)
+	if code != 201 || dr.Version != before+1 || len(dr.Operators) != 2 || !dr.Created[0] || dr.Created[1] || dr.Operators[1].Instances != 3 {
+		t.Fatalf("deployment = %d %+v, want 201, version %d, gen created and count rescaled to 3", code, dr, before+1)
+	}
+	// One invalid manifest: nothing is deployed, and every problem is named.
+	var e api.Error
+	code = a.do("POST", "/v1/deployments", api.DeploymentRequest{Manifests: []api.Manifest{{Name: "other", Kind: "gen"}, {Name: "bad name", Instances: -1}}}, &e)
+	if code != 400 || len(e.Fields) == 0 || !strings.Contains(strings.Join(e.Fields, "\n"), `manifests[1] ("bad name")`) {
+		t.Fatalf("invalid deployment = %d %+v, want 400 naming manifests[1]", code, e)
+	}
+	var ops []api.OperatorView
+	a.do("GET", "/v1/operators", nil, &ops)
+	for _, op := range ops {
+		if op.Name == "other" {
+			t.Fatal("an invalid deployment deployed part of itself")
+		}
+	}
+	if code := a.do("POST", "/v1/deployments", api.DeploymentRequest{}, &e); code != 400 {
+		t.Fatalf("empty deployment = %d, want 400", code)
+	}
+	if code := a.do("POST", "/v1/deployments", api.DeploymentRequest{Manifests: []api.Manifest{{Name: "gen"}, {Name: "gen"}}}, &e); code != 400 {
+		t.Fatalf("deployment naming gen twice = %d %+v, want 400", code, e)
+	}
+}
+
+// Records produced to a stream nobody reads are counted, and the count
+// shows in the streams, the graph and the node's status.
+func TestUnreadRecordsShowInStreamsAndGraph(t *testing.T) {
+	const records = 3000
+	_, a := startEmbedded(t, records, []string{"gen"})
+	var views []api.StreamView
+	sluicetest.WaitEvery(t, 30*time.Second, 10*time.Millisecond, "every record counted as dropped", func() bool {
+		views = nil
+		a.do("GET", "/v1/streams", nil, &views)
+		for _, v := range views {
+			if v.Name == "words" && v.Dropped == records {
+				return true
+			}
+		}
+		return false
+	})
+	var text string
+	a.do("GET", "/v1/graph", nil, &text)
+	if want := fmt.Sprintf("gen → words → (no consumer)  [no reader: %d dropped]", records); !strings.Contains(text, want) {
+		t.Fatalf("graph:\n%s\nwant a line %q", text, want)
+	}
+	var dot string
+	a.do("GET", "/v1/graph?format=dot", nil, &dot)
+	if want := fmt.Sprintf(`label="words\nno reader: %d dropped"`, records); !strings.Contains(dot, want) {
+		t.Fatalf("dot:\n%s\nwant %s", dot, want)
+	}
+	var st struct {
+		Streams []struct {
+			Stream  string `json:"stream"`
+			Dropped int64  `json:"dropped"`
+		} `json:"streams"`
+	}
+	a.do("GET", "/v1/node", nil, &st)
+	if len(st.Streams) != 1 || st.Streams[0].Stream != "words" || st.Streams[0].Dropped != records {
+		t.Fatalf("node status streams = %+v, want words with %d dropped", st.Streams, records)
+	}
+}

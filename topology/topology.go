@@ -131,6 +131,31 @@ func (t Topology) Deploy(spec OperatorSpec, now time.Time) (next Topology, creat
 	return next, true, nil
 }
 
+// DeployAll deploys several operators as one change (one version), as
+// Deploy does each: a pipeline deployed this way starts whole, with every
+// reader in place before any writer runs. created reports, in order,
+// whether each was new. Two specs with the same name are an error.
+func (t Topology) DeployAll(specs []OperatorSpec, now time.Time) (next Topology, created []bool, err error) {
+	next = t
+	seen := make(map[string]int, len(specs))
+	for i, spec := range specs {
+		if j, dup := seen[spec.Meta.Name]; dup {
+			return t, nil, &core.MetadataError{Operator: spec.Meta.Name, Field: "name",
+				Problem: fmt.Sprintf("deployed twice in one change (operators #%d and #%d)", j, i)}
+		}
+		seen[spec.Meta.Name] = i
+		var c bool
+		if next, c, err = next.Deploy(spec, now); err != nil {
+			return t, nil, err
+		}
+		created = append(created, c)
+	}
+	if len(specs) > 0 {
+		next.Version = t.Version + 1 // one change, however many operators
+	}
+	return next, created, nil
+}
+
 // Scale sets the parallelism of the named operator, starting a new epoch.
 func (t Topology) Scale(name string, instances int, now time.Time) (Topology, error) {
 	spec, ok := t.Find(name)

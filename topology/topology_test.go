@@ -92,3 +92,33 @@ func TestSeed(t *testing.T) {
 		t.Fatalf("seeding invalid metadata: %v", err)
 	}
 }
+
+func TestDeployAllIsOneChange(t *testing.T) {
+	var tp Topology
+	tp, _, err := tp.Deploy(spec("count", 2, "words"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, created, err := tp.DeployAll([]OperatorSpec{spec("source", 1), spec("count", 4, "words"), spec("sink", 1, "counts")}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Version != tp.Version+1 {
+		t.Fatalf("version %d after one batch on %d, want %d", next.Version, tp.Version, tp.Version+1)
+	}
+	if want := []bool{true, false, true}; len(created) != 3 || created[0] != want[0] || created[1] != want[1] || created[2] != want[2] {
+		t.Fatalf("created = %v, want %v", created, want)
+	}
+	if c, _ := next.Find("count"); c.Meta.Parallelism != 4 || c.Epoch != 1 {
+		t.Fatalf("count after the batch: parallelism %d epoch %d, want 4 and 1", c.Meta.Parallelism, c.Epoch)
+	}
+	var me *core.MetadataError
+	if _, _, err := tp.DeployAll([]OperatorSpec{spec("a", 1), spec("a", 2)}, now); !errors.As(err, &me) || me.Field != "name" || !strings.Contains(me.Problem, "twice") {
+		t.Fatalf("a batch naming an operator twice: %v, want a name error", err)
+	}
+	bad := spec("b", 1)
+	bad.Meta.Parallelism = -1
+	if same, _, err := tp.DeployAll([]OperatorSpec{spec("ok", 1), bad}, now); err == nil || same.Version != tp.Version {
+		t.Fatalf("a batch with an invalid operator: err %v, version %d; want an error and nothing changed", err, same.Version)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +22,10 @@ func newDeployCmd(a *app) *cobra.Command {
 		Short: "Deploy or update operators from manifest files",
 		Long: `Deploy reads the manifests in each FILE (YAML or JSON; one manifest, several
 separated by ---, or a list; - reads standard input), checks them all, and
-only if every one is valid deploys them in order: an operator that does not
-exist is created, one that does is updated to the manifest.
+only if every one is valid deploys them all as one change of the topology:
+an operator that does not exist is created, one that does is updated to the
+manifest, and every node starts the whole pipeline at once (no operator
+runs before the readers of its output are in place).
 
 Problems in the files are printed one per line, naming the field and what
 is allowed, and nothing is deployed. A deploy that loses a race with
@@ -63,6 +66,9 @@ func (a *app) deploy(ctx context.Context, files []string) error {
 	if err != nil {
 		return err
 	}
+	if len(srcs) > 1 {
+		return a.deployAll(ctx, c, srcs)
+	}
 	for _, s := range srcs {
 		resp, raw, err := c.change(ctx, http.MethodPost, "/v1/operators", nil, api.DeployRequest{Manifest: s.m})
 		if err != nil {
@@ -80,6 +86,34 @@ func (a *app) deploy(ctx context.Context, files []string) error {
 		}
 		fmt.Fprintf(a.stdout, "deployed %s (%s), topology version %d\n", s.m.Name, what, resp.Version)
 	}
+	return nil
+}
+
+// deployAll deploys several manifests as one topology change.
+func (a *app) deployAll(ctx context.Context, c *client, srcs []source) error {
+	req := api.DeploymentRequest{Manifests: make([]api.Manifest, len(srcs))}
+	for i, s := range srcs {
+		req.Manifests[i] = s.m
+	}
+	raw, err := c.do(ctx, http.MethodPost, "/v1/deployments", nil, req)
+	if err != nil {
+		return fmt.Errorf("deploy %d operators: %w", len(srcs), err)
+	}
+	if a.json {
+		return printJSON(a.stdout, raw)
+	}
+	var resp api.DeploymentResponse
+	if err := json.Unmarshal(raw, &resp); err != nil {
+		return fmt.Errorf("deploy %d operators: decode the answer: %w", len(srcs), err)
+	}
+	for i, s := range srcs {
+		what := "updated"
+		if i < len(resp.Created) && resp.Created[i] {
+			what = "created"
+		}
+		fmt.Fprintf(a.stdout, "deployed %s (%s)\n", s.m.Name, what)
+	}
+	fmt.Fprintf(a.stdout, "%d operators deployed as one change, topology version %d\n", len(srcs), resp.Version)
 	return nil
 }
 

@@ -22,20 +22,28 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-// deployed decodes the manifests of the POST requests in reqs.
+// deployed decodes the manifests of the POST requests in reqs: one
+// manifest per POST /v1/operators, several per POST /v1/deployments.
 func deployed(t *testing.T, reqs []request) []api.Manifest {
 	t.Helper()
 	var out []api.Manifest
 	for _, r := range reqs {
-		if r.Method != http.MethodPost || r.Path != "/v1/operators" {
-			t.Errorf("got request %s %s, want POST /v1/operators", r.Method, r.Path)
-			continue
+		switch {
+		case r.Method == http.MethodPost && r.Path == "/v1/operators":
+			var dr api.DeployRequest
+			if err := json.Unmarshal([]byte(r.Body), &dr); err != nil {
+				t.Fatalf("request body %q: %v", r.Body, err)
+			}
+			out = append(out, dr.Manifest)
+		case r.Method == http.MethodPost && r.Path == "/v1/deployments":
+			var dr api.DeploymentRequest
+			if err := json.Unmarshal([]byte(r.Body), &dr); err != nil {
+				t.Fatalf("request body %q: %v", r.Body, err)
+			}
+			out = append(out, dr.Manifests...)
+		default:
+			t.Errorf("got request %s %s, want POST /v1/operators or /v1/deployments", r.Method, r.Path)
 		}
-		var dr api.DeployRequest
-		if err := json.Unmarshal([]byte(r.Body), &dr); err != nil {
-			t.Fatalf("request body %q: %v", r.Body, err)
-		}
-		out = append(out, dr.Manifest)
 	}
 	return out
 }
@@ -83,20 +91,26 @@ func TestDeploy(t *testing.T) {
 	}
 }
 
+// Several manifests, from one file or several, are one change: one
+// request, one topology version.
 func TestDeploySeveral(t *testing.T) {
 	f := newFakeNode(t)
-	f.on("POST /v1/operators", http.StatusOK, api.DeployResponse{Version: 12})
+	f.on("POST /v1/deployments", http.StatusOK, api.DeploymentResponse{Version: 12, Created: []bool{false, true, false, false}})
 	a := writeFile(t, "a.yaml", "name: a\n---\nname: b\n")
 	b := writeFile(t, "b.json", `[{"name": "c"}]`)
 	stdin := strings.NewReader("name: d\n")
 	stdout, stderr, code := runWith(t, stdin, nil, "--addr", f.srv.URL, "deploy", "-f", a, "-f", b, "--filename", "-")
 	checkCode(t, code, exitOK)
-	check(t, "stdout", stdout, `deployed a (updated), topology version 12
-deployed b (updated), topology version 12
-deployed c (updated), topology version 12
-deployed d (updated), topology version 12
+	check(t, "stdout", stdout, `deployed a (updated)
+deployed b (created)
+deployed c (updated)
+deployed d (updated)
+4 operators deployed as one change, topology version 12
 `)
 	check(t, "stderr", stderr, "")
+	if reqs := f.got(); len(reqs) != 1 {
+		t.Fatalf("got %d requests, want one: %+v", len(reqs), reqs)
+	}
 	want := []api.Manifest{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}
 	if got := deployed(t, f.got()); !reflect.DeepEqual(got, want) {
 		t.Errorf("got deployed %+v, want %+v", got, want)
@@ -106,7 +120,7 @@ deployed d (updated), topology version 12
 func TestDeployJSON(t *testing.T) {
 	f := newFakeNode(t)
 	f.on("POST /v1/operators", http.StatusCreated, api.DeployResponse{Operator: api.OperatorView{Name: "a", Kind: "a", Instances: 1}, Version: 3, Created: true})
-	file := writeFile(t, "a.yaml", "name: a\n---\nname: b\n")
+	file := writeFile(t, "a.yaml", "name: a\n")
 	stdout, _, code := f.sluice(t, "--json", "deploy", "-f", file)
 	checkCode(t, code, exitOK)
 	one := `{
@@ -126,7 +140,7 @@ func TestDeployJSON(t *testing.T) {
   "created": true
 }
 `
-	check(t, "stdout", stdout, one+one)
+	check(t, "stdout", stdout, one)
 }
 
 // TestDeployInvalid checks that every problem of every file is printed and
@@ -168,48 +182,53 @@ sluice: open `+missing+`: no such file or directory
 	}
 }
 
+// Server errors are reported alike for one manifest (POST /v1/operators)
+// and several (one POST /v1/deployments).
 func TestDeployServerErrors(t *testing.T) {
 	cases := []struct {
-		name           string
-		status         int
-		body           any
-		code           int
-		stderr         string
-		wantRequests   int
-		deployedBefore string
+		name   string
+		status int
+		body   any
+		code   int
+		stderr string // with WHAT for "a" or "2 operators" and PATH for the endpoint
 	}{
 		{"invalid", http.StatusBadRequest,
 			api.Error{Error: `invalid manifest "a"`, Fields: []string{"instances: must be ≤ keyGroups (16), got 32", `kind: no node hosts kind "a" and no executable is given`}},
-			exitError, `sluice: deploy a: invalid manifest "a"
+			exitError, `sluice: deploy WHAT: invalid manifest "a"
   instances: must be ≤ keyGroups (16), got 32
   kind: no node hosts kind "a" and no executable is given
-`, 1, ""},
+`},
 		{"conflict", http.StatusConflict,
 			api.Error{Error: "topology changed: version 8 is not 7", Conflict: true},
-			exitConflict, `sluice: deploy a: topology changed: version 8 is not 7
+			exitConflict, `sluice: deploy WHAT: topology changed: version 8 is not 7
 sluice: conflict: the topology changed while this change was being made, so it was not applied; check the cluster (sluice ls) and run the command again
-`, 1, ""},
+`},
 		{"conflict without a JSON body", http.StatusConflict, "conflict\n",
-			exitConflict, `sluice: deploy a: POST /v1/operators: 409 Conflict: conflict
+			exitConflict, `sluice: deploy WHAT: POST PATH: 409 Conflict: conflict
 sluice: conflict: the topology changed while this change was being made, so it was not applied; check the cluster (sluice ls) and run the command again
-`, 1, ""},
+`},
 		{"server failure", http.StatusInternalServerError, api.Error{Error: "consul: unavailable"},
-			exitError, "sluice: deploy a: consul: unavailable\n", 1, ""},
+			exitError, "sluice: deploy WHAT: consul: unavailable\n"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newFakeNode(t)
-			f.on("POST /v1/operators", tc.status, tc.body)
-			file := writeFile(t, "m.yaml", "name: a\n---\nname: b\n")
-			stdout, stderr, code := f.sluice(t, "deploy", "-f", file)
-			checkCode(t, code, tc.code)
-			check(t, "stdout", stdout, "")
-			check(t, "stderr", stderr, tc.stderr)
-			// The first failure stops the deploy: b is not sent.
-			if got := len(f.got()); got != tc.wantRequests {
-				t.Errorf("got %d requests, want %d", got, tc.wantRequests)
-			}
-		})
+	shapes := []struct{ name, file, path, what string }{
+		{"one manifest", "name: a\n", "/v1/operators", "a"},
+		{"several manifests", "name: a\n---\nname: b\n", "/v1/deployments", "2 operators"},
+	}
+	for _, shape := range shapes {
+		for _, tc := range cases {
+			t.Run(shape.name+"/"+tc.name, func(t *testing.T) {
+				f := newFakeNode(t)
+				f.on("POST "+shape.path, tc.status, tc.body)
+				file := writeFile(t, "m.yaml", shape.file)
+				stdout, stderr, code := f.sluice(t, "deploy", "-f", file)
+				checkCode(t, code, tc.code)
+				check(t, "stdout", stdout, "")
+				check(t, "stderr", stderr, strings.NewReplacer("WHAT", shape.what, "PATH", shape.path).Replace(tc.stderr))
+				if got := len(f.got()); got != 1 {
+					t.Errorf("got %d requests, want 1", got)
+				}
+			})
+		}
 	}
 }
 

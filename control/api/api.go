@@ -17,6 +17,7 @@ import (
 //	GET    /v1/operators                    []OperatorView
 //	GET    /v1/operators/{name}             OperatorView
 //	POST   /v1/operators                    body DeployRequest   → DeployResponse (201 created, 200 changed)
+//	POST   /v1/deployments                  body DeploymentRequest → DeploymentResponse (several operators, one change)
 //	PUT    /v1/operators/{name}/instances   body ScaleRequest    → DeployResponse
 //	DELETE /v1/operators/{name}[?purge=1]                        → DeployResponse
 //	GET    /v1/streams                      []StreamView
@@ -86,6 +87,24 @@ type DeployRequest struct {
 	Manifest Manifest `json:"manifest"`
 }
 
+// DeploymentRequest is the body of POST /v1/deployments: several
+// operators deployed (created or updated) as one topology change, so that
+// a pipeline starts whole. Either every manifest is valid and all are
+// applied in one version, or none is.
+type DeploymentRequest struct {
+	Manifests []Manifest `json:"manifests"`
+}
+
+// DeploymentResponse answers a DeploymentRequest: each operator as now
+// deployed, in request order, and the one topology version that holds
+// them all.
+type DeploymentResponse struct {
+	Operators []OperatorView `json:"operators"`
+	// Created lists, in request order, whether each operator is new.
+	Created []bool `json:"created"`
+	Version int64  `json:"version"`
+}
+
 // ScaleRequest is the body of PUT /v1/operators/{name}/instances.
 type ScaleRequest struct {
 	Instances int `json:"instances"`
@@ -148,6 +167,14 @@ type StreamView struct {
 	// NoProducer and NoConsumer mark dangling streams.
 	NoProducer bool `json:"noProducer,omitempty"`
 	NoConsumer bool `json:"noConsumer,omitempty"`
+	// Dropped counts records produced to the stream while no operator read
+	// it, which were therefore discarded (without durability tracking, and
+	// dead letters in every mode), summed over the nodes that answered
+	// since they started.
+	Dropped int64 `json:"dropped,omitempty"`
+	// Held is the number of records producers hold now, waiting for an
+	// operator to read the stream (with durability tracking).
+	Held int64 `json:"held,omitempty"`
 }
 
 // StreamReader is one operator reading a stream.
