@@ -395,6 +395,9 @@ func testSizeMismatch(t *testing.T, st objstore.Store) {
 	}{
 		{"stream shorter", stream(data[:2999]), 3000},
 		{"stream longer", stream(data), 2999},
+		// A multiple of S3's default part size: minio-go reads exactly the
+		// last part and would not look further.
+		{"stream longer, 32 MiB", stream(Data(3, 32<<20+1)), 32 << 20},
 		{"stream empty", stream(nil), 10},
 		{"stream for empty", stream(data[:1]), 0},
 		{"seekable shorter", seekable(data[:2999]), 3000},

@@ -51,11 +51,16 @@ type exact struct {
 	r    io.Reader
 	left int64
 	size int64
+	err  error // sticky: returned by every Read once set
 }
 
 func (e *exact) Read(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
 	if e.left == 0 {
-		return 0, e.checkEnd()
+		e.err = e.checkEnd()
+		return 0, e.err
 	}
 	if int64(len(p)) > e.left {
 		p = p[:e.left]
@@ -64,11 +69,20 @@ func (e *exact) Read(p []byte) (int, error) {
 	e.left -= int64(n)
 	switch {
 	case err == io.EOF && e.left > 0:
-		return n, fmt.Errorf("%w: reader ended after %d of %d bytes", objstore.ErrSizeMismatch, e.size-e.left, e.size)
+		e.err = fmt.Errorf("%w: reader ended after %d of %d bytes", objstore.ErrSizeMismatch, e.size-e.left, e.size)
+		return n, e.err
 	case err == nil && e.left == 0:
 		// Check for more at once, with the last bytes: a backend may stop
-		// reading at size and commit, and must get the error before that.
-		return n, e.checkEnd()
+		// reading at size and commit. If there is more, withhold the last
+		// byte: a consumer reading exactly size bytes, even one that drops
+		// an error coming with the last of them (as io.ReadFull does),
+		// must then read again and gets the error.
+		if e.err = e.checkEnd(); e.err != io.EOF {
+			return n - 1, nil
+		}
+		return n, io.EOF
+	case err != nil && err != io.EOF:
+		e.err = err
 	}
 	return n, err
 }
