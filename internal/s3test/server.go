@@ -447,8 +447,9 @@ func freePorts() (Ports, error) {
 	return ps, nil
 }
 
-// ephemeralFloor returns the first port of the kernel's ephemeral range
-// (32768 if it cannot be read, or if it leaves too few ports below).
+// ephemeralFloor returns the first port of the kernel's ephemeral range,
+// or 32768 (Linux's default) if it cannot be read or starts below 20000,
+// leaving too few ports under it; picks may then fall inside the range.
 func ephemeralFloor() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {

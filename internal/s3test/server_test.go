@@ -254,6 +254,10 @@ func TestCheckBinary(t *testing.T) {
 	if err := checkBinary(self); err == nil || !strings.Contains(err.Error(), "want "+Module+"/weed") {
 		t.Errorf("checkBinary(the test binary): got %v, want a not-weed error", err)
 	}
+	t.Setenv(EnvBinary, "/nonexistent/weed")
+	if _, err := findBinary(t); err == nil || !strings.Contains(err.Error(), EnvBinary+"=/nonexistent/weed") {
+		t.Errorf("findBinary with %s=/nonexistent/weed: got %v, want an error naming it", EnvBinary, err)
+	}
 	script := filepath.Join(t.TempDir(), "weed")
 	os.WriteFile(script, []byte("#!/bin/sh\necho weed\n"), 0o755)
 	if err := checkBinary(script); err == nil || !strings.Contains(err.Error(), "build info") {
