@@ -4,17 +4,19 @@
 #
 # Binaries are cached outside the repository, under
 # ${SLUICE_CACHE:-$HOME/.cache/sluice}/bin, keyed by version, so a fresh
-# machine builds each one once (Consul ~9 min, Jaeger ~10 min on 2 cores).
+# machine builds each one once (Consul ~9 min, Jaeger ~10 min, SeaweedFS's
+# weed ~20 min on 2 cores).
 set -euo pipefail
 
-name=${1:?usage: ensure-tool.sh consul|jaeger}
+name=${1:?usage: ensure-tool.sh consul|jaeger|weed}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${SLUICE_CACHE:-$HOME/.cache/sluice}/bin
 
 case "$name" in
 consul) pkg=github.com/hashicorp/consul; version=v1.14.11 ;;
 jaeger) pkg=github.com/jaegertracing/jaeger/cmd/jaeger; version=v1.76.0 ;;
-*) echo "ensure-tool.sh: unknown tool $name (want consul or jaeger)" >&2; exit 2 ;;
+weed) pkg=github.com/seaweedfs/seaweedfs/weed; version=v0.0.0-20261109003541-7506e5f91cd6; dir=seaweedfs ;;
+*) echo "ensure-tool.sh: unknown tool $name (want consul, jaeger or weed)" >&2; exit 2 ;;
 esac
 
 bin="$cache/$name-$version"
@@ -27,7 +29,7 @@ mkdir -p "$cache"
 echo "ensure-tool.sh: building $pkg@$version into $bin (first run only; several minutes)" >&2
 start=$(date +%s)
 tmp="$bin.tmp.$$"
-(cd "$root/tools/$name" && GOFLAGS=-mod=mod go build -trimpath -o "$tmp" "$pkg") >&2
+(cd "$root/tools/${dir:-$name}" && GOFLAGS=-mod=mod go build -trimpath -o "$tmp" "$pkg") >&2
 mv "$tmp" "$bin"
 echo "ensure-tool.sh: built $name in $(( $(date +%s) - start ))s" >&2
 echo "$bin"

@@ -303,7 +303,7 @@ require (
 	github.com/seaweedfs/go-fuse/v2 v2.9.4 // indirect
 	github.com/seaweedfs/goexif v1.0.3 // indirect
 	github.com/seaweedfs/raft v1.2.4 // indirect
-	github.com/seaweedfs/seaweedfs v0.0.0-20261109003541-7506e5f91cd6 // indirect
+	github.com/seaweedfs/seaweedfs v0.0.0-20261109003541-7506e5f91cd6
 	github.com/shirou/gopsutil/v4 v4.26.7 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/skratchdot/open-golang v0.0.0-20200116055534-eef842397966 // indirect
@@ -430,3 +430,5 @@ require (
 	storj.io/picobuf v0.0.4 // indirect
 	storj.io/uplink v1.14.3 // indirect
 )
+
+tool github.com/seaweedfs/seaweedfs/weed
