@@ -99,15 +99,32 @@ type Event struct {
 	Operator string
 	Epoch    int64
 	Index    int
-	// What is "active" (started processing here), "released" (stopped
-	// processing here because it was placed elsewhere) or "stopped" (the
-	// node stopped) for instance events, and "member-joined" or
-	// "member-left" (with Peer set) when the node's view of the cluster
-	// changes.
-	What string
+	// What happened.
+	What EventKind
 	// Peer is the member that joined or left.
 	Peer string
 }
+
+// EventKind says what an Event reports.
+type EventKind string
+
+// The kinds of events.
+const (
+	// EventActive: an instance started processing on the node.
+	EventActive EventKind = "active"
+	// EventReleased: an instance stopped processing on the node because it
+	// was placed elsewhere.
+	EventReleased EventKind = "released"
+	// EventStopped: an instance stopped because the node stopped.
+	EventStopped EventKind = "stopped"
+	// EventMemberJoined: the node's view of the cluster gained Peer.
+	EventMemberJoined EventKind = "member-joined"
+	// EventMemberLeft: the node's view of the cluster lost Peer.
+	EventMemberLeft EventKind = "member-left"
+)
+
+// String returns the kind's name.
+func (k EventKind) String() string { return string(k) }
 
 // DefaultConfig returns the configuration used for zero fields.
 func DefaultConfig() Config {

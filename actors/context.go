@@ -13,7 +13,8 @@ import (
 // one per instance; it reads the instance's current attempt.
 type opContext struct {
 	context.Context
-	inst *instance
+	inst       *instance
+	lastStream string // the last stream produced to, known to be declared
 }
 
 var _ core.Context = (*opContext)(nil)
@@ -21,8 +22,11 @@ var _ core.Context = (*opContext)(nil)
 // Produce buffers rec for the subscribers of stream.
 func (c *opContext) Produce(stream string, rec core.Record) error {
 	i := c.inst
-	if stream != i.out.lastStream && !i.outs[stream] {
-		return fmt.Errorf("operator %q: produce to %q: %w (declared outputs: %v)", i.key.op, stream, core.ErrUnknownStream, i.spec.Meta.Outputs)
+	if stream != c.lastStream {
+		if !i.outs[stream] {
+			return fmt.Errorf("operator %q: produce to %q: %w (declared outputs: %v)", i.key.op, stream, core.ErrUnknownStream, i.spec.Meta.Outputs)
+		}
+		c.lastStream = stream
 	}
 	if rec.EventTime.IsZero() {
 		rec.EventTime = i.curEvent
@@ -36,7 +40,7 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 			rec = withTrace(rec, tp)
 		}
 	}
-	i.out.produce(stream, rec)
+	i.out.Produce(stream, rec)
 	i.produced++
 	return nil
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/cluster"
-	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/placement"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -75,28 +75,6 @@ const (
 	lsReleasing
 	lsReleased
 )
-
-// acquisition tracks the HandoffRequests of an awaiting instance.
-//
-// An acquisition abandoned because the instance was placed elsewhere before
-// it became active is kept until every member it asked has answered: state
-// may still be on its way here, and requests from other nodes for those key
-// groups wait until it has landed, so that it is passed on rather than lost.
-type acquisition struct {
-	id        uint64
-	li        *localInst
-	waiting   map[string]time.Time // member id → when last asked
-	answered  map[string]bool      // members that answered DONE
-	addrs     map[string]string    // actor address of every member asked
-	notYet    map[string]bool
-	abandoned time.Time // when it was abandoned; zero while live
-	shipped   int       // key groups other members shipped
-	heldHere  bool      // this node held some of the key groups already
-}
-
-// abandonedTimeout bounds how long an abandoned acquisition waits for
-// answers (in case one was lost).
-const abandonedTimeout = 30 * time.Second
 
 // Coordinator messages from this node.
 type (
@@ -172,7 +150,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			c.applyQueued = true
 			if d := c.n.cfg.settle(); d > 0 && c.haveView {
 				pid, root := ctx.Self(), c.n.system.Root
-				time.AfterFunc(d, func() { root.Send(pid, applyMsg{}) })
+				c.n.afterFunc(d, func() { root.Send(pid, applyMsg{}) })
 			} else {
 				ctx.Send(ctx.Self(), applyMsg{})
 			}
@@ -251,12 +229,12 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 	}
 	for _, m := range cur {
 		if !was[m.ID] {
-			c.n.memberEvent("member-joined", m.ID)
+			c.n.memberEvent(EventMemberJoined, m.ID)
 		}
 		delete(was, m.ID)
 	}
 	for id := range was {
-		c.n.memberEvent("member-left", id)
+		c.n.memberEvent(EventMemberLeft, id)
 		if !c.leaving[id] && c.n.cfg.AtLeastOnce {
 			// A crash: what was in flight to it, and its instances'
 			// uncommitted work, is lost; sources replay.
@@ -381,264 +359,6 @@ func (c *coordinator) apply() {
 	}
 }
 
-// startAcquisition asks every member (this node included) for the state of
-// k's key groups.
-func (c *coordinator) startAcquisition(k instKey, li *localInst) {
-	c.abandon(k)
-	heldHere := false
-	for g := li.inst.lo; g < li.inst.hi; g++ {
-		if h := c.held[k.op]; h != nil && h[g] {
-			heldHere = true
-		}
-	}
-	c.nextAcq++
-	a := &acquisition{id: c.nextAcq, li: li, waiting: make(map[string]time.Time), notYet: make(map[string]bool),
-		answered: make(map[string]bool), addrs: make(map[string]string), heldHere: heldHere}
-	c.acq[a.id] = a
-	c.current[k] = a
-	c.n.log.Debug("acquiring", "instance", k.String(), "acq", a.id, "members", len(c.members))
-	a.addrs[c.selfID] = c.n.addr
-	for _, m := range c.members {
-		a.addrs[m.ID] = m.Address
-	}
-	for id := range a.addrs {
-		c.ask(a, id)
-	}
-}
-
-// abandon marks k's live acquisition, if any, as abandoned.
-func (c *coordinator) abandon(k instKey) {
-	if a := c.current[k]; a != nil {
-		delete(c.current, k)
-		a.abandoned = time.Now()
-		// Members that said NOT_YET have shipped nothing and, not being
-		// asked again, will not: only the others may still send state.
-		for id := range a.notYet {
-			delete(a.waiting, id)
-		}
-	}
-}
-
-// finishAbandoned forgets abandoned acquisitions that every member has
-// answered (or that waited too long).
-func (c *coordinator) finishAbandoned() {
-	for id, a := range c.acq {
-		if !a.abandoned.IsZero() && (len(a.waiting) == 0 || time.Since(a.abandoned) > abandonedTimeout) {
-			delete(c.acq, id)
-		}
-	}
-}
-
-// ask sends a's HandoffRequest to member id.
-func (c *coordinator) ask(a *acquisition, id string) {
-	inst := a.li.inst
-	req := &wire.HandoffRequest{
-		Operator: inst.key.op, Epoch: inst.key.epoch, Index: int32(inst.key.index),
-		FirstGroup: int32(inst.lo), EndGroup: int32(inst.hi),
-		Requester: c.selfID, ReplyTo: actor.NewPID(c.n.addr, coordinatorName), Acquisition: a.id,
-	}
-	a.waiting[id] = time.Now()
-	delete(a.notYet, id)
-	c.n.system.Root.Send(actor.NewPID(a.addrs[id], coordinatorName), req)
-}
-
-// ownerOf returns the node that owns instance k in this node's view, or ""
-// (also when k is not in the current topology).
-func (c *coordinator) ownerOf(k instKey) string {
-	spec, ok := c.topo.Find(k.op)
-	if !ok || spec.Epoch != k.epoch || k.index >= spec.Meta.Parallelism {
-		return ""
-	}
-	id, _ := placement.Owner(placement.Instance{Operator: k.op, Kind: spec.Kind, Index: k.index}, c.placementNodes())
-	return id
-}
-
-// serve answers a HandoffRequest, now or once local releases finish.
-func (c *coordinator) serve(req *wire.HandoffRequest) {
-	first, end := int(req.FirstGroup), int(req.EndGroup)
-	reqKey := instKey{op: req.Operator, epoch: req.Epoch, index: int(req.Index)}
-	// Answer only a requester that owns the instance in this node's view
-	// too: state goes only where both agree it belongs, and a requester
-	// whose view is behind (or ahead) waits until the views agree.
-	if owner := c.ownerOf(reqKey); owner != req.Requester {
-		c.n.log.Debug("not yet: views differ", "instance", reqKey.String(), "requester", req.Requester, "owner here", owner)
-		c.reply(req, wire.HandoffReply_NOT_YET, 0)
-		return
-	}
-	wait := false
-	for k, li := range c.local {
-		if k.op != req.Operator || !overlaps(li.inst.lo, li.inst.hi, first, end) {
-			continue
-		}
-		self := req.Requester == c.selfID && k == reqKey
-		switch li.state {
-		case lsAwaiting, lsActive:
-			if !self {
-				c.n.log.Debug("not yet", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "busy", k.String())
-				c.reply(req, wire.HandoffReply_NOT_YET, 0)
-				return
-			}
-		case lsReleasing:
-			wait = true
-		}
-	}
-	if sh := c.shipping[req.Operator]; sh != nil && slices.Contains(sh[first:end], true) {
-		wait = true
-	}
-	for _, a := range c.acq {
-		inst := a.li.inst
-		if !a.abandoned.IsZero() && inst.key.op == req.Operator && overlaps(inst.lo, inst.hi, first, end) {
-			wait = true // state may still be arriving for these groups
-		}
-	}
-	if wait {
-		c.n.log.Debug("request waits", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition)
-		c.waiting = append(c.waiting, req)
-		return
-	}
-	runs := c.heldRuns(req.Operator, first, end)
-	c.n.log.Debug("serving", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition, "runs", fmt.Sprint(runs))
-	if req.Requester == c.selfID || len(runs) == 0 {
-		// The data is already here (or nowhere): nothing to move.
-		c.reply(req, wire.HandoffReply_DONE, 0)
-		return
-	}
-	key := fmt.Sprintf("%s|%s|%d|%d", req.Requester, req.Operator, first, end)
-	if c.exporting[key] {
-		return // a retried request while the export runs
-	}
-	c.exporting[key] = true
-	sh := c.groups(c.shipping, req.Operator)
-	for _, r := range runs {
-		for g := r[0]; g < r[1]; g++ {
-			sh[g] = true
-		}
-	}
-	n := c.n
-	n.goFunc(func() {
-		err := n.export(req, runs)
-		n.system.Root.Send(actor.NewPID(n.addr, coordinatorName), exportDone{req: req, runs: runs, err: err, key: key})
-	})
-}
-
-// onExportDone finishes serving a request whose key groups were shipped.
-func (c *coordinator) onExportDone(m exportDone) {
-	delete(c.exporting, m.key)
-	sh, held := c.groups(c.shipping, m.req.Operator), c.groups(c.held, m.req.Operator)
-	shipped := 0
-	for _, r := range m.runs {
-		for g := r[0]; g < r[1]; g++ {
-			sh[g] = false
-			if m.err == nil {
-				held[g] = false
-				shipped++
-			}
-		}
-	}
-	if m.err != nil {
-		c.n.log.Warn("state handoff failed; will retry when asked again", "operator", m.req.Operator, "to", m.req.Requester, "error", m.err)
-	} else {
-		c.n.log.Info("state handed off", "operator", m.req.Operator, "to", m.req.Requester, "groups", shipped)
-		c.reply(m.req, wire.HandoffReply_DONE, shipped)
-	}
-	c.serveWaiting()
-}
-
-// serveWaiting retries requests that waited for releases or exports.
-func (c *coordinator) serveWaiting() {
-	reqs := c.waiting
-	c.waiting = nil
-	for _, r := range reqs {
-		c.serve(r)
-	}
-}
-
-// reply answers req.
-func (c *coordinator) reply(req *wire.HandoffRequest, status wire.HandoffReply_Status, shipped int) {
-	r := &wire.HandoffReply{
-		Operator: req.Operator, Epoch: req.Epoch, Index: req.Index,
-		Node: c.selfID, Status: status, GroupsShipped: int32(shipped), Acquisition: req.Acquisition,
-	}
-	if status == wire.HandoffReply_DONE {
-		for _, m := range c.members {
-			r.Members = append(r.Members, &wire.Peer{Id: m.ID, Address: m.Address})
-		}
-	}
-	c.n.system.Root.Send(req.ReplyTo, r)
-}
-
-// onReply records a member's answer to one of our requests.
-func (c *coordinator) onReply(m *wire.HandoffReply) {
-	a := c.acq[m.Acquisition]
-	if a == nil || a.li.inst.key != (instKey{op: m.Operator, epoch: m.Epoch, index: int(m.Index)}) {
-		c.n.log.Debug("reply to a forgotten acquisition", "acq", m.Acquisition, "from", m.Node)
-		return
-	}
-	if m.Status == wire.HandoffReply_NOT_YET && a.abandoned.IsZero() {
-		a.notYet[m.Node] = true
-		return
-	}
-	c.n.log.Debug("handoff reply", "instance", a.li.inst.key.String(), "acq", a.id, "from", m.Node, "status", m.Status.String(), "shipped", m.GroupsShipped, "abandoned", !a.abandoned.IsZero())
-	// DONE, or NOT_YET to an abandoned acquisition: nothing more comes.
-	delete(a.waiting, m.Node)
-	delete(a.notYet, m.Node)
-	a.answered[m.Node] = true
-	a.shipped += int(m.GroupsShipped)
-	if a.abandoned.IsZero() {
-		// Members the replier knows and we do not may hold the state
-		// (it may have been handed to a node that joined since our view):
-		// ask them too.
-		for _, p := range m.Members {
-			if _, known := a.addrs[p.Id]; !known {
-				a.addrs[p.Id] = p.Address
-				c.ask(a, p.Id)
-			}
-		}
-	}
-	if !a.abandoned.IsZero() {
-		c.finishAbandoned()
-		c.serveWaiting()
-		return
-	}
-	c.checkAll()
-}
-
-// onChunk writes shipped state to this node's database.
-func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
-	kvs := make([]persistence.KV, len(m.Kvs))
-	for i, kv := range m.Kvs {
-		kvs[i] = persistence.KV{Key: kv.Key, Value: kv.Value}
-	}
-	c.n.log.Debug("ingesting", "operator", m.Operator, "first", m.FirstGroup, "end", m.EndGroup, "replace", m.Replace, "kvs", len(kvs))
-	if err := c.n.db.ImportGroups(m.Operator, int(m.FirstGroup), int(m.EndGroup), m.Replace, kvs); err != nil {
-		return &wire.HandoffAck{Error: err.Error()}
-	}
-	held := c.groups(c.held, m.Operator)
-	for g := int(m.FirstGroup); g < int(m.EndGroup) && g < len(held); g++ {
-		held[g] = true
-	}
-	return &wire.HandoffAck{}
-}
-
-// checkAll activates instances whose requests have all been answered.
-func (c *coordinator) checkAll() {
-	for k, a := range c.current {
-		if len(a.waiting) > 0 || a.li.state != lsAwaiting {
-			continue
-		}
-		delete(c.current, k)
-		delete(c.acq, a.id)
-		held := c.groups(c.held, k.op)
-		for g := a.li.inst.lo; g < a.li.inst.hi; g++ {
-			held[g] = true
-		}
-		a.li.state = lsActive
-		restore := c.n.cfg.StateLog != nil && a.shipped == 0 && !a.heldHere
-		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore)
-		c.n.system.Root.Send(a.li.inst.pid, activateMsg{restore: restore})
-	}
-}
-
 // tick re-asks members that said NOT_YET or did not answer, and forgets
 // instances released long ago.
 func (c *coordinator) tick() {
@@ -664,35 +384,6 @@ func (c *coordinator) tick() {
 // from producers whose route table is stale.
 const releasedLinger = time.Minute
 
-// groups returns the per-group flags of op in m, creating them.
-func (c *coordinator) groups(m map[string][]bool, op string) []bool {
-	g := m[op]
-	if g == nil {
-		g = make([]bool, maxKeyGroups)
-		m[op] = g
-	}
-	return g
-}
-
-// heldRuns returns the maximal runs of held key groups of op in [first, end).
-func (c *coordinator) heldRuns(op string, first, end int) [][2]int {
-	held := c.held[op]
-	var runs [][2]int
-	for g := first; g < end && g < len(held); g++ {
-		if !held[g] {
-			continue
-		}
-		if len(runs) > 0 && runs[len(runs)-1][1] == g {
-			runs[len(runs)-1][1] = g + 1
-		} else {
-			runs = append(runs, [2]int{g, g + 1})
-		}
-	}
-	return runs
-}
-
-func overlaps(a0, a1, b0, b1 int) bool { return a0 < b1 && b0 < a1 }
-
 // publish builds and publishes the route table for owners.
 func (c *coordinator) publish(owners map[instKey]string) {
 	addr := make(map[string]string)
@@ -701,24 +392,22 @@ func (c *coordinator) publish(owners map[instKey]string) {
 		addr[m.ID] = m.Address
 		live[m.Address] = true
 	}
-	t := &routeTable{streams: make(map[string][]*subscription), live: live, local: c.n.addr}
+	t := &flow.Table{Streams: make(map[string][]*flow.Subscription), Live: live, Local: c.n.addr, Version: 1}
 	if old := c.n.table.Load(); old != nil {
-		t.version = old.version + 1
-	} else {
-		t.version = 1
+		t.Version = old.Version + 1
 	}
 	for _, spec := range c.topo.Operators {
 		m := spec.Meta
-		for _, in := range m.Inputs {
-			s := &subscription{stream: in.Stream, operator: m.Name, epoch: spec.Epoch, routing: in.Routing, keyGroups: m.KeyGroups,
-				pids: make([]*actor.PID, m.Parallelism)}
-			for idx := range s.pids {
-				k := instKey{op: m.Name, epoch: spec.Epoch, index: idx}
-				if id, ok := owners[k]; ok && addr[id] != "" {
-					s.pids[idx] = actor.NewPID(addr[id], k.pidID())
-				}
+		dests := make([]flow.Dest, m.Parallelism) // shared by the operator's subscriptions
+		for idx := range dests {
+			k := instKey{op: m.Name, epoch: spec.Epoch, index: idx}
+			if id, ok := owners[k]; ok && addr[id] != "" {
+				dests[idx] = c.n.newDest(addr[id], k.pidID())
 			}
-			t.streams[in.Stream] = append(t.streams[in.Stream], s)
+		}
+		for _, in := range m.Inputs {
+			s := &flow.Subscription{Stream: in.Stream, Operator: m.Name, Epoch: spec.Epoch, Routing: in.Routing, KeyGroups: m.KeyGroups, Dests: dests}
+			t.Streams[in.Stream] = append(t.Streams[in.Stream], s)
 		}
 	}
 	c.n.table.Store(t)

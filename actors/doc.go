@@ -2,16 +2,47 @@
 // a protoactor-go actor, supervised by a per-operator supervisor actor, with
 // its state in the node's Pebble database (package persistence).
 //
+// The package is the instance runtime and the node; two concepts live apart:
+// the sending side of the data plane (route tables, output buffers,
+// batching, credits) is package actors/flow, which knows nothing of actors,
+// and the messages that cross nodes are package actors/wire.
+//
+// # Files
+//
+//	node.go         Node: start, stop, leave, status; the node's timers
+//	instance.go     an instance and its messages: input, stash, the send rule
+//	attempt.go      running one record, timer or Poll; failures, dead letters
+//	lifecycle.go    activate, release, restart, stop, commit
+//	operator.go     per-operator supervisor and restart strategy
+//	coordinator.go  placement: which instances run here, the route table
+//	handoff.go      moving key groups' state between nodes
+//	dispatcher.go   what arrives from other nodes, converted to local messages
+//	dest.go         flow.Dest for local and remote instances
+//	durability.go   at-least-once bookkeeping (durable acks, rewinds)
+//	streams.go      records of streams nobody reads
+//	context.go      the core.Context handed to operators
+//	timers.go, statelog.go, observer.go, status.go, config.go, messages.go
+//
 // # A record's path
 //
-// Context.Produce(stream, rec) looks the stream up in the node's route
-// table, which lists the subscribing operators; for each, the input's
-// routing picks an instance (group-by: key → key group → instance; shuffle:
-// random; round-robin: next in turn; broadcast: all) and the record is
-// appended to the producer's output buffer for that instance. A buffer is
-// sent as one batchMsg when it holds BatchSize records, or when the producer
-// has caught up with its mailbox. The receiving instance calls
-// ProcessRecord for each record in order and then acknowledges the batch.
+// Context.Produce(stream, rec) hands the record to the instance's
+// flow.Producer, which looks the stream up in the node's route table (one
+// subscription per operator reading it), lets the input's routing pick an
+// instance (group-by: key → key group → instance; shuffle: random;
+// round-robin: next in turn; broadcast: all) and appends the record to its
+// output buffer for that instance. A buffer leaves as one batch when it
+// holds BatchSize records, or when the producing instance has caught up
+// with its mailbox (instance.send is the one rule).
+//
+// To an instance on the same node the batch goes straight to its mailbox
+// (localDest). To an instance on another node (remoteDest) its records are
+// packed into one wire.RecordBatch and sent over protoactor remote to that
+// node's dispatcher actor, which decodes them and hands the batch to the
+// instance's mailbox, or bounces it back when the instance does not run
+// there. The instance calls ProcessRecord for each record in order and
+// then acknowledges the batch; an ack (or bounce, or durable ack) to a
+// producer on another node also goes through that node's dispatcher, which
+// turns it back into the runtime's own message type.
 //
 // # Backpressure
 //
@@ -22,7 +53,7 @@
 // when not blocked. Nothing blocks a goroutine except Node.Produce, the edge
 // where records enter from outside. Memory queued per edge is therefore at
 // most Credits×BatchSize records. Cycles in the stream graph can deadlock
-// under backpressure and should be avoided.
+// under backpressure and are refused at deploy time.
 //
 // # Supervision
 //
@@ -36,4 +67,10 @@
 // "<operator>.deadletter" stream. When restarts exceed the policy the
 // instance is marked failed and from then on dead-letters its input, so
 // upstream operators never stall and nothing is dropped silently.
+//
+// # Locks
+//
+// Almost everything runs on actor goroutines without locks. The few
+// mutexes are leaves or nest in the orders written down in LOCKS.md at the
+// repository root.
 package actors

@@ -3,9 +3,7 @@ package actors
 import (
 	"errors"
 
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -56,20 +54,20 @@ import (
 
 // edgeID identifies an input edge: a producer and its output slot.
 type edgeID struct {
-	addr, id string
-	slot     int32
+	from flow.Endpoint
+	slot int32
 }
 
 // inEdge is an input edge and the last batch processed on it.
 type inEdge struct {
-	from *actor.PID
+	from flow.Endpoint
 	slot int32
 	seq  uint64
 }
 
 // outWait is an output buffer and the seq it must be durable up to.
 type outWait struct {
-	b   *outBuf
+	b   *flow.Buf
 	seq uint64
 }
 
@@ -102,23 +100,23 @@ type durability struct {
 
 // processed records that batch m was processed.
 func (d *durability) processed(m *batchMsg) {
-	if m.from == nil || m.seq == 0 {
+	if m.From.Addr == "" || m.Seq == 0 {
 		return
 	}
 	if d.edges == nil {
 		d.edges = make(map[edgeID]*inEdge)
 	}
-	k := edgeID{m.from.Address, m.from.Id, m.slot}
+	k := edgeID{m.From, m.Slot}
 	e := d.edges[k]
 	if e == nil {
-		e = &inEdge{from: m.from, slot: m.slot}
+		e = &inEdge{from: m.From, slot: m.Slot}
 		d.edges[k] = e
 	}
-	if m.seq > e.seq {
+	if m.Seq > e.seq {
 		if e.seq == 0 || !containsEdge(d.changed, e) {
 			d.changed = append(d.changed, e)
 		}
-		e.seq = m.seq
+		e.seq = m.Seq
 	}
 }
 
@@ -152,9 +150,9 @@ func (d *durability) lastDeferred() bool {
 
 // lastAwaited returns the seq of the last batch of b, up to seq last,
 // whose durability is awaited: bounced batches at the end are skipped.
-func (d *durability) lastAwaited(b *outBuf, last uint64) uint64 {
-	bounced := d.bounced[b.slot]
-	for last > b.durable && bounced[last] {
+func (d *durability) lastAwaited(b *flow.Buf, last uint64) uint64 {
+	bounced := d.bounced[b.Slot()]
+	for last > b.Durable() && bounced[last] {
 		last--
 	}
 	return last
@@ -163,8 +161,8 @@ func (d *durability) lastAwaited(b *outBuf, last uint64) uint64 {
 // waitFor returns the seq up to which b's batches must be durable for a
 // snapshot taken now (the last batch sent or buffered), or 0 when nothing
 // of b is waited for.
-func (d *durability) waitFor(b *outBuf) uint64 {
-	if last := d.lastAwaited(b, b.sent+uint64(len(b.recs.chunks))); last > b.durable {
+func (d *durability) waitFor(b *flow.Buf) uint64 {
+	if last := d.lastAwaited(b, b.Sent()+uint64(b.Unsent())); last > b.Durable() {
 		return last
 	}
 	return 0
@@ -176,7 +174,7 @@ func (d *durability) waitFor(b *outBuf) uint64 {
 func (i *instance) snapshot() {
 	p := i.out
 	_, replayable := i.opv.(core.Replayable)
-	if p.holding() {
+	if p.Holding() {
 		if !i.dur.lastDeferred() && (len(i.dur.changed) > 0 || replayable) {
 			i.dur.pending = append(i.dur.pending, snapshot{deferred: true})
 		}
@@ -186,7 +184,7 @@ func (i *instance) snapshot() {
 	for _, e := range i.dur.changed {
 		s.in = append(s.in, *e)
 	}
-	for _, b := range p.slots {
+	for _, b := range p.Slots() {
 		if seq := i.dur.waitFor(b); seq > 0 {
 			s.out = append(s.out, outWait{b: b, seq: seq})
 		}
@@ -216,7 +214,7 @@ func (i *instance) releaseSnapshots() {
 			return
 		}
 		for _, w := range s.out {
-			if w.b.durable < w.seq {
+			if w.b.Durable() < w.seq {
 				return
 			}
 		}
@@ -237,7 +235,7 @@ func (i *instance) onDurable(slot int32, seq uint64, rewound bool) {
 		i.onRewound(slot, seq)
 		return
 	}
-	i.out.durableAck(slot, seq)
+	i.out.DurableAck(slot, seq)
 	i.releaseSnapshots()
 }
 
@@ -247,10 +245,11 @@ func (i *instance) onDurable(slot int32, seq uint64, rewound bool) {
 // instance's own rewind since, this instance rewinds: its sources replay
 // them.
 func (i *instance) onRewound(slot int32, seq uint64) {
-	if int(slot) >= len(i.out.slots) || seq <= i.out.slots[slot].durable {
+	slots := i.out.Slots()
+	if slot < 0 || int(slot) >= len(slots) || seq <= slots[slot].Durable() {
 		return
 	}
-	i.log.Info("a downstream instance rewound with batches of ours not yet durable; rewinding", "slot", slot, "seq", seq, "durable", i.out.slots[slot].durable)
+	i.log.Info("a downstream instance rewound with batches of ours not yet durable; rewinding", "slot", slot, "seq", seq, "durable", slots[slot].Durable())
 	i.rewind()
 	i.settle()
 }
@@ -261,14 +260,14 @@ func (i *instance) onRewound(slot int32, seq uint64) {
 // released, are dropped. Their input edges are acknowledged by the next
 // snapshot, taken once the records are sent again; a source's next
 // snapshot has a newer position.
-func (i *instance) dropSnapshotsOn(b *outBuf, seq uint64) {
+func (i *instance) dropSnapshotsOn(b *flow.Buf, seq uint64) {
 	if i.dur.bounced == nil {
 		i.dur.bounced = make(map[int32]map[uint64]bool)
 	}
-	if i.dur.bounced[b.slot] == nil {
-		i.dur.bounced[b.slot] = make(map[uint64]bool)
+	if i.dur.bounced[b.Slot()] == nil {
+		i.dur.bounced[b.Slot()] = make(map[uint64]bool)
 	}
-	i.dur.bounced[b.slot][seq] = true
+	i.dur.bounced[b.Slot()][seq] = true
 	keep := i.dur.pending[:0]
 	for _, s := range i.dur.pending {
 		drop := false
@@ -282,7 +281,7 @@ func (i *instance) dropSnapshotsOn(b *outBuf, seq uint64) {
 			continue
 		}
 		for _, e := range s.in {
-			if cur := i.dur.edges[edgeID{e.from.Address, e.from.Id, e.slot}]; cur != nil {
+			if cur := i.dur.edges[edgeID{e.from, e.slot}]; cur != nil {
 				i.dur.markChanged(cur)
 			}
 		}
@@ -295,11 +294,11 @@ func (i *instance) dropSnapshotsOn(b *outBuf, seq uint64) {
 // far (after a crash they are replayed instead). It reports whether some
 // had not been acknowledged as durable.
 func (i *instance) waiveOutputs() (outstanding bool) {
-	for _, b := range i.out.slots {
-		if i.dur.lastAwaited(b, b.sent) > b.durable {
+	for _, b := range i.out.Slots() {
+		if i.dur.lastAwaited(b, b.Sent()) > b.Durable() {
 			outstanding = true
 		}
-		b.durable = max(b.durable, b.sent)
+		b.SetDurable(b.Sent())
 	}
 	clear(i.dur.bounced)
 	return outstanding
@@ -364,14 +363,4 @@ func (i *instance) flushOperator() bool {
 	}
 	i.setLastError("flush: " + err.Error())
 	return false
-}
-
-// replyDurable sends a durable ack (or, with rewound, a rewound ack) to a
-// producer, locally or over the wire.
-func (n *Node) replyDurable(to *actor.PID, slot int32, seq uint64, rewound bool) {
-	if to.Address == n.addr {
-		n.system.Root.Send(to, durableMsg{slot: slot, seq: seq, rewound: rewound})
-		return
-	}
-	n.system.Root.Send(to, &wire.DurableAck{Slot: slot, Seq: seq, Rewound: rewound})
 }

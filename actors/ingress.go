@@ -8,7 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -19,7 +19,7 @@ type ingress struct {
 	pid  *actor.PID
 
 	mu     sync.Mutex // guards p, wake, closed
-	p      *producer
+	p      *flow.Producer
 	wake   chan struct{} // closed and replaced on every ack
 	closed bool
 
@@ -32,22 +32,14 @@ func newIngress(n *Node) *ingress {
 		switch m := c.Message().(type) {
 		case ackMsg:
 			in.onAck(m.slot)
-		case *wire.Ack:
-			in.onAck(m.Slot)
 		case bounceMsg:
 			in.onBounce(m.slot, m.records)
-		case durableMsg, *wire.DurableAck:
+		case durableMsg:
 			// Records produced from outside are not replayable: nothing
 			// waits for their durability.
-		case *wire.Bounce:
-			if recs, err := wire.DecodeRecords(m.Records); err == nil {
-				in.onBounce(m.Slot, recs)
-			} else {
-				in.onAck(m.Slot)
-			}
 		}
 	}))
-	in.p = newProducer(n, in.pid, uint64(time.Now().UnixNano()))
+	in.p = flow.New(host{n}, n.flowConfig(), flow.Endpoint{Addr: n.addr, ID: in.pid.Id}, uint64(time.Now().UnixNano()))
 	return in
 }
 
@@ -63,15 +55,15 @@ func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) 
 		in.mu.Unlock()
 		return fmt.Errorf("actors: produce to %q: %w", stream, core.ErrStopped)
 	}
-	in.p.begin()
-	if len(in.p.streams[stream]) == 0 {
+	in.p.Begin()
+	if !in.p.Reads(stream) {
 		in.mu.Unlock()
 		return fmt.Errorf("actors: produce to %q: %w (no operator reads it)", stream, core.ErrUnknownStream)
 	}
-	in.p.produce(stream, rec)
+	in.p.Produce(stream, rec)
 	for {
-		in.p.flush(true)
-		if !in.p.pending() {
+		in.p.Flush(true)
+		if !in.p.Pending() {
 			in.mu.Unlock()
 			return nil
 		}
@@ -90,31 +82,35 @@ func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) 
 func (in *ingress) onAck(slot int32) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.p.ack(slot)
-	in.p.flush(true)
-	close(in.wake)
-	in.wake = make(chan struct{})
+	in.p.Ack(slot)
+	in.sendAndWake()
 }
 
 // onBounce takes back records a destination did not process.
 func (in *ingress) onBounce(slot int32, recs []core.Record) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.p.bounce(slot, recs)
-	in.p.flush(true)
-	close(in.wake)
-	in.wake = make(chan struct{})
+	in.p.Bounce(slot, recs)
+	in.sendAndWake()
 	in.scheduleRetry()
 }
 
-// scheduleRetry re-sends bounced records after bounceRetry. Call with
+// sendAndWake sends what the producer can and wakes blocked callers. Call
+// with in.mu held.
+func (in *ingress) sendAndWake() {
+	in.p.Flush(true)
+	close(in.wake)
+	in.wake = make(chan struct{})
+}
+
+// scheduleRetry re-sends bounced records after flow.BounceRetry. Call with
 // in.mu held.
 func (in *ingress) scheduleRetry() {
-	if in.retryQueued || !in.p.retryBounced(time.Now()) {
+	if in.retryQueued || !in.p.RetryBounced(time.Now()) {
 		return
 	}
 	in.retryQueued = true
-	time.AfterFunc(bounceRetry, func() {
+	in.node.afterFunc(flow.BounceRetry, func() {
 		in.mu.Lock()
 		defer in.mu.Unlock()
 		in.retryQueued = false
@@ -122,9 +118,7 @@ func (in *ingress) scheduleRetry() {
 			return
 		}
 		in.scheduleRetry()
-		in.p.flush(true)
-		close(in.wake)
-		in.wake = make(chan struct{})
+		in.sendAndWake()
 	})
 }
 
@@ -132,13 +126,8 @@ func (in *ingress) scheduleRetry() {
 func (in *ingress) refresh() {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	if in.p.table == nil {
-		return
-	}
-	in.p.refresh()
-	in.p.flush(true)
-	close(in.wake)
-	in.wake = make(chan struct{})
+	in.p.Refresh()
+	in.sendAndWake()
 }
 
 // close makes later produce calls fail with ErrStopped.

@@ -1,25 +1,19 @@
 package actors
 
 import (
-	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
-
+	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
-// batchMsg carries records of one stream from one producer to one instance.
-// The receiver acknowledges it to from with an ackMsg for slot once every
+// The runtime's messages. Each meaning has one type: what arrives from
+// another node is converted by the dispatcher (dispatcher.go).
+
+// batchMsg carries a batch of records from one producer to one instance.
+// The receiver acknowledges it to From with an ackMsg for Slot once every
 // record in it has been processed; that returns the producer's credit.
 type batchMsg struct {
-	stream  string
-	routing core.Routing
-	from    *actor.PID // where the ack goes
-	slot    int32      // the producer's output slot, echoed in the ack
-	records []core.Record
-	remote  bool      // arrived over the wire (counted in Node.queued on receipt)
-	sent    time.Time // when the producer sent it (for queue-wait spans)
-	seq     uint64    // the batch's number on its slot (durable acks)
+	*flow.Batch
+	remote bool // arrived over the wire
 	// counted is the instance whose queued counter includes these
 	// records (nil: none): whoever takes the batch off the queue, by
 	// processing or bouncing it, subtracts them from that same counter.

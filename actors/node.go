@@ -16,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 
+	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -39,21 +40,23 @@ type Node struct {
 	addr   string // actor address of this node
 	kinds  map[string]core.Factory
 
-	table   atomic.Pointer[routeTable]
-	topo    atomic.Pointer[topology.Topology] // as last applied by the coordinator
-	queued  atomic.Int64                      // records delivered to instances here and not yet processed
-	streams streamStats                       // records of streams with no reader
+	table    atomic.Pointer[flow.Table]
+	topo     atomic.Pointer[topology.Topology] // as last applied by the coordinator
+	queued   atomic.Int64                      // records delivered to instances here and not yet processed
+	streams  streamStats                       // records of streams with no reader
+	arrivals atomic.Int64                      // record batches that reached this node, delivered or bounced
 
 	coord     *actor.PID
 	coordImpl *coordinator
 	ingress   *ingress
 
-	mu   sync.Mutex // guards ops and byID; lock order: Node.mu before operator.mu
+	mu   sync.Mutex // guards ops and byID; a leaf (LOCKS.md)
 	ops  map[string]*operator
 	byID map[string]*instance // every instance here, by actor id
 
 	stopping atomic.Bool
 	wg       sync.WaitGroup // goroutines started with goFunc
+	timers   nodeTimers     // delayed self-messages (afterFunc), stopped by Stop
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 	stopErr  error
@@ -361,8 +364,53 @@ func (n *Node) goFunc(f func()) {
 	}()
 }
 
+// nodeTimers are the node's pending afterFunc timers.
+type nodeTimers struct {
+	mu      sync.Mutex
+	pending map[*time.Timer]struct{}
+	stopped bool
+}
+
+// afterFunc runs f after d on its own goroutine, unless the node stops
+// first. It is for the runtime's delayed self-messages (retries, settle
+// delays), so that none fires into a stopped actor system.
+func (n *Node) afterFunc(d time.Duration, f func()) {
+	ts := &n.timers
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.stopped {
+		return
+	}
+	if ts.pending == nil {
+		ts.pending = make(map[*time.Timer]struct{})
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		ts.mu.Lock()
+		_, live := ts.pending[t]
+		delete(ts.pending, t)
+		ts.mu.Unlock()
+		if live {
+			f()
+		}
+	})
+	ts.pending[t] = struct{}{}
+}
+
+// stopTimers cancels every pending afterFunc; later calls do nothing.
+func (n *Node) stopTimers() {
+	ts := &n.timers
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ts.stopped = true
+	for t := range ts.pending {
+		t.Stop()
+	}
+	clear(ts.pending)
+}
+
 // memberEvent reports a membership change to Config.OnEvent.
-func (n *Node) memberEvent(what, peer string) {
+func (n *Node) memberEvent(what EventKind, peer string) {
 	n.log.Info("cluster membership changed", "event", what, "peer", peer)
 	if n.cfg.OnEvent != nil {
 		n.cfg.OnEvent(Event{Time: time.Now(), Node: n.cfg.NodeID, What: what, Peer: peer})
@@ -370,7 +418,7 @@ func (n *Node) memberEvent(what, peer string) {
 }
 
 // event reports an instance lifecycle event to Config.OnEvent.
-func (n *Node) event(k instKey, what string) {
+func (n *Node) event(k instKey, what EventKind) {
 	if n.cfg.OnEvent != nil {
 		n.cfg.OnEvent(Event{Time: time.Now(), Node: n.cfg.NodeID, Operator: k.op, Epoch: k.epoch, Index: k.index, What: what})
 	}
@@ -499,6 +547,7 @@ func (n *Node) stop(ctx context.Context) error {
 		}
 	}
 	_ = n.system.Root.StopFuture(n.coord).Wait()
+	n.stopTimers()
 	n.wg.Wait()
 	if err := n.saveHeld(); err != nil {
 		errs = append(errs, err)
@@ -516,21 +565,24 @@ func (n *Node) stop(ctx context.Context) error {
 
 // leave hands every local instance over to the other nodes: it announces
 // that this node is leaving, then waits until it holds no state and runs no
-// instance, and no batch has arrived for a moment.
+// instance, every instance here (released ones too) has had its output
+// delivered and acknowledged, and no batch has arrived for LeaveQuiet (a
+// batch that arrives for a released instance is bounced, and the bounce
+// must get out before the node does).
 func (n *Node) leave(ctx context.Context) error {
 	n.system.Root.Send(n.coord, leaveMsg{})
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	quietSince := time.Time{}
+	quietSince, arrivals := time.Time{}, int64(-1)
 	for {
 		st, err := n.coordState(ctx)
 		if err != nil {
 			return fmt.Errorf("actors: leave: %w", err)
 		}
 		others := len(st.members) > 1
-		if st.localActive == 0 && st.localWaiting == 0 && (st.heldGroups == 0 || !others) && n.queued.Load() == 0 {
-			if quietSince.IsZero() {
-				quietSince = time.Now()
+		if st.localActive == 0 && st.localWaiting == 0 && (st.heldGroups == 0 || !others) && n.queued.Load() == 0 && n.quiescent(ctx) {
+			if a := n.arrivals.Load(); quietSince.IsZero() || a != arrivals {
+				quietSince, arrivals = time.Now(), a
 			} else if time.Since(quietSince) >= n.cfg.Cluster.LeaveQuiet {
 				return nil
 			}
@@ -565,6 +617,7 @@ func (n *Node) abort() {
 	if n.coord != nil {
 		_ = n.system.Root.StopFuture(n.coord).Wait()
 	}
+	n.stopTimers()
 	n.wg.Wait()
 	if n.remote != nil {
 		n.remote.Shutdown(false)

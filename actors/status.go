@@ -2,6 +2,30 @@ package actors
 
 import "github.com/sluicehq/sluice/internal/core"
 
+// InstanceState is what an instance is doing on a node.
+type InstanceState string
+
+// The states of an instance.
+const (
+	// StateAwaiting: placed here, waiting for its state from the node
+	// that held it; input is held.
+	StateAwaiting InstanceState = "awaiting"
+	// StateRunning: processing input.
+	StateRunning InstanceState = "running"
+	// StateRestarting: a callback failed; restarting after a backoff.
+	StateRestarting InstanceState = "restarting"
+	// StateFailed: the restart policy is exhausted; input goes to the
+	// dead-letter stream.
+	StateFailed InstanceState = "failed"
+	// StateReleased: placed elsewhere; input is bounced to the producers.
+	StateReleased InstanceState = "released"
+	// StateStopped: the node stopped.
+	StateStopped InstanceState = "stopped"
+)
+
+// String returns the state's name.
+func (s InstanceState) String() string { return string(s) }
+
 // OperatorStatus describes one operator and its instances on a node.
 type OperatorStatus struct {
 	Name        string
@@ -21,9 +45,8 @@ type InstanceStatus struct {
 	Node  string
 	// FirstGroup and EndGroup bound the key groups the instance owns.
 	FirstGroup, EndGroup int
-	// State is "awaiting" (waiting for its state), "running",
-	// "restarting", "failed", "released" (moved elsewhere) or "stopped".
-	State string
+	// State is what the instance is doing on this node.
+	State InstanceState
 	// Restarts counts restarts since the node started.
 	Restarts int
 	// Processed counts records taken from the instance's inputs (including

@@ -120,7 +120,7 @@ func (v view) operator(spec topology.OperatorSpec) api.OperatorView {
 				if in.State == "released" || in.State == "stopped" {
 					continue
 				}
-				placed[in.Index] = api.InstanceView{Index: in.Index, Node: id, State: in.State, FirstGroup: in.FirstGroup, EndGroup: in.EndGroup,
+				placed[in.Index] = api.InstanceView{Index: in.Index, Node: id, State: in.State.String(), FirstGroup: in.FirstGroup, EndGroup: in.EndGroup,
 					Processed: in.Processed, Produced: in.Produced, Restarts: in.Restarts, DeadLetters: in.DeadLetters, LastError: in.LastError}
 			}
 		}

@@ -316,6 +316,7 @@ type DurableAck struct {
 	Slot          int32                  `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
 	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	Rewound       bool                   `protobuf:"varint,3,opt,name=rewound,proto3" json:"rewound,omitempty"`
+	Target        string                 `protobuf:"bytes,4,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -371,10 +372,18 @@ func (x *DurableAck) GetRewound() bool {
 	return false
 }
 
+func (x *DurableAck) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
 // Ack returns one credit for the producer's output slot.
 type Ack struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Slot          int32                  `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
+	Target        string                 `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -416,6 +425,13 @@ func (x *Ack) GetSlot() int32 {
 	return 0
 }
 
+func (x *Ack) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
 // Bounce returns a batch the receiving instance did not process because it
 // no longer runs there; the producer re-sends the records to the new owner.
 type Bounce struct {
@@ -423,6 +439,7 @@ type Bounce struct {
 	Slot          int32                  `protobuf:"varint,1,opt,name=slot,proto3" json:"slot,omitempty"`
 	Records       []byte                 `protobuf:"bytes,2,opt,name=records,proto3" json:"records,omitempty"` // packed as in RecordBatch
 	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`        // the bounced batch's seq
+	Target        string                 `protobuf:"bytes,4,opt,name=target,proto3" json:"target,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -476,6 +493,13 @@ func (x *Bounce) GetSeq() uint64 {
 		return x.Seq
 	}
 	return 0
+}
+
+func (x *Bounce) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
 }
 
 // KV is one Pebble key and value.
@@ -989,18 +1013,21 @@ const file_wire_proto_rawDesc = "" +
 	"\arecords\x18\x05 \x01(\fR\arecords\x12\x16\n" +
 	"\x06target\x18\x06 \x01(\tR\x06target\x12$\n" +
 	"\x0esent_unix_nano\x18\a \x01(\x03R\fsentUnixNano\x12\x10\n" +
-	"\x03seq\x18\b \x01(\x04R\x03seq\"L\n" +
+	"\x03seq\x18\b \x01(\x04R\x03seq\"d\n" +
 	"\n" +
 	"DurableAck\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x18\n" +
-	"\arewound\x18\x03 \x01(\bR\arewound\"\x19\n" +
+	"\arewound\x18\x03 \x01(\bR\arewound\x12\x16\n" +
+	"\x06target\x18\x04 \x01(\tR\x06target\"1\n" +
 	"\x03Ack\x12\x12\n" +
-	"\x04slot\x18\x01 \x01(\x05R\x04slot\"H\n" +
+	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\"`\n" +
 	"\x06Bounce\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\fR\arecords\x12\x10\n" +
-	"\x03seq\x18\x03 \x01(\x04R\x03seq\",\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x16\n" +
+	"\x06target\x18\x04 \x01(\tR\x06target\",\n" +
 	"\x02KV\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\xfd\x01\n" +

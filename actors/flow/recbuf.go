@@ -1,4 +1,4 @@
-package actors
+package flow
 
 import "github.com/sluicehq/sluice/internal/core"
 

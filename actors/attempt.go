@@ -1,0 +1,300 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/placement"
+)
+
+// runBatch processes m's records from index from; attempts and lastErr
+// describe the failed attempts already made on that first record.
+func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
+	routing := m.Routing
+	kgs := i.spec.Meta.KeyGroups
+	for j := from; j < len(m.Records); j++ {
+		i.cur = work{kind: workRecord, batch: m, idx: j, attempts: attempts, lastErr: lastErr}
+		attempts, lastErr = 0, ""
+		rec := m.Records[j]
+		rec.Stream = m.Stream
+		if i.failed {
+			i.deadLetter(rec, m.Stream, "instance failed: "+i.failedReasonSnapshot(), 0)
+		} else if i.cur.attempts >= i.spec.Meta.Restart.DeadLetterAfter {
+			i.deadLetter(rec, m.Stream, i.cur.lastErr, i.cur.attempts)
+		} else {
+			kg := i.lo
+			if routing == core.GroupBy {
+				kg = placement.KeyGroup(rec.Key, kgs)
+			}
+			i.begin(kg, rec.EventTime)
+			i.cur.attempts++
+			if obs := i.node.cfg.Observer; obs != nil {
+				i.observeRecord(obs, &rec, m)
+			} else {
+				i.callRecord(rec)
+			}
+			i.end()
+		}
+		i.blocked = i.out.Flush(false) // full buffers leave at once (see send)
+	}
+	i.cur = work{}
+	if i.node.cfg.AtLeastOnce {
+		i.dur.processed(m)
+	}
+	i.processed.Add(int64(len(m.Records) - from))
+	dequeued(i.node, m)
+	i.node.replyAck(m.From, m.Slot)
+}
+
+// dequeued takes batch m, processed or bounced, off the queued counters
+// that its delivery increased: the node's and, when one counted it, the
+// destination instance's.
+func dequeued(n *Node, m *batchMsg) {
+	n.queued.Add(-int64(len(m.Records)))
+	if m.counted != nil {
+		m.counted.queued.Add(-int64(len(m.Records)))
+		m.counted = nil
+	}
+}
+
+// observeRecord runs callRecord with a span for a traced record and a
+// timing for one record in ProcessedSampleEvery.
+func (i *instance) observeRecord(obs Observer, rec *core.Record, m *batchMsg) {
+	tp := traceOf(rec)
+	i.sampleN++
+	timed := i.sampleN >= ProcessedSampleEvery
+	if tp == "" && !timed {
+		i.callRecord(*rec)
+		return
+	}
+	start := time.Now()
+	if tp != "" {
+		var wait time.Duration
+		if !m.Sent.IsZero() {
+			wait = start.Sub(m.Sent)
+		}
+		i.curTrace, i.curEnd = obs.StartSpan(SpanInfo{Parent: tp, Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID,
+			Stream: m.Stream, QueueWait: wait, Start: start})
+	}
+	i.callRecord(*rec)
+	if i.curEnd != nil {
+		i.curEnd(nil)
+		i.curTrace, i.curEnd = "", nil
+	}
+	if timed {
+		i.sampleN = 0
+		done := time.Now()
+		var since time.Duration
+		if !rec.EventTime.IsZero() {
+			since = done.Sub(rec.EventTime)
+		}
+		obs.Processed(i.key.op, i.key.index, done.Sub(start), since)
+	}
+}
+
+// begin starts an attempt in key group kg.
+func (i *instance) begin(kg int, event time.Time) {
+	i.curGroup = kg
+	i.curEvent = event
+	i.store.Begin()
+	i.out.Begin()
+	i.timerOps = i.timerOps[:0]
+}
+
+// end completes a successful attempt.
+func (i *instance) end() {
+	i.timers.apply(i.timerOps)
+	i.timerOps = i.timerOps[:0]
+	i.store.Begin()
+}
+
+// callRecord runs ProcessRecord, turning an error or panic into a failure
+// for the supervisor.
+func (i *instance) callRecord(rec core.Record) {
+	defer i.recoverAttempt()
+	if err := i.opv.ProcessRecord(i.octx, rec); err != nil {
+		i.fail(err)
+	}
+}
+
+// callTimer runs ProcessTimer like callRecord.
+func (i *instance) callTimer(t timerItem) {
+	defer i.recoverAttempt()
+	if err := i.opv.ProcessTimer(i.octx, t.key, t.at); err != nil {
+		i.fail(err)
+	}
+}
+
+// callPoll runs Poll like callRecord, except that an error wrapping
+// core.ErrTransient is recorded (and polling backs off) rather than a
+// failure. It reports whether Poll failed transiently.
+func (i *instance) callPoll(src core.Source) (transient bool) {
+	defer i.recoverAttempt()
+	err := src.Poll(i.octx)
+	if err != nil && errors.Is(err, core.ErrTransient) {
+		i.transient.Add(1)
+		i.setLastError(err.Error())
+		if now := time.Now(); now.After(i.dlNextLog) {
+			i.dlNextLog = now.Add(time.Second)
+			i.log.Warn("source failed; will retry", "error", err)
+		}
+		return true
+	}
+	if err != nil {
+		i.fail(err)
+	}
+	return false
+}
+
+// fail records err as the current attempt's failure and hands it to the
+// supervisor.
+func (i *instance) fail(err error) {
+	i.cur.lastErr = err.Error()
+	panic(&failure{err: err})
+}
+
+// recoverAttempt records a panic's value and stack, then re-panics so that
+// protoactor's mailbox escalates the failure to the supervisor.
+func (i *instance) recoverAttempt() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	f, ok := r.(*failure)
+	if !ok {
+		f = &failure{value: r, stack: debug.Stack()}
+		i.cur.lastErr = "panic: " + fmt.Sprint(r)
+	}
+	i.setLastError(i.cur.lastErr)
+	if i.curEnd != nil {
+		i.curEnd(f)
+		i.curTrace, i.curEnd = "", nil
+	}
+	if f.stack != nil {
+		i.log.Error("operator panicked", "error", i.cur.lastErr, "attempt", i.cur.attempts, "stack", string(f.stack))
+	} else {
+		i.log.Warn("operator returned an error", "error", i.cur.lastErr, "attempt", i.cur.attempts)
+	}
+	panic(f)
+}
+
+// poll calls a source's Poll and schedules the next call.
+func (i *instance) poll() {
+	src, ok := i.opv.(core.Source)
+	if !ok || i.failed || i.node.isStopping() {
+		return
+	}
+	before := i.produced
+	i.cur = work{kind: workPoll}
+	i.begin(i.lo, time.Now())
+	transient := i.callPoll(src)
+	i.end()
+	i.cur = work{}
+	if transient {
+		i.pollIdle = min(max(2*i.pollIdle, 50*time.Millisecond), 2*time.Second)
+		i.schedulePoll(i.pollIdle)
+		return
+	}
+	if i.produced > before {
+		i.pollIdle = 0
+		i.schedulePoll(0)
+		return
+	}
+	i.pollIdle = min(max(2*i.pollIdle, time.Millisecond), 100*time.Millisecond)
+	i.schedulePoll(i.pollIdle)
+}
+
+// schedulePoll queues a pollMsg after d (at once when d is 0).
+func (i *instance) schedulePoll(d time.Duration) {
+	if i.pollQueued {
+		return
+	}
+	i.pollQueued = true
+	if d == 0 {
+		i.node.system.Root.Send(i.pid, pollMsg{})
+		return
+	}
+	if i.pollTimer == nil {
+		pid, root := i.pid, i.node.system.Root
+		i.pollTimer = time.AfterFunc(d, func() { root.Send(pid, pollMsg{}) })
+		return
+	}
+	i.pollTimer.Reset(d)
+}
+
+// fireTimers runs every timer that is due, stopping early when blocked.
+func (i *instance) fireTimers() {
+	i.timers.fired()
+	if i.failed {
+		return
+	}
+	now := time.Now()
+	for !i.blocked {
+		t, ok := i.timers.popDue(now)
+		if !ok {
+			break
+		}
+		i.cur = work{kind: workTimer, timer: t}
+		i.runTimer()
+		i.cur = work{}
+		i.blocked = i.out.Flush(false)
+	}
+}
+
+// runTimer attempts (or dead-letters) the timer in i.cur.
+func (i *instance) runTimer() {
+	t := i.cur.timer
+	if i.cur.attempts >= i.spec.Meta.Restart.DeadLetterAfter {
+		i.deadLetter(core.Record{Key: []byte(t.key), EventTime: t.at}, "timer", i.cur.lastErr, i.cur.attempts)
+		i.store.DeleteTimer(t.group, t.key)
+		return
+	}
+	i.begin(t.group, t.at)
+	i.cur.attempts++
+	i.callTimer(t)
+	if !i.timers.setDuring(i.timerOps, t.group, t.key) {
+		i.store.DeleteTimer(t.group, t.key)
+	}
+	i.end()
+}
+
+// scheduleTimers arms the wake-up for the earliest timer.
+func (i *instance) scheduleTimers() {
+	if i.mode != modeActive || i.failed {
+		return
+	}
+	pid, root := i.pid, i.node.system.Root
+	i.timers.arm(func() { root.Send(pid, timerMsg{}) })
+}
+
+// deadLetter sends rec to the operator's dead-letter stream with the reason.
+func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts int) {
+	name := i.key.op
+	dl := rec
+	dl.Headers = append(append([]core.Header(nil), rec.Headers...),
+		core.Header{Key: core.HeaderError, Value: reason},
+		core.Header{Key: core.HeaderAttempts, Value: strconv.Itoa(attempts)},
+		core.Header{Key: core.HeaderOperator, Value: name},
+		core.Header{Key: core.HeaderInstance, Value: strconv.Itoa(i.key.index)},
+		core.Header{Key: core.HeaderStream, Value: stream},
+	)
+	i.out.Begin()
+	i.out.Produce(core.DeadLetterStream(name), dl)
+	i.deadLetters.Add(1)
+	if obs := i.node.cfg.Observer; obs != nil {
+		obs.DeadLettered(name, i.key.index)
+	}
+	// Log the first dead letter, then at most one line a second with the
+	// number of dead letters since the last line.
+	i.dlUnlogged++
+	if now := time.Now(); now.After(i.dlNextLog) {
+		i.dlNextLog = now.Add(time.Second)
+		i.log.Warn("record sent to dead-letter stream", "key", string(rec.Key), "stream", stream, "attempts", attempts,
+			"error", reason, "dead_letters_since_last_log", i.dlUnlogged)
+		i.dlUnlogged = 0
+	}
+}

@@ -1,0 +1,78 @@
+package actors
+
+import (
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/wire"
+)
+
+// localDest is an instance on this node: batches go straight to its
+// mailbox.
+type localDest struct {
+	n    *Node
+	inst *instance
+	ep   flow.Endpoint
+}
+
+var _ flow.Dest = (*localDest)(nil)
+
+func (d *localDest) Endpoint() flow.Endpoint { return d.ep }
+
+// Send queues b in the instance's mailbox.
+func (d *localDest) Send(b *flow.Batch) { d.n.deliver(d.inst, &batchMsg{Batch: b}) }
+
+// remoteDest is an instance on another node: batches go, packed, to that
+// node's dispatcher.
+type remoteDest struct {
+	n          *Node
+	ep         flow.Endpoint
+	dispatcher *actor.PID
+}
+
+var _ flow.Dest = (*remoteDest)(nil)
+
+func (d *remoteDest) Endpoint() flow.Endpoint { return d.ep }
+
+// Send encodes b and sends it over protoactor remote.
+func (d *remoteDest) Send(b *flow.Batch) {
+	wb := &wire.RecordBatch{Target: d.ep.ID, Stream: b.Stream, Routing: int32(b.Routing), Slot: b.Slot, Seq: b.Seq,
+		From: actor.NewPID(b.From.Addr, b.From.ID), Records: wire.AppendRecords(nil, b.Records)}
+	if !b.Sent.IsZero() {
+		wb.SentUnixNano = b.Sent.UnixNano()
+	}
+	d.n.system.Root.Send(d.dispatcher, wb)
+}
+
+// newDest returns the destination of the instance with actor id id on the
+// node with actor address addr.
+func (n *Node) newDest(addr, id string) flow.Dest {
+	ep := flow.Endpoint{Addr: addr, ID: id}
+	if addr == n.addr {
+		if inst := n.lookup(id); inst != nil {
+			return &localDest{n: n, inst: inst, ep: ep}
+		}
+		// Not spawned here (yet): go through the dispatcher, which
+		// bounces what it cannot deliver.
+	}
+	return &remoteDest{n: n, ep: ep, dispatcher: actor.NewPID(addr, dispatcherName)}
+}
+
+// host adapts a Node to flow.Host.
+type host struct{ n *Node }
+
+var _ flow.Host = host{}
+
+func (h host) Table() *flow.Table               { return h.n.table.Load() }
+func (h host) Dropped(stream string, count int) { h.n.dropped(stream, count) }
+func (h host) Held(stream string) *atomic.Int64 { return &h.n.streams.counter(stream).held }
+func (h host) Logger() *slog.Logger             { return h.n.log }
+
+// flowConfig is the producers' configuration.
+func (n *Node) flowConfig() flow.Config {
+	return flow.Config{BatchSize: n.cfg.BatchSize, Credits: n.cfg.Credits, BufferBatches: n.cfg.BufferBatches,
+		HoldUnread: n.cfg.AtLeastOnce, StampSent: n.cfg.Observer != nil}
+}

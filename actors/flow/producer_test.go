@@ -1,0 +1,301 @@
+package flow
+
+import (
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/placement"
+)
+
+// testHost is a Host with a table the test sets.
+type testHost struct {
+	table   atomic.Pointer[Table]
+	mu      sync.Mutex
+	dropped map[string]int
+	held    map[string]*atomic.Int64
+}
+
+func newHost() *testHost {
+	return &testHost{dropped: map[string]int{}, held: map[string]*atomic.Int64{}}
+}
+
+func (h *testHost) Table() *Table { return h.table.Load() }
+func (h *testHost) Dropped(stream string, n int) {
+	h.mu.Lock()
+	h.dropped[stream] += n
+	h.mu.Unlock()
+}
+func (h *testHost) Held(stream string) *atomic.Int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held[stream] == nil {
+		h.held[stream] = new(atomic.Int64)
+	}
+	return h.held[stream]
+}
+func (h *testHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// testDest records the batches sent to it.
+type testDest struct {
+	ep      Endpoint
+	batches []*Batch
+}
+
+func (d *testDest) Endpoint() Endpoint { return d.ep }
+func (d *testDest) Send(b *Batch)      { d.batches = append(d.batches, b) }
+
+// records returns the values of every record d received, in order.
+func (d *testDest) records() []int {
+	var out []int
+	for _, b := range d.batches {
+		for _, r := range b.Records {
+			v, _ := strconv.Atoi(string(r.Value))
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func dests(addr string, n int) []*testDest {
+	out := make([]*testDest, n)
+	for i := range out {
+		out[i] = &testDest{ep: Endpoint{Addr: addr, ID: "op/x/0." + strconv.Itoa(i)}}
+	}
+	return out
+}
+
+// table returns a table where operator "x" reads stream "s" with routing r
+// from ds, on the live addresses.
+func table(version uint64, r core.Routing, ds []*testDest, live ...string) *Table {
+	sub := &Subscription{Stream: "s", Operator: "x", Routing: r, KeyGroups: 16, Dests: make([]Dest, len(ds))}
+	for i, d := range ds {
+		sub.Dests[i] = d
+	}
+	t := &Table{Version: version, Streams: map[string][]*Subscription{"s": {sub}}, Live: map[string]bool{}}
+	for _, a := range live {
+		t.Live[a] = true
+	}
+	return t
+}
+
+func rec(i int) core.Record {
+	return core.Record{Key: []byte("k" + strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}
+}
+
+func newProducer(h *testHost, hold bool) *Producer {
+	return New(h, Config{BatchSize: 4, Credits: 2, BufferBatches: 2, HoldUnread: hold}, Endpoint{Addr: "me", ID: "p"}, 1)
+}
+
+func TestFullBatchesLeaveAndCreditsBound(t *testing.T) {
+	h := newHost()
+	d := dests("me", 1)
+	h.table.Store(table(1, core.Shuffle, d, "me"))
+	p := newProducer(h, false)
+	p.Begin()
+	for i := range 3 {
+		p.Produce("s", rec(i))
+	}
+	if p.Flush(false); len(d[0].batches) != 0 {
+		t.Fatalf("a partial buffer left on Flush(false): %d batches", len(d[0].batches))
+	}
+	if p.Flush(true); len(d[0].batches) != 1 || len(d[0].batches[0].Records) != 3 {
+		t.Fatalf("Flush(true): %d batches, want one of 3 records", len(d[0].batches))
+	}
+	// One credit left: one more batch leaves, then the buffer fills up to
+	// BufferBatches×BatchSize and the producer is blocked.
+	blocked := false
+	for i := 3; i < 3+4+8; i++ {
+		p.Produce("s", rec(i))
+		blocked = p.Flush(false)
+	}
+	if len(d[0].batches) != 2 {
+		t.Fatalf("%d batches sent with 2 credits, want 2", len(d[0].batches))
+	}
+	if !blocked || p.Buffered() != 8 {
+		t.Fatalf("blocked=%v buffered=%d, want blocked with 8 buffered", blocked, p.Buffered())
+	}
+	p.Ack(0)
+	p.Ack(0)
+	if blocked := p.Flush(false); blocked || len(d[0].batches) != 4 {
+		t.Fatalf("after two acks: blocked=%v, %d batches; want unblocked and 4", blocked, len(d[0].batches))
+	}
+	if got := d[0].records(); len(got) != 15 || got[14] != 14 {
+		t.Fatalf("records in order: %v", got)
+	}
+	if p.Inflight() != 2 {
+		t.Fatalf("inflight %d, want 2", p.Inflight())
+	}
+}
+
+func TestRollbackDiscardsTheAttempt(t *testing.T) {
+	h := newHost()
+	d := dests("me", 2)
+	h.table.Store(table(1, core.GroupBy, d, "me"))
+	p := newProducer(h, false)
+	p.Begin()
+	p.Produce("s", rec(1))
+	p.Begin()
+	p.Produce("s", rec(2))
+	p.Produce("s", rec(3))
+	p.Rollback()
+	p.Flush(true)
+	var got []int
+	for _, x := range d {
+		got = append(got, x.records()...)
+	}
+	if len(got) != 1 || got[0] != 1 {
+		t.Fatalf("delivered %v, want only record 1", got)
+	}
+}
+
+func TestGroupByKeepsKeysOnOneDestination(t *testing.T) {
+	h := newHost()
+	d := dests("me", 3)
+	h.table.Store(table(1, core.GroupBy, d, "me"))
+	p := newProducer(h, false)
+	p.Begin()
+	for i := range 300 {
+		p.Produce("s", core.Record{Key: []byte("k" + strconv.Itoa(i%7)), Value: []byte(strconv.Itoa(i))})
+		p.Flush(true)
+		for s := range p.Slots() {
+			p.Ack(int32(s))
+		}
+	}
+	for j, x := range d {
+		for _, b := range x.batches {
+			for _, r := range b.Records {
+				if want := placement.InstanceFor(placement.KeyGroup(r.Key, 16), 16, 3); want != j {
+					t.Fatalf("key %s went to instance %d, want %d", r.Key, j, want)
+				}
+			}
+		}
+	}
+}
+
+// A layout change freezes the subscription: records wait until every batch
+// of the old layout is acknowledged or bounced, then go out under the new
+// layout, bounced ones first.
+func TestLayoutChangeKeepsOrder(t *testing.T) {
+	h := newHost()
+	old := dests("a", 1)
+	h.table.Store(table(1, core.GroupBy, old, "a", "b"))
+	p := newProducer(h, false)
+	p.Begin()
+	for i := range 4 {
+		p.Produce("s", rec(i))
+	}
+	p.Flush(true) // records 0..3 in flight to a
+	moved := dests("b", 1)
+	h.table.Store(table(2, core.GroupBy, moved, "a", "b"))
+	p.Begin()
+	for i := 4; i < 6; i++ {
+		p.Produce("s", rec(i))
+	}
+	p.Flush(true)
+	if len(moved[0].batches) != 0 {
+		t.Fatal("records went to the new layout while the old one had a batch in flight")
+	}
+	p.Bounce(0, old[0].batches[0].Records) // a bounces 0..3
+	p.Flush(true)
+	if got := moved[0].records(); len(got) != 6 || got[0] != 0 || got[4] != 4 {
+		t.Fatalf("new owner got %v, want 0..5 in order", got)
+	}
+}
+
+// A batch in flight to a node that left is given up when the node leaves
+// the table; if the node bounces it after all (a graceful leave), the
+// records must still go out, not wait in a subscription that already
+// thawed. (Found while checking issue 17 point 6.)
+func TestBounceAfterTheLayoutThawed(t *testing.T) {
+	h := newHost()
+	old := dests("b", 1)
+	h.table.Store(table(1, core.GroupBy, old, "a", "b"))
+	p := newProducer(h, false)
+	p.Begin()
+	for i := range 3 {
+		p.Produce("s", rec(i))
+	}
+	p.Flush(true) // in flight to b
+	now := dests("a", 1)
+	h.table.Store(table(2, core.GroupBy, now, "a")) // b left the cluster
+	p.Begin()
+	p.Produce("s", rec(3))
+	p.Flush(true)
+	if got := now[0].records(); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("after b left, a got %v, want [3]", got)
+	}
+	p.Bounce(0, old[0].batches[0].Records) // b's bounce arrives late
+	p.Flush(true)
+	if got := now[0].records(); len(got) != 4 {
+		t.Fatalf("after the late bounce a got %v, want all 4 records; %d buffered", got, p.Buffered())
+	}
+}
+
+func TestUnreadRecords(t *testing.T) {
+	d := dests("me", 1)
+	withReader := table(2, core.Shuffle, d, "me")
+	empty := &Table{Version: 1, Streams: map[string][]*Subscription{}, Live: map[string]bool{"me": true}}
+
+	t.Run("dropped and counted without durability", func(t *testing.T) {
+		h := newHost()
+		h.table.Store(empty)
+		p := newProducer(h, false)
+		p.Begin()
+		p.Produce("s", rec(1))
+		if h.dropped["s"] != 1 || p.Buffered() != 0 {
+			t.Fatalf("dropped %d, buffered %d; want 1 and 0", h.dropped["s"], p.Buffered())
+		}
+	})
+	t.Run("held when a newer table has a reader", func(t *testing.T) {
+		h := newHost()
+		h.table.Store(empty)
+		p := newProducer(h, false)
+		p.Begin()
+		h.table.Store(withReader) // published during the attempt
+		p.Produce("s", rec(1))
+		if h.dropped["s"] != 0 || h.Held("s").Load() != 1 {
+			t.Fatalf("dropped %d, held %d; want 0 and 1", h.dropped["s"], h.Held("s").Load())
+		}
+		p.Begin()
+		p.Flush(true)
+		if got := d[0].records(); len(got) != 1 || h.Held("s").Load() != 0 {
+			t.Fatalf("after adopting the table: delivered %v, held %d", got, h.Held("s").Load())
+		}
+	})
+	t.Run("held with durability until a reader appears, then blocked", func(t *testing.T) {
+		h := newHost()
+		h.table.Store(empty)
+		p := newProducer(h, true)
+		p.Begin()
+		blocked := false
+		for i := range 8 {
+			p.Produce("s", rec(i))
+			blocked = p.Flush(false)
+		}
+		if !blocked || !p.Holding() || h.Held("s").Load() != 8 {
+			t.Fatalf("blocked=%v holding=%v held=%d; want blocked, holding 8", blocked, p.Holding(), h.Held("s").Load())
+		}
+		p.Begin()
+		p.Produce("s", rec(8))
+		p.Rollback()
+		if h.Held("s").Load() != 8 {
+			t.Fatalf("rollback left %d held, want 8", h.Held("s").Load())
+		}
+		p.Produce(core.DeadLetterStream("x"), rec(99))
+		if h.dropped[core.DeadLetterStream("x")] != 1 {
+			t.Fatal("a dead letter with no reader was held, want dropped")
+		}
+		dd := dests("me", 1)
+		h.table.Store(table(2, core.Shuffle, dd, "me"))
+		p.Begin()
+		p.Flush(true)
+		if got := dd[0].records(); len(got) != 8 || got[7] != 7 || p.Holding() {
+			t.Fatalf("reader got %v (holding %v), want 0..7", got, p.Holding())
+		}
+	})
+}

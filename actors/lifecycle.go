@@ -1,0 +1,247 @@
+package actors
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+// saveCounters stores the processed and produced counters, when they
+// changed, with the instance's state (in its first key group) before a
+// commit, so that they move with the instance: an instance that moved to
+// another node reports what it did over its whole life, not only since it
+// arrived.
+func (i *instance) saveCounters() {
+	if i.mode != modeActive {
+		return
+	}
+	if n := i.processed.Load(); n != i.processedSet {
+		i.store.SetMeta(i.lo, metaProcessed, binary.BigEndian.AppendUint64(nil, uint64(n)))
+		i.processedSet = n
+	}
+	if i.produced != i.producedSet {
+		i.store.SetMeta(i.lo, metaProduced, binary.BigEndian.AppendUint64(nil, uint64(i.produced)))
+		i.producedSet = i.produced
+	}
+}
+
+// commit writes the instance's state.
+func (i *instance) commit(sync bool) {
+	i.saveCounters()
+	flushed := i.flushOperator()
+	var err error
+	if i.node.cfg.StateLog != nil {
+		err = i.store.CommitLogged(sync, &i.logBacklog)
+	} else {
+		err = i.store.Commit(sync)
+	}
+	if err != nil {
+		i.log.Error("state commit failed; will retry", "error", err, "pending", i.store.Pending())
+		i.setLastError(err.Error())
+		return
+	}
+	logged := i.appendLog()
+	if flushed && logged && i.node.cfg.AtLeastOnce {
+		i.snapshot()
+	}
+}
+
+// activate makes an awaiting instance active: its state is in place, so
+// load its timers, create and Init its operator, process what was stashed
+// and start polling.
+func (i *instance) activate() {
+	if i.mode != modeAwaiting {
+		return
+	}
+	i.mode = modeActive
+	i.store.DropCache()
+	stored, err := i.store.Timers(i.lo, i.hi)
+	if err != nil {
+		i.log.Error("loading timers failed", "error", err)
+		i.setLastError(err.Error())
+	}
+	i.timers = newTimerQueue()
+	for _, t := range stored {
+		i.timers.set(t.Group, t.Key, t.At)
+	}
+	if v, ok, err := i.store.GetMeta(i.lo, metaProcessed); err == nil && ok && len(v) == 8 {
+		i.processed.Store(int64(binary.BigEndian.Uint64(v)))
+	}
+	i.processedSet = i.processed.Load()
+	if v, ok, err := i.store.GetMeta(i.lo, metaProduced); err == nil && ok && len(v) == 8 {
+		i.produced = int64(binary.BigEndian.Uint64(v))
+		i.producedSet = i.produced
+		i.producedPub.Store(i.produced)
+	}
+	i.node.event(i.key, EventActive)
+	i.startIncarnation()
+}
+
+// startIncarnation creates the Operator, Inits it, resumes the item a failed
+// incarnation left, and takes up stashed input and polling.
+func (i *instance) startIncarnation() {
+	i.opv = i.op.factory()
+	i.failed = i.isFailed()
+	if !i.failed {
+		i.begin(i.lo, time.Now())
+		func() {
+			defer i.recoverAttempt()
+			if err := i.opv.Init(i.octx); err != nil {
+				i.cur.lastErr = "init: " + err.Error()
+				panic(&failure{err: fmt.Errorf("init: %w", err)})
+			}
+		}()
+		i.end()
+	}
+	i.setState(StateRunning)
+	switch i.cur.kind {
+	case workRecord:
+		i.runBatch(i.cur.batch, i.cur.idx, i.cur.attempts, i.cur.lastErr)
+	case workTimer:
+		i.runTimer()
+		i.cur = work{}
+	case workPoll:
+		i.cur = work{}
+	}
+	if _, ok := i.opv.(core.Source); ok && !i.failed {
+		i.schedulePoll(i.pollIdle)
+	}
+	i.settle()
+	i.drain()
+}
+
+// release stops the instance here: it commits its state, stops timers and
+// polling, and from now on bounces its input to the producers. Output it
+// still holds keeps being delivered. The coordinator is told when done.
+func (i *instance) release() {
+	if i.mode == modeActive {
+		i.commit(true) // flushes and snapshots with the operator still there
+		i.closeOperator()
+		i.opv = nil
+		i.timers.stop()
+		i.timers = newTimerQueue()
+		if i.pollTimer != nil {
+			i.pollTimer.Stop()
+		}
+		i.pollQueued = false
+		i.node.event(i.key, EventReleased)
+	}
+	i.mode = modeReleased
+	i.store.DropCache()
+	for _, u := range i.stash {
+		if u.kind == unitBatch {
+			i.bounceBack(u.batch)
+		}
+	}
+	i.stash = nil
+	i.blocked = false
+	i.setState(StateReleased)
+	i.settle()
+	i.node.system.Root.Send(i.node.coord, instanceReleased{key: i.key})
+}
+
+// onRestarting undoes the failed attempt and commits what earlier attempts
+// wrote, so that the next incarnation starts from state in Pebble.
+func (i *instance) onRestarting() {
+	i.store.Rollback()
+	i.out.Rollback()
+	i.timerOps = i.timerOps[:0]
+	i.closeOperator()
+	i.commit(true)
+	i.store.DropCache()
+	i.mu.Lock()
+	i.restarts++
+	if i.state != StateFailed {
+		i.state = StateRestarting
+	}
+	i.mu.Unlock()
+	if obs := i.node.cfg.Observer; obs != nil {
+		obs.Restarted(i.key.op, i.key.index)
+	}
+}
+
+// onStopping closes the operator and commits its state.
+func (i *instance) onStopping() {
+	i.cancel()
+	if i.pollTimer != nil {
+		i.pollTimer.Stop()
+	}
+	i.timers.stop()
+	var err error
+	if i.mode == modeActive {
+		i.closeOperator()
+		i.saveCounters()
+		err = i.store.Commit(true)
+		i.node.event(i.key, EventStopped)
+	}
+	i.mu.Lock()
+	i.closeErrV = err
+	if i.state != StateFailed {
+		i.state = StateStopped
+	}
+	i.mu.Unlock()
+}
+
+// closeOperator calls Close on the current Operator if it has one.
+func (i *instance) closeOperator() {
+	c, ok := i.opv.(core.Closer)
+	if !ok {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			i.log.Error("operator Close panicked", "panic", fmt.Sprint(r))
+		}
+	}()
+	if err := c.Close(i.octx); err != nil {
+		i.log.Warn("operator Close failed", "error", err)
+	}
+}
+
+// noteFailure is called by the supervisor for each failure.
+func (i *instance) noteFailure(reason any) { i.setLastError(fmt.Sprint(reason)) }
+
+// markFailed is called by the supervisor when the restart policy is
+// exhausted; the next incarnation dead-letters its input.
+func (i *instance) markFailed(reason string) {
+	i.mu.Lock()
+	i.state = StateFailed
+	i.failedReason = reason
+	i.mu.Unlock()
+	i.log.Error("operator instance failed: restart policy exhausted; its input now goes to the dead-letter stream", "reason", reason)
+}
+
+// isFailed reports whether the supervisor marked the instance failed.
+func (i *instance) isFailed() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.state == StateFailed
+}
+
+func (i *instance) failedReasonSnapshot() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.failedReason
+}
+
+func (i *instance) setLastError(s string) {
+	i.mu.Lock()
+	i.lastError = s
+	i.mu.Unlock()
+}
+
+func (i *instance) setState(s InstanceState) {
+	i.mu.Lock()
+	if i.state != StateFailed {
+		i.state = s
+	}
+	i.mu.Unlock()
+}
+
+func (i *instance) closeErr() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.closeErrV
+}
