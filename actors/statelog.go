@@ -1,29 +1,14 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
 
-// StateLog mirrors operator state to a durable external log, so that state
-// survives the crash of the node that held it (connectors/kafka implements
-// it with one compacted topic per operator, a partition per key group).
-//
-// Each commit of an instance's state appends the committed writes; when an
-// instance becomes active and no node handed its state over (its previous
-// node crashed), it is restored from the log first. Appends that fail are
-// kept and retried at the next commit; until they succeed the instance's
-// durability snapshots wait (at-least-once delivery stays correct).
-type StateLog interface {
-	// Append durably logs committed writes of operator op (a nil Value is a
-	// deletion), blocking until the log has acknowledged them.
-	Append(ctx context.Context, op string, keyGroups int, kvs []persistence.KV) error
-	// Restore calls fn, in log order, with every logged write of operator
-	// op in key groups [first, end).
-	Restore(ctx context.Context, op string, keyGroups, first, end int, fn func(persistence.KV) error) error
-}
+// StateLog mirrors operator state to an external log: see core.StateLog.
+type StateLog = core.StateLog
 
 // appendLog sends the writes waiting for the state log. It reports whether
 // nothing is left waiting.
@@ -32,7 +17,11 @@ func (i *instance) appendLog() bool {
 	if sl == nil || len(i.logBacklog) == 0 {
 		return true
 	}
-	if err := sl.Append(i.ctx, i.key.op, i.spec.Meta.KeyGroups, i.logBacklog); err != nil {
+	kvs := make([]core.KV, len(i.logBacklog))
+	for j, kv := range i.logBacklog {
+		kvs[j] = core.KV{KeyGroup: persistence.KeyGroupOf(i.key.op, kv.Key), Key: kv.Key, Value: kv.Value}
+	}
+	if err := sl.Append(i.ctx, i.key.op, i.spec.Meta.KeyGroups, kvs); err != nil {
 		i.log.Warn("state log append failed; will retry", "writes", len(i.logBacklog), "error", err)
 		i.setLastError("state log: " + err.Error())
 		return false
@@ -51,7 +40,7 @@ func (i *instance) restoreFromLog() error {
 	}
 	latest := make(map[string][]byte)
 	n := 0
-	err := sl.Restore(i.ctx, i.key.op, i.spec.Meta.KeyGroups, i.lo, i.hi, func(kv persistence.KV) error {
+	err := sl.Restore(i.ctx, i.key.op, i.spec.Meta.KeyGroups, i.lo, i.hi, func(kv core.KV) error {
 		n++
 		latest[string(kv.Key)] = kv.Value // nil: deleted
 		return nil

@@ -98,6 +98,18 @@ func ParseRouting(s string) (Routing, error) { return core.ParseRouting(s) }
 // "<operator>.deadletter".
 func DeadLetterStream(operator string) string { return core.DeadLetterStream(operator) }
 
+// StateLog mirrors operator state to a durable external log, from which an
+// instance whose node crashed is restored (connectors/kafka implements it
+// with changelog topics):
+//
+//	Append(ctx, op, keyGroups, kvs []KV) error  // log committed writes durably
+//	Restore(ctx, op, keyGroups, first, end, fn func(KV) error) error
+type StateLog = core.StateLog
+
+// KV is one committed state write handed to a StateLog: its key group and
+// the runtime's opaque key and value (nil value: deleted).
+type KV = core.KV
+
 // OperatorStatus describes one operator and its instances.
 type OperatorStatus = actors.OperatorStatus
 

@@ -12,8 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/actors"
-	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -41,7 +39,7 @@ type StateLog struct {
 	topics   map[string]int // changelog topics known to exist → their partitions
 }
 
-var _ actors.StateLog = (*StateLog)(nil)
+var _ sdk.StateLog = (*StateLog)(nil)
 
 // NewStateLog checks cfg and returns a StateLog; it does not contact the
 // brokers.
@@ -69,11 +67,11 @@ func (l *StateLog) Topic(op string) string { return l.cfg.Prefix + "." + op + ".
 // Close closes the producer. Appends still waiting fail.
 func (l *StateLog) Close() { l.cl.Close() }
 
-// Append implements actors.StateLog: it writes kvs to op's changelog, each
+// Append implements sdk.StateLog: it writes kvs to op's changelog, each
 // to its key group's partition, and waits (at most AppendTimeout) until the
 // brokers have acknowledged them all. On failure some may be written: the
 // runtime appends them again (in order, so the last write of a key wins).
-func (l *StateLog) Append(ctx context.Context, op string, keyGroups int, kvs []persistence.KV) error {
+func (l *StateLog) Append(ctx context.Context, op string, keyGroups int, kvs []sdk.KV) error {
 	if len(kvs) == 0 {
 		return nil
 	}
@@ -82,7 +80,7 @@ func (l *StateLog) Append(ctx context.Context, op string, keyGroups int, kvs []p
 		return err
 	}
 	for _, kv := range kvs {
-		if g := persistence.KeyGroupOf(op, kv.Key); g < 0 || g >= keyGroups {
+		if g := kv.KeyGroup; g < 0 || g >= keyGroups {
 			return fmt.Errorf("kafka state log: key %q of %q is in no key group of %d", kv.Key, op, keyGroups)
 		}
 	}
@@ -108,7 +106,7 @@ func (l *StateLog) Append(ctx context.Context, op string, keyGroups int, kvs []p
 		}
 	}
 	for _, kv := range kvs {
-		l.cl.Produce(actx, &kgo.Record{Topic: topic, Partition: int32(persistence.KeyGroupOf(op, kv.Key)), Key: kv.Key, Value: kv.Value}, promise)
+		l.cl.Produce(actx, &kgo.Record{Topic: topic, Partition: int32(kv.KeyGroup), Key: kv.Key, Value: kv.Value}, promise)
 	}
 	select {
 	case <-done:
@@ -194,12 +192,12 @@ func (l *StateLog) partitions(ctx context.Context, topic string) (int, error) {
 	return len(d.Partitions), nil
 }
 
-// Restore implements actors.StateLog: it reads partitions [first, end) of
+// Restore implements sdk.StateLog: it reads partitions [first, end) of
 // op's changelog from their start up to their end as of the call, calling
 // fn with every write in order. While the brokers are unavailable it keeps
 // trying, for at most RestoreTimeout; each new try calls fn from the start
 // again. An error from fn ends it.
-func (l *StateLog) Restore(ctx context.Context, op string, keyGroups, first, end int, fn func(persistence.KV) error) error {
+func (l *StateLog) Restore(ctx context.Context, op string, keyGroups, first, end int, fn func(sdk.KV) error) error {
 	deadline := time.Now().Add(l.cfg.RestoreTimeout)
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -224,7 +222,7 @@ type fnError struct{ err error }
 func (e *fnError) Error() string { return e.err.Error() }
 func (e *fnError) Unwrap() error { return e.err }
 
-func (l *StateLog) restore(ctx context.Context, op string, keyGroups, first, end int, fn func(persistence.KV) error) error {
+func (l *StateLog) restore(ctx context.Context, op string, keyGroups, first, end int, fn func(sdk.KV) error) error {
 	topic := l.Topic(op)
 	n, err := l.partitions(ctx, topic)
 	if err != nil || n == 0 {
@@ -284,7 +282,7 @@ func (l *StateLog) restore(ctx context.Context, op string, keyGroups, first, end
 			if !ok || ferr != nil || r.Offset >= hw {
 				return
 			}
-			if err := fn(persistence.KV{Key: r.Key, Value: r.Value}); err != nil {
+			if err := fn(sdk.KV{KeyGroup: int(r.Partition), Key: r.Key, Value: r.Value}); err != nil {
 				ferr = &fnError{err}
 				return
 			}

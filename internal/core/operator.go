@@ -161,3 +161,30 @@ type InstanceInfo struct {
 	// [FirstGroup, EndGroup).
 	FirstGroup, EndGroup int
 }
+
+// StateLog mirrors operator state to a durable external log, so that state
+// survives the crash of the node that held it (connectors/kafka implements
+// it with one compacted topic per operator, a partition per key group).
+//
+// Each commit of an instance's state appends the committed writes; when an
+// instance becomes active and no node handed its state over (its previous
+// node crashed), it is restored from the log first. Appends that fail are
+// retried at the next commit; until they succeed the instance's durability
+// snapshots wait. Methods are called from instance goroutines, several at
+// once.
+type StateLog interface {
+	// Append durably logs committed writes of operator op (a nil Value is
+	// a deletion), blocking until the log has acknowledged them or ctx ends.
+	Append(ctx context.Context, op string, keyGroups int, kvs []KV) error
+	// Restore calls fn, in log order, with every logged write of operator
+	// op in key groups [first, end).
+	Restore(ctx context.Context, op string, keyGroups, first, end int, fn func(KV) error) error
+}
+
+// KV is one committed state write for a StateLog: the key group it belongs
+// to, and an opaque key (the runtime's own encoding, to be handed back
+// unchanged by Restore) and value; a nil Value deletes the key.
+type KV struct {
+	KeyGroup   int
+	Key, Value []byte
+}
