@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/internal/core"
@@ -78,7 +79,10 @@ type instance struct {
 	producedSet  int64 // the value of produced last written to the store
 	processedSet int64 // the value of processed last written to the store
 	dlUnlogged   int64 // dead letters not yet logged
-	dlNextLog    time.Time
+	// restartBackoff is the delay before the next restart (the
+	// supervisor's goroutine only; reset when a failure-free Window passed).
+	restartBackoff backoff.ExponentialBackOff
+	dlNextLog      time.Time
 
 	// current attempt
 	curGroup   int

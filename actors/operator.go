@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/placement"
@@ -155,6 +156,8 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 	p := inst.spec.Meta.Restart
 	if rs.NumberOfFailures(p.Window) == 0 {
 		rs.Reset()
+		inst.restartBackoff = backoff.ExponentialBackOff{InitialInterval: p.InitialBackoff, Multiplier: 2, MaxInterval: p.MaxBackoff}
+		inst.restartBackoff.Reset()
 	}
 	rs.Fail()
 	failures := rs.NumberOfFailures(p.Window)
@@ -164,15 +167,12 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 		sup.RestartChildren(child)
 		return
 	}
-	backoff := p.InitialBackoff << min(failures-1, 30)
-	if backoff > p.MaxBackoff || backoff <= 0 {
-		backoff = p.MaxBackoff
-	}
-	inst.log.Warn("operator instance failed; restarting", "failures", failures, "backoff", backoff, "reason", fmt.Sprint(reason))
+	delay := inst.restartBackoff.NextBackOff()
+	inst.log.Warn("operator instance failed; restarting", "failures", failures, "backoff", delay, "reason", fmt.Sprint(reason))
 	s.op.mu.Lock()
 	defer s.op.mu.Unlock() // held until t is in the map: the callback locks too
 	var t *time.Timer
-	t = time.AfterFunc(backoff, func() {
+	t = time.AfterFunc(delay, func() {
 		s.op.mu.Lock()
 		_, live := s.op.backoff[t]
 		delete(s.op.backoff, t)

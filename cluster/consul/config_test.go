@@ -49,13 +49,15 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
+func TestRetryBackoff(t *testing.T) {
 	lo, hi := 200*time.Millisecond, 2*time.Second
-	for n := 1; n <= 40; n++ {
-		want := min(hi, lo<<min(n-1, 20))
-		for range 100 {
-			if got := backoff(lo, hi, n); got < want/2 || got > want {
-				t.Fatalf("backoff(%d): got %v, want in [%v, %v]", n, got, want/2, want)
+	d := &Discovery{cfg: Config{RetryMin: lo, RetryMax: hi}}
+	for range 20 {
+		b := d.retryBackoff()
+		for n := 1; n <= 40; n++ {
+			want := min(hi, lo<<min(n-1, 20))
+			if got := b.NextBackOff(); got < want/2 || got > want*3/2+1 {
+				t.Fatalf("retry %d: got %v, want %v ± 50%%", n, got, want)
 			}
 		}
 	}

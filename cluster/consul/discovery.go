@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/hashicorp/consul/api"
 
 	"github.com/sluicehq/sluice/cluster"
@@ -195,6 +195,7 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 	timer := time.NewTimer(d.cfg.HeartbeatInterval)
 	defer timer.Stop()
 	failures := 0
+	retry := d.retryBackoff()
 	for {
 		select {
 		case <-ctx.Done():
@@ -213,12 +214,13 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 			if failures == 1 || failures%10 == 0 {
 				d.log.Warn("heartbeat failed; retrying", "member", d.self.ID, "failures", failures, "err", err)
 			}
-			timer.Reset(backoff(d.cfg.RetryMin, d.cfg.RetryMax, failures))
+			timer.Reset(retry.NextBackOff())
 		default:
 			if failures > 0 {
 				d.log.Info("heartbeat recovered", "member", d.self.ID, "failures", failures)
 			}
 			failures = 0
+			retry.Reset()
 			timer.Reset(d.cfg.HeartbeatInterval)
 		}
 	}
@@ -275,6 +277,7 @@ func (d *Discovery) watch(ctx context.Context, ch chan []cluster.Member) {
 		sent       []cluster.Member // last snapshot published; nil before the first
 		failures   int              // consecutive failed queries
 		graceUntil time.Time        // until then, members of sent missing from Consul are kept
+		retry      = d.retryBackoff()
 	)
 	for {
 		wait := d.cfg.WaitTime
@@ -298,7 +301,7 @@ func (d *Discovery) watch(ctx context.Context, ch chan []cluster.Member) {
 			if failures == 1 || failures%10 == 0 {
 				d.log.Warn("watch query failed; keeping the last membership and retrying", "failures", failures, "err", err)
 			}
-			if !sleep(ctx, backoff(d.cfg.RetryMin, d.cfg.RetryMax, failures)) {
+			if !sleep(ctx, retry.NextBackOff()) {
 				return
 			}
 			continue
@@ -309,6 +312,7 @@ func (d *Discovery) watch(ctx context.Context, ch chan []cluster.Member) {
 			d.log.Info("watch recovered; keeping missing members while they re-register", "failures", failures, "grace", d.cfg.RecoveryGrace)
 		}
 		failures = 0
+		retry.Reset()
 		switch {
 		case wentBack:
 			index = 0 // Consul restarted or its state was rebuilt: read again at once
@@ -379,18 +383,13 @@ func isStatus(err error, code int) bool {
 	return errors.As(err, &se) && se.Code == code
 }
 
-// backoff returns the delay before retry n (1-based): lo·2^(n-1), capped
-// at hi, with jitter drawn from the upper half so retries of many nodes
-// spread out.
-func backoff(lo, hi time.Duration, n int) time.Duration {
-	d := hi
-	if n < 32 {
-		d = lo << (n - 1)
-		if d <= 0 || d > hi {
-			d = hi
-		}
-	}
-	return d/2 + rand.N(d/2+1)
+// retryBackoff returns the delays between retries of a failing request:
+// from RetryMin doubling to RetryMax, with ±50 % jitter so that the retries
+// of many nodes spread out.
+func (d *Discovery) retryBackoff() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{InitialInterval: d.cfg.RetryMin, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: d.cfg.RetryMax}
+	b.Reset()
+	return b
 }
 
 // sleep waits for d or the end of ctx, and reports whether d elapsed.

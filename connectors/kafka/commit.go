@@ -6,15 +6,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // Commit timing.
 const (
-	commitTimeout  = 5 * time.Second // one OffsetCommit request
-	finalTimeout   = 2 * time.Second // the last attempt, at close
-	commitBackoff  = 100 * time.Millisecond
-	maxCommitDelay = 2 * time.Second
+	commitTimeout = 5 * time.Second // one OffsetCommit request
+	finalTimeout  = 2 * time.Second // the last attempt, at close
 )
 
 // committer commits a source instance's offsets to its consumer group on a
@@ -79,7 +79,7 @@ func (c *committer) close() {
 
 func (c *committer) run() {
 	defer close(c.done)
-	backoff := commitBackoff
+	delays := retryBackoff()
 	var retry *time.Timer
 	for {
 		var retryC <-chan time.Time
@@ -106,12 +106,12 @@ func (c *committer) run() {
 			if c.stopCtx.Err() != nil {
 				continue // closing: the final attempt follows
 			}
-			c.log.Warn("kafka source: offset commit failed; will retry", "group", c.group, "error", err, "retry_in", backoff)
-			retry = time.NewTimer(backoff)
-			backoff = min(2*backoff, maxCommitDelay)
+			delay := delays.NextBackOff()
+			c.log.Warn("kafka source: offset commit failed; will retry", "group", c.group, "error", err, "retry_in", delay)
+			retry = time.NewTimer(delay)
 			continue
 		}
-		backoff = commitBackoff
+		delays.Reset()
 	}
 }
 
@@ -143,4 +143,13 @@ func (c *committer) commitOnce(parent context.Context, timeout time.Duration) er
 		c.mu.Unlock()
 	}
 	return err
+}
+
+// retryBackoff returns the delays between retries of a failed request to
+// the brokers (offset commits, state restores): from 100 ms doubling to
+// 2 s, with ±20 % jitter.
+func retryBackoff() *backoff.ExponentialBackOff {
+	b := &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 2 * time.Second}
+	b.Reset()
+	return b
 }

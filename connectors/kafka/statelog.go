@@ -198,21 +198,21 @@ func (l *StateLog) partitions(ctx context.Context, topic string) (int, error) {
 // trying, for at most RestoreTimeout; each new try calls fn from the start
 // again. An error from fn ends it.
 func (l *StateLog) Restore(ctx context.Context, op string, keyGroups, first, end int, fn func(sdk.KV) error) error {
-	deadline := time.Now().Add(l.cfg.RestoreTimeout)
-	rctx, cancel := context.WithDeadline(ctx, deadline)
+	rctx, cancel := context.WithTimeout(ctx, l.cfg.RestoreTimeout)
 	defer cancel()
-	backoff := 100 * time.Millisecond
+	delays := retryBackoff()
 	for {
 		err := l.restore(rctx, op, keyGroups, first, end, fn)
 		if err == nil || !errors.Is(err, sdk.ErrTransient) {
 			return err
 		}
+		t := time.NewTimer(delays.NextBackOff())
 		select {
 		case <-rctx.Done():
+			t.Stop()
 			return err
-		case <-time.After(backoff):
+		case <-t.C:
 		}
-		backoff = min(2*backoff, 2*time.Second)
 	}
 }
 
