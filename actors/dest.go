@@ -40,7 +40,8 @@ func (d *remoteDest) Endpoint() flow.Endpoint { return d.ep }
 // Send encodes b and sends it over protoactor remote.
 func (d *remoteDest) Send(b *flow.Batch) {
 	wb := &wire.RecordBatch{Target: d.ep.ID, Stream: b.Stream, Routing: int32(b.Routing), Slot: b.Slot, Seq: b.Seq,
-		From: actor.NewPID(b.From.Addr, b.From.ID), Records: wire.AppendRecords(nil, b.Records)}
+		From: actor.NewPID(b.From.Addr, b.From.ID), FromOp: b.FromOp, FromIndex: int32(b.FromIndex),
+		Records: wire.AppendRecords(nil, b.Records), Control: toWireControl(b.Control)}
 	if !b.Sent.IsZero() {
 		wb.SentUnixNano = b.Sent.UnixNano()
 	}

@@ -42,7 +42,7 @@ func (d dispatcher) Receive(ctx actor.Context) {
 			n.toProducer(m.Target, ackMsg{slot: m.Slot})
 			return
 		}
-		n.toProducer(m.Target, bounceMsg{slot: m.Slot, seq: m.Seq, records: recs})
+		n.toProducer(m.Target, bounceMsg{slot: m.Slot, seq: m.Seq, records: recs, control: fromWireControl(m.Control)})
 	}
 }
 
@@ -64,10 +64,11 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 	}
 	inst := n.lookup(m.Target)
 	if inst == nil {
-		n.replyWire(from, &wire.Bounce{Slot: m.Slot, Seq: m.Seq, Records: m.Records, Target: from.ID})
+		n.replyWire(from, &wire.Bounce{Slot: m.Slot, Seq: m.Seq, Records: m.Records, Target: from.ID, Control: m.Control})
 		return
 	}
-	b := &flow.Batch{Stream: m.Stream, Routing: core.Routing(m.Routing), From: from, Slot: m.Slot, Seq: m.Seq, Records: recs}
+	b := &flow.Batch{Stream: m.Stream, Routing: core.Routing(m.Routing), From: from, FromOp: m.FromOp, FromIndex: int(m.FromIndex),
+		Slot: m.Slot, Seq: m.Seq, Records: recs, Control: fromWireControl(m.Control)}
 	if m.SentUnixNano != 0 {
 		b.Sent = time.Unix(0, m.SentUnixNano)
 	}
@@ -111,13 +112,14 @@ func (n *Node) replyAck(to flow.Endpoint, slot int32) {
 	n.replyWire(to, &wire.Ack{Slot: slot, Target: to.ID})
 }
 
-// replyBounce returns unprocessed records to their producer.
-func (n *Node) replyBounce(to flow.Endpoint, slot int32, seq uint64, recs []core.Record) {
+// replyBounce returns an unprocessed batch (records and control) to its
+// producer.
+func (n *Node) replyBounce(to flow.Endpoint, slot int32, seq uint64, recs []core.Record, c *flow.Control) {
 	if to.Addr == n.addr {
-		n.toProducer(to.ID, bounceMsg{slot: slot, seq: seq, records: recs})
+		n.toProducer(to.ID, bounceMsg{slot: slot, seq: seq, records: recs, control: c})
 		return
 	}
-	n.replyWire(to, &wire.Bounce{Slot: slot, Seq: seq, Records: wire.AppendRecords(nil, recs), Target: to.ID})
+	n.replyWire(to, &wire.Bounce{Slot: slot, Seq: seq, Records: wire.AppendRecords(nil, recs), Target: to.ID, Control: toWireControl(c)})
 }
 
 // replyDurable sends a durable ack (or, with rewound, a rewound ack) to a

@@ -33,7 +33,7 @@ func newIngress(n *Node) *ingress {
 		case ackMsg:
 			in.onAck(m.slot)
 		case bounceMsg:
-			in.onBounce(m.slot, m.records)
+			in.onBounce(m.slot, m.records, m.control)
 		case durableMsg:
 			// Records produced from outside are not replayable: nothing
 			// waits for their durability.
@@ -87,10 +87,10 @@ func (in *ingress) onAck(slot int32) {
 }
 
 // onBounce takes back records a destination did not process.
-func (in *ingress) onBounce(slot int32, recs []core.Record) {
+func (in *ingress) onBounce(slot int32, recs []core.Record, c *flow.Control) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.p.Bounce(slot, recs)
+	in.p.Bounce(slot, recs, c)
 	in.sendAndWake()
 	in.scheduleRetry()
 }

@@ -170,7 +170,9 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 	for _, s := range spec.Meta.Outputs {
 		inst.outs[s] = true
 	}
-	inst.out = flow.New(host{op.node}, op.node.flowConfig(), flow.Endpoint{Addr: pid.Address, ID: pid.Id},
+	fc := op.node.flowConfig()
+	fc.Operator, fc.Index = key.op, key.index
+	inst.out = flow.New(host{op.node}, fc, flow.Endpoint{Addr: pid.Address, ID: pid.Id},
 		uint64(key.index)+uint64(len(key.op))<<32+uint64(key.epoch)<<48)
 	inst.octx = &opContext{Context: ctx, inst: inst}
 	inst.curGroup = lo
@@ -200,7 +202,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 		i.settle()
 		i.drain()
 	case bounceMsg:
-		i.onBounce(m.slot, m.seq, m.records)
+		i.onBounce(m.slot, m.seq, m.records, m.control)
 	case durableMsg:
 		i.onDurable(m.slot, m.seq, m.rewound)
 	case rewindMsg:
@@ -307,8 +309,8 @@ func (i *instance) quiet() bool {
 }
 
 // onBounce takes back records a destination did not process.
-func (i *instance) onBounce(slot int32, seq uint64, recs []core.Record) {
-	if b := i.out.Bounce(slot, recs); b != nil && i.node.cfg.AtLeastOnce {
+func (i *instance) onBounce(slot int32, seq uint64, recs []core.Record, c *flow.Control) {
+	if b := i.out.Bounce(slot, recs, c); b != nil && i.node.cfg.AtLeastOnce {
 		i.dropSnapshotsOn(b, seq)
 	}
 	i.scheduleRetry()
@@ -329,7 +331,7 @@ func (i *instance) scheduleRetry() {
 // bounceBack returns an unprocessed batch to its producer.
 func (i *instance) bounceBack(b *batchMsg) {
 	dequeued(i.node, b)
-	i.node.replyBounce(b.From, b.Slot, b.Seq, b.Records)
+	i.node.replyBounce(b.From, b.Slot, b.Seq, b.Records, b.Control)
 }
 
 // settle runs after each unit of input and each message that may free

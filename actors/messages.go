@@ -38,6 +38,7 @@ type bounceMsg struct {
 	slot    int32
 	seq     uint64
 	records []core.Record
+	control *flow.Control
 }
 
 // Self-addressed ticks and control messages of an instance.

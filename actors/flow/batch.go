@@ -25,6 +25,11 @@ type Batch struct {
 	Routing core.Routing
 	// From is the producer; acks, bounces and durable acks go there.
 	From Endpoint
+	// FromOp and FromIndex name the producing instance (its operator and
+	// index; empty for records from outside the runtime): the receiver
+	// tracks barriers, watermarks and end-of-stream per producing instance.
+	FromOp    string
+	FromIndex int
 	// Slot is the producer's output buffer the batch left from.
 	Slot int32
 	// Seq numbers the batches of one slot: 1, 2, … (durable acks).
@@ -33,6 +38,9 @@ type Batch struct {
 	// Sent is when the producer sent it, when Config.StampSent is set
 	// (queue-wait spans); zero otherwise.
 	Sent time.Time
+	// Control, when set, follows the records: the receiver acts on it once
+	// it has processed them.
+	Control *Control
 }
 
 // Dest is a destination instance as the runtime reaches it. Send hands a

@@ -26,6 +26,10 @@ type Config struct {
 	HoldUnread bool
 	// StampSent sets Batch.Sent (tracing).
 	StampSent bool
+	// Operator and Index name the producing instance in its batches
+	// (Batch.FromOp, Batch.FromIndex); empty for records from outside.
+	Operator string
+	Index    int
 }
 
 // Host is what a Producer needs from the node it runs on. Its methods are
@@ -57,10 +61,10 @@ type Producer struct {
 	subs    map[subKey]*subOut   // the same entries, by stream and operator
 	slots   []*Buf               // every buffer ever made, indexed by slot
 	rng     *rand.Rand           // shuffle routing
-	dirty   []*Buf               // buffers holding unsent records
-	mark    []int                // len(recs) of dirty buffers at the start of an attempt
-	anyFull bool                 // some buffer reached BatchSize since the last flush
-	frozen  int                  // number of frozen subscriptions
+	dirty    []*Buf               // buffers holding unsent records or controls
+	mark     []int                // len(recs) of dirty buffers at the start of an attempt
+	anyReady bool                 // some buffer got a full or closed chunk since the last flush
+	frozen   int                  // number of frozen subscriptions
 
 	lastStream string    // the stream of the previous Produce call …
 	lastOuts   []*subOut // … and its subscriptions, to skip the map lookup
@@ -83,7 +87,8 @@ type subOut struct {
 	needTable bool      // a bounce showed the layout is stale: wait for a new table …
 	retryAt   time.Time // … or until this time, then try the same layout again
 	held      []core.Record
-	heldMark  int // len(held) at the start of the current attempt
+	heldMark  int      // len(held) at the start of the current attempt
+	heldCtl   *Control // the control to send after held, once thawed
 	old       []*Buf
 }
 
@@ -121,8 +126,9 @@ func (b *Buf) SetDurable(seq uint64) {
 	}
 }
 
-// Unsent returns the number of batches b's buffered records will take.
-func (b *Buf) Unsent() int { return len(b.recs.chunks) }
+// Unsent returns the number of batches b's buffered records and controls
+// will take.
+func (b *Buf) Unsent() int { return b.recs.Chunks() }
 
 // New returns a Producer whose batches come from self.
 func New(host Host, cfg Config, self Endpoint, seed uint64) *Producer {
@@ -216,7 +222,11 @@ func (p *Producer) freeze(so *subOut) {
 	}
 	for _, b := range so.bufs {
 		b.retired = true
-		so.held = append(so.held, b.recs.Drain()...)
+		recs, ctls := b.recs.Drain()
+		so.held = append(so.held, recs...)
+		for _, c := range ctls {
+			so.hold(c)
+		}
 		p.drop(b)
 		if b.inflight > 0 {
 			so.old = append(so.old, b)
@@ -225,9 +235,16 @@ func (p *Producer) freeze(so *subOut) {
 	so.bufs = nil
 }
 
+// hold keeps c to be sent once so thaws (see Control.supersedes).
+func (so *subOut) hold(c Control) {
+	if c.Kind != Barrier && c.supersedes(so.heldCtl) {
+		so.heldCtl = &c
+	}
+}
+
 // drop empties b and removes it from the dirty list.
 func (p *Producer) drop(b *Buf) {
-	b.recs.TruncateTo(0)
+	b.recs = recBuf{size: b.recs.size}
 	if !b.isDirty {
 		return
 	}
@@ -297,6 +314,41 @@ func (p *Producer) maybeThaw(so *subOut) {
 	for _, rec := range held {
 		p.route(so, rec)
 	}
+	if c := so.heldCtl; c != nil {
+		so.heldCtl = nil
+		p.emitTo(so, *c)
+	}
+}
+
+// Emit sends control c on every edge of the given streams (the producer's
+// outputs), after every record produced to them so far. A subscription in
+// the middle of a layout change gets it once the change is through
+// (barriers excepted: the change aborts the checkpoint). Call it between
+// attempts.
+func (p *Producer) Emit(c Control, streams []string) {
+	for _, stream := range streams {
+		for _, so := range p.streams[stream] {
+			p.emitTo(so, c)
+		}
+	}
+}
+
+// emitTo appends c to every buffer of so's layout, or holds it while so is
+// frozen.
+func (p *Producer) emitTo(so *subOut, c Control) {
+	if so.frozen {
+		so.hold(c)
+		return
+	}
+	for _, b := range so.bufs {
+		if !b.isDirty {
+			b.isDirty = true
+			p.dirty = append(p.dirty, b)
+			p.mark = append(p.mark, b.recs.Len())
+		}
+		b.recs.Close(c)
+		p.anyReady = true
+	}
 }
 
 // Produce routes rec to every operator subscribed to stream; a record of a
@@ -357,7 +409,7 @@ func (p *Producer) add(b *Buf, rec core.Record) {
 	}
 	b.recs.Add(rec)
 	if b.recs.Len() >= p.cfg.BatchSize {
-		p.anyFull = true
+		p.anyReady = true
 	}
 }
 
@@ -394,14 +446,15 @@ func (p *Producer) Rollback() {
 	p.rollbackUnread()
 }
 
-// Pending reports whether any record waits to be sent to a reader (records
-// of streams nobody reads are not counted: they may wait forever).
+// Pending reports whether any record or control waits to be sent to a
+// reader (records of streams nobody reads are not counted: they may wait
+// forever).
 func (p *Producer) Pending() bool {
 	if p.frozen > 0 {
 		return true
 	}
 	for _, b := range p.dirty {
-		if b.recs.Len() > 0 {
+		if !b.recs.Empty() {
 			return true
 		}
 	}
@@ -428,24 +481,25 @@ func (p *Producer) Holding() bool { return p.frozen > 0 || p.unreadN > 0 }
 // taking input: a full buffer has no credit, or too many records are held
 // by frozen subscriptions or for want of a reader.
 func (p *Producer) Flush(all bool) (blocked bool) {
-	if !all && !p.anyFull {
+	if !all && !p.anyReady {
 		return p.overLimit()
 	}
-	size, credits := p.cfg.BatchSize, p.cfg.Credits
-	limit := size * p.cfg.BufferBatches
-	p.anyFull = false
+	credits := p.cfg.Credits
+	limit := p.cfg.BatchSize * p.cfg.BufferBatches
+	p.anyReady = false
 	keep := p.dirty[:0]
 	marks := p.mark[:0]
 	for _, b := range p.dirty {
-		for b.dest != nil && b.recs.Len() > 0 && (all || b.recs.Len() >= size) && b.inflight < credits {
-			p.send(b, b.recs.Take())
+		for b.dest != nil && b.recs.Ready(all) && b.inflight < credits {
+			recs, c := b.recs.Take()
+			p.send(b, recs, c)
 		}
-		if b.recs.Len() == 0 {
+		if b.recs.Empty() {
 			b.isDirty = false
 			continue
 		}
-		if b.recs.Len() >= size && (b.dest == nil || b.inflight >= credits) {
-			p.anyFull = true
+		if b.recs.Ready(false) && (b.dest == nil || b.inflight >= credits) {
+			p.anyReady = true
 			if b.recs.Len() >= limit {
 				blocked = true
 			}
@@ -490,10 +544,11 @@ func (p *Producer) Buffered() int {
 	return n
 }
 
-func (p *Producer) send(b *Buf, recs []core.Record) {
+func (p *Producer) send(b *Buf, recs []core.Record, c *Control) {
 	b.inflight++
 	b.sent++
-	m := &Batch{Stream: b.stream, Routing: b.routing, From: p.self, Slot: b.slot, Records: recs, Seq: b.sent}
+	m := &Batch{Stream: b.stream, Routing: b.routing, From: p.self, FromOp: p.cfg.Operator, FromIndex: p.cfg.Index,
+		Slot: b.slot, Records: recs, Seq: b.sent, Control: c}
 	if p.cfg.StampSent {
 		m.Sent = time.Now()
 	}
@@ -523,9 +578,9 @@ func (p *Producer) DurableAck(slot int32, seq uint64) {
 
 // Bounce takes back a batch the destination did not process: its records
 // are routed again under the subscription's next layout, ahead of newer
-// records. It returns the buffer the batch came from (nil for an unknown
-// slot).
-func (p *Producer) Bounce(slot int32, recs []core.Record) *Buf {
+// records, and its control (c, if any) after them. It returns the buffer
+// the batch came from (nil for an unknown slot).
+func (p *Producer) Bounce(slot int32, recs []core.Record, c *Control) *Buf {
 	if int(slot) >= len(p.slots) || slot < 0 {
 		return nil
 	}
@@ -550,9 +605,15 @@ func (p *Producer) Bounce(slot int32, recs []core.Record) *Buf {
 		for _, rec := range recs {
 			p.route(so, rec)
 		}
+		if c != nil && c.Kind != Barrier {
+			p.emitTo(so, *c)
+		}
 		return b
 	}
 	so.held = append(append(make([]core.Record, 0, len(recs)+len(so.held)), recs...), so.held...)
+	if c != nil {
+		so.hold(*c)
+	}
 	p.settleOld(so)
 	return b
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/placement"
@@ -200,7 +201,7 @@ func TestLayoutChangeKeepsOrder(t *testing.T) {
 	if len(moved[0].batches) != 0 {
 		t.Fatal("records went to the new layout while the old one had a batch in flight")
 	}
-	p.Bounce(0, old[0].batches[0].Records) // a bounces 0..3
+	p.Bounce(0, old[0].batches[0].Records, nil) // a bounces 0..3
 	p.Flush(true)
 	if got := moved[0].records(); len(got) != 6 || got[0] != 0 || got[4] != 4 {
 		t.Fatalf("new owner got %v, want 0..5 in order", got)
@@ -229,7 +230,7 @@ func TestBounceAfterTheLayoutThawed(t *testing.T) {
 	if got := now[0].records(); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("after b left, a got %v, want [3]", got)
 	}
-	p.Bounce(0, old[0].batches[0].Records) // b's bounce arrives late
+	p.Bounce(0, old[0].batches[0].Records, nil) // b's bounce arrives late
 	p.Flush(true)
 	if got := now[0].records(); len(got) != 4 {
 		t.Fatalf("after the late bounce a got %v, want all 4 records; %d buffered", got, p.Buffered())
@@ -298,4 +299,104 @@ func TestUnreadRecords(t *testing.T) {
 			t.Fatalf("reader got %v (holding %v), want 0..7", got, p.Holding())
 		}
 	})
+}
+
+// batchesWith returns the batches of d, each as its record values followed
+// by its control kind, if any.
+func (d *testDest) shape() []string {
+	var out []string
+	for _, b := range d.batches {
+		s := ""
+		for _, r := range b.Records {
+			s += string(r.Value) + ","
+		}
+		if b.Control != nil {
+			s += b.Control.Kind.String()
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// A control follows the records produced before it on every edge, leaves
+// even in a partial batch, and goes out as an empty batch where nothing
+// was buffered.
+func TestControlsTravelInOrder(t *testing.T) {
+	h := newHost()
+	d := dests("me", 2)
+	h.table.Store(table(1, core.RoundRobin, d, "me"))
+	p := newProducer(h, false)
+	p.Begin()
+	p.Produce("s", rec(0)) // to d0
+	p.Emit(Control{Kind: Barrier, Checkpoint: 7}, []string{"s"})
+	p.Produce("s", rec(1))                                                          // to d1, after the barrier
+	p.Emit(Control{Kind: Watermark, Watermark: time.Unix(5, 0)}, []string{"other"}) // not an output here: nothing
+	if blocked := p.Flush(false); blocked {
+		t.Fatal("blocked")
+	}
+	if got := d[0].shape(); len(got) != 1 || got[0] != "0,barrier" {
+		t.Fatalf("d0 got %v, want [0,barrier]", got)
+	}
+	if got := d[1].shape(); len(got) != 1 || got[0] != "barrier" {
+		t.Fatalf("d1 got %v, want an empty barrier batch first", got)
+	}
+	p.Flush(true)
+	if got := d[1].shape(); len(got) != 2 || got[1] != "1," {
+		t.Fatalf("d1 got %v, want record 1 after the barrier", got)
+	}
+	if d[0].batches[0].Control.Checkpoint != 7 || d[0].batches[0].FromOp != "" {
+		t.Fatalf("barrier %+v", d[0].batches[0].Control)
+	}
+}
+
+// During a layout change, the latest watermark and an end-of-stream wait
+// with the held records and follow them to the new layout; a barrier is
+// dropped (the change aborts the checkpoint).
+func TestControlsHeldAcrossALayoutChange(t *testing.T) {
+	h := newHost()
+	old := dests("a", 1)
+	h.table.Store(table(1, core.GroupBy, old, "a", "b"))
+	p := newProducer(h, false)
+	p.Begin()
+	p.Produce("s", rec(0))
+	p.Flush(true) // in flight to a
+	moved := dests("b", 1)
+	h.table.Store(table(2, core.GroupBy, moved, "a", "b"))
+	p.Begin()
+	p.Produce("s", rec(1))
+	p.Emit(Control{Kind: Watermark, Watermark: time.Unix(1, 0)}, []string{"s"})
+	p.Emit(Control{Kind: Barrier, Checkpoint: 3}, []string{"s"})
+	p.Emit(Control{Kind: Watermark, Watermark: time.Unix(2, 0)}, []string{"s"})
+	p.Emit(Control{Kind: EndOfStream}, []string{"s"})
+	p.Emit(Control{Kind: Watermark, Watermark: time.Unix(3, 0)}, []string{"s"}) // after the end: ignored
+	p.Flush(true)
+	if len(moved[0].batches) != 0 {
+		t.Fatal("sent under the new layout while frozen")
+	}
+	p.Ack(0)
+	p.Flush(true)
+	got := moved[0].shape()
+	if len(got) != 1 || got[0] != "1,end-of-stream" {
+		t.Fatalf("new layout got %v, want [1,end-of-stream]", got)
+	}
+}
+
+// A bounced batch's control is sent again after its records.
+func TestBouncedControlIsResent(t *testing.T) {
+	h := newHost()
+	old := dests("a", 1)
+	h.table.Store(table(1, core.GroupBy, old, "a", "b"))
+	p := newProducer(h, false)
+	p.Begin()
+	p.Produce("s", rec(0))
+	p.Emit(Control{Kind: EndOfStream}, []string{"s"})
+	p.Flush(true)
+	moved := dests("b", 1)
+	h.table.Store(table(2, core.GroupBy, moved, "a", "b"))
+	b := old[0].batches[0]
+	p.Bounce(b.Slot, b.Records, b.Control)
+	p.Flush(true)
+	if got := moved[0].shape(); len(got) != 1 || got[0] != "0,end-of-stream" {
+		t.Fatalf("new owner got %v, want [0,end-of-stream]", got)
+	}
 }

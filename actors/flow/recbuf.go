@@ -3,64 +3,108 @@ package flow
 import "github.com/sluicehq/sluice/internal/core"
 
 // recBuf is a FIFO of records kept as a list of batch-sized chunks, so that
-// it grows without copying and a full chunk leaves as one batch as is.
+// it grows without copying and a full chunk leaves as one batch as is. A
+// control record closes the chunk it follows: that chunk leaves as soon as
+// it has credit, however few records it holds, and later records start a
+// new chunk.
 type recBuf struct {
-	size   int             // records per chunk
-	chunks [][]core.Record // all full but the last
-	n      int
+	size   int     // records per chunk
+	chunks []chunk // all full or closed but the last
+	n      int     // records in all chunks
+}
+
+// chunk is the content of one future batch.
+type chunk struct {
+	recs []core.Record
+	ctl  *Control // closes the chunk; nil while it is open
 }
 
 // Len returns the number of records.
 func (b *recBuf) Len() int { return b.n }
 
+// Chunks returns the number of batches the buffer's content will take.
+func (b *recBuf) Chunks() int { return len(b.chunks) }
+
+// Empty reports whether nothing, record or control, waits.
+func (b *recBuf) Empty() bool { return len(b.chunks) == 0 }
+
 // Add appends rec.
 func (b *recBuf) Add(rec core.Record) {
 	last := len(b.chunks) - 1
-	if last < 0 || len(b.chunks[last]) == b.size {
-		b.chunks = append(b.chunks, make([]core.Record, 0, b.size))
+	if last < 0 || len(b.chunks[last].recs) == b.size || b.chunks[last].ctl != nil {
+		b.chunks = append(b.chunks, chunk{recs: make([]core.Record, 0, b.size)})
 		last++
 	}
-	b.chunks[last] = append(b.chunks[last], rec)
+	b.chunks[last].recs = append(b.chunks[last].recs, rec)
 	b.n++
 }
 
-// Take removes and returns the first chunk (at most size records).
-func (b *recBuf) Take() []core.Record {
-	if b.n == 0 {
-		return nil
+// Close appends control c after the records added so far.
+func (b *recBuf) Close(c Control) {
+	last := len(b.chunks) - 1
+	if last < 0 || b.chunks[last].ctl != nil {
+		b.chunks = append(b.chunks, chunk{})
+		last++
+	}
+	b.chunks[last].ctl = &c
+}
+
+// Ready reports whether the first chunk may leave: it is full or closed,
+// or any chunk may (all).
+func (b *recBuf) Ready(all bool) bool {
+	if len(b.chunks) == 0 {
+		return false
 	}
 	c := b.chunks[0]
-	b.chunks[0] = nil
+	return all || c.ctl != nil || len(c.recs) >= b.size
+}
+
+// Take removes and returns the first chunk.
+func (b *recBuf) Take() ([]core.Record, *Control) {
+	if len(b.chunks) == 0 {
+		return nil, nil
+	}
+	c := b.chunks[0]
+	b.chunks[0] = chunk{}
 	b.chunks = b.chunks[1:]
 	if len(b.chunks) == 0 {
 		b.chunks = nil
 	}
-	b.n -= len(c)
-	return c[:len(c):len(c)]
+	b.n -= len(c.recs)
+	return c.recs[:len(c.recs):len(c.recs)], c.ctl
 }
 
-// TruncateTo drops the records after the first m.
+// TruncateTo drops the records after the first m. It never reaches back
+// past a control (controls are added between attempts, never within one).
 func (b *recBuf) TruncateTo(m int) {
-	for b.n > m {
+	for b.n > m && len(b.chunks) > 0 {
 		last := len(b.chunks) - 1
-		c := b.chunks[last]
-		drop := min(len(c), b.n-m)
-		clear(c[len(c)-drop:])
-		b.chunks[last] = c[:len(c)-drop]
+		c := &b.chunks[last]
+		if c.ctl != nil {
+			return
+		}
+		drop := min(len(c.recs), b.n-m)
+		clear(c.recs[len(c.recs)-drop:])
+		c.recs = c.recs[:len(c.recs)-drop]
 		b.n -= drop
-		if len(b.chunks[last]) == 0 {
-			b.chunks[last] = nil
+		if len(c.recs) == 0 {
+			b.chunks[last] = chunk{}
 			b.chunks = b.chunks[:last]
 		}
 	}
 }
 
-// Drain removes and returns every record, in order.
-func (b *recBuf) Drain() []core.Record {
+// Drain removes and returns every record, in order, and the controls
+// between them.
+func (b *recBuf) Drain() ([]core.Record, []Control) {
 	out := make([]core.Record, 0, b.n)
+	var ctls []Control
 	for _, c := range b.chunks {
-		out = append(out, c...)
+		out = append(out, c.recs...)
+		if c.ctl != nil {
+			ctls = append(ctls, *c.ctl)
+		}
 	}
 	b.chunks, b.n = nil, 0
-	return out
+	return out, ctls
 }

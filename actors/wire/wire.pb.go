@@ -68,7 +68,7 @@ func (x HandoffReply_Status) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HandoffReply_Status.Descriptor instead.
 func (HandoffReply_Status) EnumDescriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{8, 0}
+	return file_wire_proto_rawDescGZIP(), []int{9, 0}
 }
 
 // Header is one record header.
@@ -216,7 +216,14 @@ type RecordBatch struct {
 	// spans; 0 when not traced.
 	SentUnixNano int64 `protobuf:"varint,7,opt,name=sent_unix_nano,json=sentUnixNano,proto3" json:"sent_unix_nano,omitempty"`
 	// seq numbers the batches of one output slot (1, 2, …), for durable acks.
-	Seq           uint64 `protobuf:"varint,8,opt,name=seq,proto3" json:"seq,omitempty"`
+	Seq uint64 `protobuf:"varint,8,opt,name=seq,proto3" json:"seq,omitempty"`
+	// from_op and from_index name the producing instance (empty for records
+	// from outside the runtime).
+	FromOp    string `protobuf:"bytes,9,opt,name=from_op,json=fromOp,proto3" json:"from_op,omitempty"`
+	FromIndex int32  `protobuf:"varint,10,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
+	// control, when set, follows the records (a barrier, a watermark or the
+	// end of the stream).
+	Control       *Control `protobuf:"bytes,11,opt,name=control,proto3" json:"control,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -307,6 +314,97 @@ func (x *RecordBatch) GetSeq() uint64 {
 	return 0
 }
 
+func (x *RecordBatch) GetFromOp() string {
+	if x != nil {
+		return x.FromOp
+	}
+	return ""
+}
+
+func (x *RecordBatch) GetFromIndex() int32 {
+	if x != nil {
+		return x.FromIndex
+	}
+	return 0
+}
+
+func (x *RecordBatch) GetControl() *Control {
+	if x != nil {
+		return x.Control
+	}
+	return nil
+}
+
+// Control is a control record that travels in order with the records of
+// an edge (see actors/flow).
+type Control struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Kind              int32                  `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"` // flow.ControlKind
+	Checkpoint        uint64                 `protobuf:"varint,2,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	WatermarkUnixNano int64                  `protobuf:"varint,3,opt,name=watermark_unix_nano,json=watermarkUnixNano,proto3" json:"watermark_unix_nano,omitempty"`
+	Idle              bool                   `protobuf:"varint,4,opt,name=idle,proto3" json:"idle,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *Control) Reset() {
+	*x = Control{}
+	mi := &file_wire_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Control) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Control) ProtoMessage() {}
+
+func (x *Control) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Control.ProtoReflect.Descriptor instead.
+func (*Control) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Control) GetKind() int32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *Control) GetCheckpoint() uint64 {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return 0
+}
+
+func (x *Control) GetWatermarkUnixNano() int64 {
+	if x != nil {
+		return x.WatermarkUnixNano
+	}
+	return 0
+}
+
+func (x *Control) GetIdle() bool {
+	if x != nil {
+		return x.Idle
+	}
+	return false
+}
+
 // DurableAck tells a producer that every batch it sent on slot up to seq
 // has had its effects made durable (at-least-once delivery). With rewound
 // set it says instead that the receiver rewound after a node crash having
@@ -323,7 +421,7 @@ type DurableAck struct {
 
 func (x *DurableAck) Reset() {
 	*x = DurableAck{}
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_wire_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +433,7 @@ func (x *DurableAck) String() string {
 func (*DurableAck) ProtoMessage() {}
 
 func (x *DurableAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[3]
+	mi := &file_wire_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +446,7 @@ func (x *DurableAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DurableAck.ProtoReflect.Descriptor instead.
 func (*DurableAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{3}
+	return file_wire_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DurableAck) GetSlot() int32 {
@@ -390,7 +488,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_wire_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +500,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[4]
+	mi := &file_wire_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +513,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{4}
+	return file_wire_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Ack) GetSlot() int32 {
@@ -440,13 +538,14 @@ type Bounce struct {
 	Records       []byte                 `protobuf:"bytes,2,opt,name=records,proto3" json:"records,omitempty"` // packed as in RecordBatch
 	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`        // the bounced batch's seq
 	Target        string                 `protobuf:"bytes,4,opt,name=target,proto3" json:"target,omitempty"`
+	Control       *Control               `protobuf:"bytes,5,opt,name=control,proto3" json:"control,omitempty"` // the bounced batch's control, if any
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Bounce) Reset() {
 	*x = Bounce{}
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_wire_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -458,7 +557,7 @@ func (x *Bounce) String() string {
 func (*Bounce) ProtoMessage() {}
 
 func (x *Bounce) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[5]
+	mi := &file_wire_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -471,7 +570,7 @@ func (x *Bounce) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bounce.ProtoReflect.Descriptor instead.
 func (*Bounce) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{5}
+	return file_wire_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Bounce) GetSlot() int32 {
@@ -502,6 +601,13 @@ func (x *Bounce) GetTarget() string {
 	return ""
 }
 
+func (x *Bounce) GetControl() *Control {
+	if x != nil {
+		return x.Control
+	}
+	return nil
+}
+
 // KV is one Pebble key and value.
 type KV struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -513,7 +619,7 @@ type KV struct {
 
 func (x *KV) Reset() {
 	*x = KV{}
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_wire_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +631,7 @@ func (x *KV) String() string {
 func (*KV) ProtoMessage() {}
 
 func (x *KV) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[6]
+	mi := &file_wire_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +644,7 @@ func (x *KV) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KV.ProtoReflect.Descriptor instead.
 func (*KV) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{6}
+	return file_wire_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *KV) GetKey() []byte {
@@ -578,7 +684,7 @@ type HandoffRequest struct {
 
 func (x *HandoffRequest) Reset() {
 	*x = HandoffRequest{}
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_wire_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +696,7 @@ func (x *HandoffRequest) String() string {
 func (*HandoffRequest) ProtoMessage() {}
 
 func (x *HandoffRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[7]
+	mi := &file_wire_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +709,7 @@ func (x *HandoffRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffRequest.ProtoReflect.Descriptor instead.
 func (*HandoffRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{7}
+	return file_wire_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HandoffRequest) GetOperator() string {
@@ -681,7 +787,7 @@ type HandoffReply struct {
 
 func (x *HandoffReply) Reset() {
 	*x = HandoffReply{}
-	mi := &file_wire_proto_msgTypes[8]
+	mi := &file_wire_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +799,7 @@ func (x *HandoffReply) String() string {
 func (*HandoffReply) ProtoMessage() {}
 
 func (x *HandoffReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[8]
+	mi := &file_wire_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +812,7 @@ func (x *HandoffReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffReply.ProtoReflect.Descriptor instead.
 func (*HandoffReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{8}
+	return file_wire_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HandoffReply) GetOperator() string {
@@ -776,7 +882,7 @@ type Peer struct {
 
 func (x *Peer) Reset() {
 	*x = Peer{}
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_wire_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -788,7 +894,7 @@ func (x *Peer) String() string {
 func (*Peer) ProtoMessage() {}
 
 func (x *Peer) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[9]
+	mi := &file_wire_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -801,7 +907,7 @@ func (x *Peer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Peer.ProtoReflect.Descriptor instead.
 func (*Peer) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{9}
+	return file_wire_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Peer) GetId() string {
@@ -836,7 +942,7 @@ type HandoffChunk struct {
 
 func (x *HandoffChunk) Reset() {
 	*x = HandoffChunk{}
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_wire_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -848,7 +954,7 @@ func (x *HandoffChunk) String() string {
 func (*HandoffChunk) ProtoMessage() {}
 
 func (x *HandoffChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[10]
+	mi := &file_wire_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -861,7 +967,7 @@ func (x *HandoffChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffChunk.ProtoReflect.Descriptor instead.
 func (*HandoffChunk) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{10}
+	return file_wire_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *HandoffChunk) GetOperator() string {
@@ -909,7 +1015,7 @@ type HandoffAck struct {
 
 func (x *HandoffAck) Reset() {
 	*x = HandoffAck{}
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_wire_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1027,7 @@ func (x *HandoffAck) String() string {
 func (*HandoffAck) ProtoMessage() {}
 
 func (x *HandoffAck) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[11]
+	mi := &file_wire_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1040,7 @@ func (x *HandoffAck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffAck.ProtoReflect.Descriptor instead.
 func (*HandoffAck) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{11}
+	return file_wire_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HandoffAck) GetError() string {
@@ -955,7 +1061,7 @@ type Leaving struct {
 
 func (x *Leaving) Reset() {
 	*x = Leaving{}
-	mi := &file_wire_proto_msgTypes[12]
+	mi := &file_wire_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1073,7 @@ func (x *Leaving) String() string {
 func (*Leaving) ProtoMessage() {}
 
 func (x *Leaving) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[12]
+	mi := &file_wire_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1086,7 @@ func (x *Leaving) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Leaving.ProtoReflect.Descriptor instead.
 func (*Leaving) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{12}
+	return file_wire_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Leaving) GetNode() string {
@@ -1003,7 +1109,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12/\n" +
 	"\x14event_time_unix_nano\x18\x03 \x01(\x03R\x11eventTimeUnixNano\x12-\n" +
-	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xdd\x01\n" +
+	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xc5\x02\n" +
 	"\vRecordBatch\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x18\n" +
 	"\arouting\x18\x02 \x01(\x05R\arouting\x12\x1e\n" +
@@ -1013,7 +1119,19 @@ const file_wire_proto_rawDesc = "" +
 	"\arecords\x18\x05 \x01(\fR\arecords\x12\x16\n" +
 	"\x06target\x18\x06 \x01(\tR\x06target\x12$\n" +
 	"\x0esent_unix_nano\x18\a \x01(\x03R\fsentUnixNano\x12\x10\n" +
-	"\x03seq\x18\b \x01(\x04R\x03seq\"d\n" +
+	"\x03seq\x18\b \x01(\x04R\x03seq\x12\x17\n" +
+	"\afrom_op\x18\t \x01(\tR\x06fromOp\x12\x1d\n" +
+	"\n" +
+	"from_index\x18\n" +
+	" \x01(\x05R\tfromIndex\x12.\n" +
+	"\acontrol\x18\v \x01(\v2\x14.sluice.wire.ControlR\acontrol\"\x81\x01\n" +
+	"\aControl\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\x05R\x04kind\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x02 \x01(\x04R\n" +
+	"checkpoint\x12.\n" +
+	"\x13watermark_unix_nano\x18\x03 \x01(\x03R\x11watermarkUnixNano\x12\x12\n" +
+	"\x04idle\x18\x04 \x01(\bR\x04idle\"d\n" +
 	"\n" +
 	"DurableAck\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x10\n" +
@@ -1022,12 +1140,13 @@ const file_wire_proto_rawDesc = "" +
 	"\x06target\x18\x04 \x01(\tR\x06target\"1\n" +
 	"\x03Ack\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x16\n" +
-	"\x06target\x18\x02 \x01(\tR\x06target\"`\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\"\x90\x01\n" +
 	"\x06Bounce\x12\x12\n" +
 	"\x04slot\x18\x01 \x01(\x05R\x04slot\x12\x18\n" +
 	"\arecords\x18\x02 \x01(\fR\arecords\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x16\n" +
-	"\x06target\x18\x04 \x01(\tR\x06target\",\n" +
+	"\x06target\x18\x04 \x01(\tR\x06target\x12.\n" +
+	"\acontrol\x18\x05 \x01(\v2\x14.sluice.wire.ControlR\acontrol\",\n" +
 	"\x02KV\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\xfd\x01\n" +
@@ -1083,36 +1202,39 @@ func file_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_wire_proto_goTypes = []any{
 	(HandoffReply_Status)(0), // 0: sluice.wire.HandoffReply.Status
 	(*Header)(nil),           // 1: sluice.wire.Header
 	(*Record)(nil),           // 2: sluice.wire.Record
 	(*RecordBatch)(nil),      // 3: sluice.wire.RecordBatch
-	(*DurableAck)(nil),       // 4: sluice.wire.DurableAck
-	(*Ack)(nil),              // 5: sluice.wire.Ack
-	(*Bounce)(nil),           // 6: sluice.wire.Bounce
-	(*KV)(nil),               // 7: sluice.wire.KV
-	(*HandoffRequest)(nil),   // 8: sluice.wire.HandoffRequest
-	(*HandoffReply)(nil),     // 9: sluice.wire.HandoffReply
-	(*Peer)(nil),             // 10: sluice.wire.Peer
-	(*HandoffChunk)(nil),     // 11: sluice.wire.HandoffChunk
-	(*HandoffAck)(nil),       // 12: sluice.wire.HandoffAck
-	(*Leaving)(nil),          // 13: sluice.wire.Leaving
-	(*actor.PID)(nil),        // 14: actor.PID
+	(*Control)(nil),          // 4: sluice.wire.Control
+	(*DurableAck)(nil),       // 5: sluice.wire.DurableAck
+	(*Ack)(nil),              // 6: sluice.wire.Ack
+	(*Bounce)(nil),           // 7: sluice.wire.Bounce
+	(*KV)(nil),               // 8: sluice.wire.KV
+	(*HandoffRequest)(nil),   // 9: sluice.wire.HandoffRequest
+	(*HandoffReply)(nil),     // 10: sluice.wire.HandoffReply
+	(*Peer)(nil),             // 11: sluice.wire.Peer
+	(*HandoffChunk)(nil),     // 12: sluice.wire.HandoffChunk
+	(*HandoffAck)(nil),       // 13: sluice.wire.HandoffAck
+	(*Leaving)(nil),          // 14: sluice.wire.Leaving
+	(*actor.PID)(nil),        // 15: actor.PID
 }
 var file_wire_proto_depIdxs = []int32{
 	1,  // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
-	14, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
-	14, // 2: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
-	0,  // 3: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
-	10, // 4: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
-	7,  // 5: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	15, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
+	4,  // 2: sluice.wire.RecordBatch.control:type_name -> sluice.wire.Control
+	4,  // 3: sluice.wire.Bounce.control:type_name -> sluice.wire.Control
+	15, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
+	0,  // 5: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
+	11, // 6: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
+	8,  // 7: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -1126,7 +1248,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
