@@ -24,6 +24,20 @@ type Replayable = core.Replayable
 // runtime (a Kafka producer); Flush runs before every state commit.
 type Flusher = core.Flusher
 
+// Resumable is implemented by sources that keep their read position in
+// State, so that a restored checkpoint makes them produce again exactly
+// what came after it; exactly-once requires every source to be Resumable:
+//
+//	ResumesFromState() // a marker: Poll continues from the position in State
+type Resumable = core.Resumable
+
+// Committer is implemented by sinks that take part in exactly-once
+// checkpoints by two-phase commit:
+//
+//	PreCommit(ctx, checkpoint) error // at the barrier: flush, keep the transaction in State
+//	Commit(ctx, checkpoint) error    // checkpoint complete (or restored): make it visible; idempotent
+type Committer = core.Committer
+
 // Factory returns a fresh Operator; it is called for every instance and
 // every restart.
 type Factory = core.Factory

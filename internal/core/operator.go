@@ -188,3 +188,41 @@ type KV struct {
 	KeyGroup   int
 	Key, Value []byte
 }
+
+// Resumable is implemented by sources that keep their read position in
+// State, so that restoring a checkpoint's state makes them produce again
+// exactly what came after the checkpoint. Exactly-once processing requires
+// every source to be Resumable; the runtime refuses others at deploy time.
+type Resumable interface {
+	Source
+	// ResumesFromState documents the contract; the runtime never calls it.
+	// After Init, Poll continues from the position State holds: Poll
+	// writes its position to State as it produces (in the same attempt),
+	// so a checkpoint holds the position of exactly what was produced.
+	ResumesFromState()
+}
+
+// Committer is implemented by operators that write to an external system
+// (sinks) and take part in exactly-once checkpoints by two-phase commit.
+// Under exactly-once, an operator that is a Flusher must be a Committer
+// (the runtime refuses it at deploy time otherwise). Both methods run on
+// the instance's goroutine.
+type Committer interface {
+	// PreCommit is called at checkpoint's barrier, after every record
+	// before the barrier was processed: it makes what was written since
+	// the previous barrier durable but not yet visible (flush an open
+	// transaction, close a pending file) and records in State what Commit
+	// will need; those State writes are part of the checkpoint. Records
+	// after the barrier go to a new transaction. An error fails the
+	// checkpoint (the instance is not restarted).
+	PreCommit(ctx Context, checkpoint uint64) error
+	// Commit makes visible what PreCommit prepared for checkpoint and for
+	// every earlier checkpoint not yet committed, reading what to commit
+	// from State. It is called when the checkpoint is complete, and again
+	// after the instance was restored from that checkpoint, so it must be
+	// idempotent (committing an already committed transaction succeeds).
+	// Anything prepared for a later checkpoint that State does not know
+	// of must be discarded by Init. An error is retried at the next
+	// completion.
+	Commit(ctx Context, checkpoint uint64) error
+}
