@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -181,6 +182,14 @@ func (c Config) withDefaults() Config {
 		c.Cluster = &cc
 	}
 	return c
+}
+
+// guarantee returns the node's delivery guarantee.
+func (n *Node) guarantee() core.Guarantee {
+	if n.cfg.AtLeastOnce {
+		return core.AtLeastOnce
+	}
+	return core.NoGuarantee
 }
 
 // settle returns the membership settle delay (none when embedded).

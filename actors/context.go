@@ -75,6 +75,7 @@ func (c *opContext) Instance() core.InstanceInfo {
 		KeyGroups:   i.spec.Meta.KeyGroups,
 		FirstGroup:  i.lo,
 		EndGroup:    i.hi,
+		Guarantee:   i.node.guarantee(),
 	}
 }
 

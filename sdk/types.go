@@ -74,6 +74,20 @@ type InstanceInfo = core.InstanceInfo
 // MetadataError reports an invalid metadata field.
 type MetadataError = core.MetadataError
 
+// Guarantee is what a crash may cost a pipeline: ExactlyOnce, AtLeastOnce
+// or NoGuarantee (see README "Guarantees").
+type Guarantee = core.Guarantee
+
+// Guarantees.
+const (
+	ExactlyOnce = core.ExactlyOnce
+	AtLeastOnce = core.AtLeastOnce
+	NoGuarantee = core.NoGuarantee
+)
+
+// ParseGuarantee parses "exactly-once", "at-least-once" or "none".
+func ParseGuarantee(s string) (Guarantee, error) { return core.ParseGuarantee(s) }
+
 // Routings.
 const (
 	Shuffle    = core.Shuffle

@@ -160,6 +160,9 @@ type InstanceInfo struct {
 	// FirstGroup and EndGroup bound the key groups this instance owns:
 	// [FirstGroup, EndGroup).
 	FirstGroup, EndGroup int
+	// Guarantee is the node's delivery guarantee, for connectors whose
+	// behaviour depends on it (where a source resumes, how a sink writes).
+	Guarantee Guarantee
 }
 
 // StateLog mirrors operator state to a durable external log, so that state
