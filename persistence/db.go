@@ -51,6 +51,9 @@ func Open(dir string, opts Options) (*DB, error) {
 	pdb, err := pebble.Open(dir, &pebble.Options{
 		Cache:  cache,
 		Logger: pebbleLogger{opts.Logger},
+		// The newest format: restoring checkpoints excises key ranges
+		// (see checkpoint.go).
+		FormatMajorVersion: pebble.FormatNewest,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
