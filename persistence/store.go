@@ -90,8 +90,17 @@ func (s *Store) add(key string, v []byte) *slot {
 
 // evict drops clean slots (in map order, which is random) until the cache
 // is at three quarters of its limit or only uncommitted writes are left.
+// It does nothing while fewer than a quarter of the limit are clean:
+// uncommitted writes must stay until the next commit, and scanning for a
+// few clean slots on every new key would make a large batch of writes
+// quadratic. So a pass removes at least a quarter of the limit, and the
+// cache may exceed its limit by the uncommitted writes.
 func (s *Store) evict() {
-	target := s.db.opts.StoreCacheEntries * 3 / 4
+	capacity := s.db.opts.StoreCacheEntries
+	target := capacity * 3 / 4
+	if len(s.slots)-len(s.dirty) < capacity/4 { // len(s.dirty) ≥ the number of dirty slots
+		return
+	}
 	for k, sl := range s.slots {
 		if len(s.slots) <= target {
 			return
