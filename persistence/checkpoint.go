@@ -4,16 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/wal"
 )
 
 // Checkpoints of the database, for package checkpoint: a consistent copy of
@@ -68,7 +72,62 @@ func (db *DB) Checkpoint(dir string, spans []Span) ([]CheckpointFile, error) {
 	if err := db.pdb.Checkpoint(dir, opts...); err != nil {
 		return nil, fmt.Errorf("persistence: checkpoint into %s: %w", dir, err)
 	}
+	if err := trimLogs(dir); err != nil {
+		return nil, fmt.Errorf("persistence: checkpoint into %s: %w", dir, err)
+	}
 	return CheckpointFiles(dir)
+}
+
+// trimLogs cuts each write-ahead log in a checkpoint directory after its
+// last valid record. Pebble reuses log files, and a checkpoint copies a log
+// whole, stale bytes of its previous use included (megabytes, uploaded
+// with every checkpoint); the log reader stops at them anyway.
+func trimLogs(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		num, _, ok := wal.ParseLogFilename(e.Name())
+		if !ok {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		end, err := validLogLength(path, uint64(num))
+		if err != nil {
+			return fmt.Errorf("read log %s: %w", e.Name(), err)
+		}
+		if err := os.Truncate(path, end); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validLogLength returns the offset after the last valid record of the log
+// file at path with number num.
+func validLogLength(path string, num uint64) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	// record.NewReader takes the log number as an internal Pebble type;
+	// reflection converts ours to it.
+	newReader := reflect.ValueOf(record.NewReader)
+	out := newReader.Call([]reflect.Value{reflect.ValueOf(io.Reader(f)), reflect.ValueOf(num).Convert(newReader.Type().In(1))})
+	r := out[0].Interface().(*record.Reader)
+	var end int64
+	for {
+		rr, err := r.Next()
+		if err != nil {
+			return end, nil // io.EOF, or the stale tail of a reused file
+		}
+		if _, err := io.Copy(io.Discard, rr); err != nil {
+			return end, nil
+		}
+		end = r.Offset()
+	}
 }
 
 // CheckpointFiles lists the files of a checkpoint directory, sorted by name.
