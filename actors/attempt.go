@@ -48,6 +48,9 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	i.processed.Add(int64(len(m.Records) - from))
 	dequeued(i.node, m)
 	i.node.replyAck(m.From, m.Slot)
+	if m.Control != nil {
+		i.onControl(m)
+	}
 }
 
 // dequeued takes batch m, processed or bounced, off the queued counters

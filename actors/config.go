@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/topology"
@@ -60,6 +61,11 @@ type Config struct {
 	// commit positions only when everything they produced has its effects
 	// durable downstream, and rewind after a node crash (see durability.go).
 	AtLeastOnce bool
+	// Checkpoints, when set, makes the node exactly-once: it takes part in
+	// consistent distributed checkpoints kept in Checkpoints.Store, and
+	// after a node crash every instance rolls back to the last complete
+	// one (see checkpointer.go). AtLeastOnce is then ignored.
+	Checkpoints *CheckpointConfig
 	// StateLog, when set, mirrors every instance's committed state to an
 	// external log (a Kafka changelog), from which an instance whose node
 	// crashed is restored where it restarts (see StateLog).
@@ -69,6 +75,20 @@ type Config struct {
 	// OnEvent, when set, is called (synchronously, from the instance's
 	// goroutine) when an instance becomes active, is released or stops.
 	OnEvent func(Event)
+}
+
+// CheckpointConfig configures checkpoints.
+type CheckpointConfig struct {
+	// Store keeps the checkpoints; required.
+	Store *checkpoint.Store
+	// Interval is the time between the end of one checkpoint and the
+	// start of the next; 0 means 1 s.
+	Interval time.Duration
+	// Timeout abandons a checkpoint that has not completed after it; 0
+	// means 1 minute.
+	Timeout time.Duration
+	// Keep is how many complete checkpoints are kept; 0 means 3.
+	Keep int
 }
 
 // ClusterConfig configures a node's membership in a cluster.
@@ -168,6 +188,20 @@ func (c Config) withDefaults() Config {
 	if c.BufferBatches == 0 {
 		c.BufferBatches = d.BufferBatches
 	}
+	if c.Checkpoints != nil {
+		c.AtLeastOnce = false // checkpoints replace durability tracking
+		cc := *c.Checkpoints
+		if cc.Interval == 0 {
+			cc.Interval = time.Second
+		}
+		if cc.Timeout == 0 {
+			cc.Timeout = time.Minute
+		}
+		if cc.Keep == 0 {
+			cc.Keep = 3
+		}
+		c.Checkpoints = &cc
+	}
 	if c.Cluster != nil {
 		cc := *c.Cluster
 		if cc.BindAddr == "" {
@@ -186,6 +220,9 @@ func (c Config) withDefaults() Config {
 
 // guarantee returns the node's delivery guarantee.
 func (n *Node) guarantee() core.Guarantee {
+	if n.cfg.Checkpoints != nil {
+		return core.ExactlyOnce
+	}
 	if n.cfg.AtLeastOnce {
 		return core.AtLeastOnce
 	}
@@ -215,6 +252,14 @@ func (c Config) Validate() error {
 	}
 	if c.BufferBatches < 1 {
 		errs = append(errs, fmt.Errorf("buffer batches must be ≥ 1, got %d", c.BufferBatches))
+	}
+	if cc := c.Checkpoints; cc != nil {
+		if cc.Store == nil {
+			errs = append(errs, errors.New("checkpoints: store must be set"))
+		}
+		if cc.Interval < 0 || cc.Timeout < 0 || cc.Keep < 0 {
+			errs = append(errs, fmt.Errorf("checkpoints: interval, timeout and keep must be ≥ 0, got %v, %v, %d", cc.Interval, cc.Timeout, cc.Keep))
+		}
 	}
 	if c.Cluster != nil && c.Cluster.Discovery == nil {
 		errs = append(errs, errors.New("cluster: discovery must be set"))

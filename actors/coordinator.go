@@ -48,6 +48,8 @@ type coordinator struct {
 	acq       map[uint64]*acquisition  // by id, including abandoned ones
 	current   map[instKey]*acquisition // the live acquisition of each awaiting instance
 	held      map[string][]bool        // op → key groups whose data this node holds
+	startup   map[string][]bool        // op → key groups held at start, not yet restored (exactly-once)
+	crashed   []string                 // members that left without announcing it, not yet told to the checkpointer
 	shipping  map[string][]bool        // op → key groups being exported now
 	purged    map[string]bool          // killed operators whose state was purged here
 	waiting   []*wire.HandoffRequest
@@ -107,6 +109,12 @@ func newCoordinator(n *Node, selfID string, topo topology.Topology, held map[str
 	if held == nil {
 		held = make(map[string][]bool)
 	}
+	startup := make(map[string][]bool)
+	if n.cfg.Checkpoints != nil {
+		for op, g := range held {
+			startup[op] = slices.Clone(g)
+		}
+	}
 	return &coordinator{
 		n:         n,
 		selfID:    selfID,
@@ -117,6 +125,7 @@ func newCoordinator(n *Node, selfID string, topo topology.Topology, held map[str
 		acq:       make(map[uint64]*acquisition),
 		current:   make(map[instKey]*acquisition),
 		held:      held,
+		startup:   startup,
 		shipping:  make(map[string][]bool),
 		purged:    make(map[string]bool),
 		exporting: make(map[string]bool),
@@ -235,6 +244,9 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 	}
 	for id := range was {
 		c.n.memberEvent(EventMemberLeft, id)
+		if !c.leaving[id] {
+			c.crashed = append(c.crashed, id)
+		}
 		if !c.leaving[id] && c.n.cfg.AtLeastOnce {
 			// A crash: what was in flight to it, and its instances'
 			// uncommitted work, is lost; sources replay.
@@ -413,6 +425,10 @@ func (c *coordinator) publish(owners map[instKey]string) {
 	c.n.table.Store(t)
 	topo := c.topo
 	c.n.topo.Store(&topo)
+	if c.n.ckpt != nil {
+		c.n.system.Root.Send(c.n.ckpt, ckViewMsg{view: ckView{members: slices.Clone(c.members), topo: topo, crashed: c.crashed}})
+		c.crashed = nil
+	}
 	// Instances adopt the table now rather than at their next record, so
 	// that batches to moved instances are re-routed even when idle.
 	for _, li := range c.local {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/internal/core"
 )
 
 // localDest is an instance on this node: batches go straight to its
@@ -41,7 +42,7 @@ func (d *remoteDest) Endpoint() flow.Endpoint { return d.ep }
 func (d *remoteDest) Send(b *flow.Batch) {
 	wb := &wire.RecordBatch{Target: d.ep.ID, Stream: b.Stream, Routing: int32(b.Routing), Slot: b.Slot, Seq: b.Seq,
 		From: actor.NewPID(b.From.Addr, b.From.ID), FromOp: b.FromOp, FromIndex: int32(b.FromIndex),
-		Records: wire.AppendRecords(nil, b.Records), Control: toWireControl(b.Control)}
+		Records: wire.AppendRecords(nil, b.Records), Control: toWireControl(b.Control), Generation: b.Gen}
 	if !b.Sent.IsZero() {
 		wb.SentUnixNano = b.Sent.UnixNano()
 	}
@@ -75,5 +76,5 @@ func (h host) Logger() *slog.Logger             { return h.n.log }
 // flowConfig is the producers' configuration.
 func (n *Node) flowConfig() flow.Config {
 	return flow.Config{BatchSize: n.cfg.BatchSize, Credits: n.cfg.Credits, BufferBatches: n.cfg.BufferBatches,
-		HoldUnread: n.cfg.AtLeastOnce, StampSent: n.cfg.Observer != nil}
+		HoldUnread: n.guarantee() != core.NoGuarantee, StampSent: n.cfg.Observer != nil}
 }

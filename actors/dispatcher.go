@@ -68,7 +68,7 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 		return
 	}
 	b := &flow.Batch{Stream: m.Stream, Routing: core.Routing(m.Routing), From: from, FromOp: m.FromOp, FromIndex: int(m.FromIndex),
-		Slot: m.Slot, Seq: m.Seq, Records: recs, Control: fromWireControl(m.Control)}
+		Slot: m.Slot, Seq: m.Seq, Records: recs, Control: fromWireControl(m.Control), Gen: m.Generation}
 	if m.SentUnixNano != 0 {
 		b.Sent = time.Unix(0, m.SentUnixNano)
 	}

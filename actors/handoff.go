@@ -292,8 +292,12 @@ func (c *coordinator) checkAll() {
 		}
 		a.li.state = lsActive
 		restore := c.n.cfg.StateLog != nil && a.shipped == 0 && !a.heldHere
-		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore)
-		c.n.system.Root.Send(a.li.inst.pid, activateMsg{restore: restore})
+		// Exactly-once: state no live member handed over restores from the
+		// base checkpoint; so does what this node held when it started (it
+		// may be ahead of the newest complete checkpoint).
+		fromCk := c.n.cfg.Checkpoints != nil && a.shipped == 0 && (!a.heldHere || c.takeStartup(k.op, a.li.inst.lo, a.li.inst.hi))
+		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore, "checkpoint", fromCk)
+		c.n.system.Root.Send(a.li.inst.pid, activateMsg{restore: restore, checkpoint: fromCk})
 	}
 }
 
@@ -372,4 +376,18 @@ func (n *Node) export(req *wire.HandoffRequest, runs [][2]int) error {
 		}
 	}
 	return nil
+}
+
+// takeStartup reports whether some of op's key groups [first, end) were
+// held when the node started and not restored since, and forgets them.
+func (c *coordinator) takeStartup(op string, first, end int) bool {
+	g := c.startup[op]
+	found := false
+	for i := first; i < end && i < len(g); i++ {
+		if g[i] {
+			found = true
+			g[i] = false
+		}
+	}
+	return found
 }

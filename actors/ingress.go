@@ -55,6 +55,7 @@ func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) 
 		in.mu.Unlock()
 		return fmt.Errorf("actors: produce to %q: %w", stream, core.ErrStopped)
 	}
+	in.p.SetGeneration(in.node.gen.Load())
 	in.p.Begin()
 	if !in.p.Reads(stream) {
 		in.mu.Unlock()

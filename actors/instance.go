@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,15 +34,16 @@ import (
 // Every field below the status block is touched only on the instance's
 // actor goroutine.
 type instance struct {
-	op   *operator
-	node *Node
-	spec topology.OperatorSpec
-	key  instKey
-	lo   int // first key group owned
-	hi   int // end of the owned key groups
-	pid  *actor.PID
-	log  *slog.Logger
-	outs map[string]bool // declared outputs plus the dead-letter stream
+	op      *operator
+	node    *Node
+	spec    topology.OperatorSpec
+	key     instKey
+	lo      int // first key group owned
+	hi      int // end of the owned key groups
+	pid     *actor.PID
+	log     *slog.Logger
+	outs    map[string]bool // declared outputs plus the dead-letter stream
+	outputs []string        // the same, as a list (controls go to each)
 
 	// status, read by other goroutines
 	mu           sync.Mutex
@@ -75,10 +77,18 @@ type instance struct {
 	pollQueued   bool
 	pollIdle     time.Duration
 	pollTimer    *time.Timer
-	produced     int64 // records produced over the instance's life (stored as metaProduced)
-	producedSet  int64 // the value of produced last written to the store
-	processedSet int64 // the value of processed last written to the store
-	dlUnlogged   int64 // dead letters not yet logged
+	produced     int64       // records produced over the instance's life (stored as metaProduced)
+	producedSet  int64       // the value of produced last written to the store
+	processedSet int64       // the value of processed last written to the store
+	dlUnlogged   int64       // dead letters not yet logged
+	ins          inputs      // upstreams: barriers, watermarks, end-of-stream
+	ckHold       uint64      // state commits wait for the node's copy of this checkpoint
+	commitErr    error       // the last state commit's error, if it failed
+	watermark    int64       // the instance's event-time watermark (ns), forwarded
+	inputEnded   bool        // every upstream ended: end-of-stream forwarded
+	gen          uint64      // rollback generation: older batches are dropped (rollback.go)
+	future       []*batchMsg // batches of a later generation, waiting for the reset
+	restoredGen  uint64      // the generation whose state the instance restored
 	// restartBackoff is the delay before the next restart (the
 	// supervisor's goroutine only; reset when a failure-free Window passed).
 	restartBackoff backoff.ExponentialBackOff
@@ -170,10 +180,17 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 	for _, s := range spec.Meta.Outputs {
 		inst.outs[s] = true
 	}
+	for s := range inst.outs {
+		inst.outputs = append(inst.outputs, s)
+	}
+	slices.Sort(inst.outputs)
+	inst.watermark = noWatermark
+	inst.gen = op.node.gen.Load()
 	fc := op.node.flowConfig()
 	fc.Operator, fc.Index = key.op, key.index
 	inst.out = flow.New(host{op.node}, fc, flow.Endpoint{Addr: pid.Address, ID: pid.Id},
 		uint64(key.index)+uint64(len(key.op))<<32+uint64(key.epoch)<<48)
+	inst.out.SetGeneration(inst.gen)
 	inst.octx = &opContext{Context: ctx, inst: inst}
 	inst.curGroup = lo
 	return inst
@@ -191,7 +208,9 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	i := a.i
 	switch m := ctx.Message().(type) {
 	case *batchMsg:
-		i.input(unit{kind: unitBatch, batch: m})
+		if i.admit(m) {
+			i.input(unit{kind: unitBatch, batch: m})
+		}
 	case pollMsg:
 		i.pollQueued = false
 		i.input(unit{kind: unitPoll})
@@ -225,6 +244,19 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 			i.commit(!i.node.cfg.NoSync)
 		}
 	case activateMsg:
+		base := i.node.base.Load()
+		if m.checkpoint && i.mode == modeAwaiting {
+			if err := i.node.restoreGroups(base, i.key.op, i.lo, i.hi); err != nil {
+				// Starting without its state would break exactly-once: wait
+				// and try again.
+				i.log.Error("restoring state from the checkpoint failed; retrying", "error", err)
+				i.setLastError(err.Error())
+				pid, root := i.pid, i.node.system.Root
+				i.node.afterFunc(time.Second, func() { root.Send(pid, m) })
+				return
+			}
+			i.restoredGen = i.gen
+		}
 		if m.restore {
 			if err := i.restoreFromLog(); err != nil {
 				i.log.Error("state restore failed; starting from what this node has", "error", err)
@@ -232,6 +264,9 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 			}
 		}
 		i.activate()
+		if m.checkpoint && base != nil {
+			i.commitSink(base.ID)
+		}
 	case releaseMsg:
 		i.release()
 	case acquireMsg:
@@ -239,6 +274,25 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 			i.mode = modeAwaiting
 			i.setState(StateAwaiting)
 		}
+	case ckBarrierMsg:
+		i.onTrigger(m.id)
+	case ckTakenMsg:
+		i.onCheckpointTaken(m.id)
+		if i.mode == modeActive && i.store.Pending() > 0 {
+			i.commit(!i.node.cfg.NoSync)
+		}
+	case ckCompleteMsg:
+		i.onCheckpointComplete(m.id)
+		i.settle()
+	case ckAbortMsg:
+		i.onCheckpointAbort(m.id)
+		i.settle()
+	case resetMsg:
+		i.reset(m.gen)
+		i.node.system.Root.Send(i.node.ckpt, ckResetMsg{key: i.key})
+	case restoreMsg:
+		err := i.restoreAndStart(m.gen, m.meta)
+		i.node.system.Root.Send(i.node.ckpt, ckRestoredMsg{key: i.key, gen: m.gen, err: err})
 	case quiesceMsg:
 		m.reply <- i.quiet()
 	case *actor.Started:
@@ -294,6 +348,10 @@ func (i *instance) input(u unit) {
 func (i *instance) handle(u unit) {
 	switch u.kind {
 	case unitBatch:
+		if i.ins.isBlocked(u.batch) {
+			i.ins.blocked = append(i.ins.blocked, u.batch) // after a barrier still being aligned
+			return
+		}
 		i.runBatch(u.batch, 0, 0, "")
 	case unitPoll:
 		i.poll()
@@ -302,10 +360,26 @@ func (i *instance) handle(u unit) {
 	}
 }
 
-// quiet reports whether the instance holds nothing: no unsent or
-// unacknowledged output, no stashed input, no item in progress.
+// quiet reports whether the instance holds nothing that could still move:
+// no unsent or unacknowledged output, no stashed or held input, no item in
+// progress. Records held for a stream nobody reads do not count: nothing
+// will take them (Node.Stop drains everything else and stops).
 func (i *instance) quiet() bool {
-	return !i.out.Pending() && i.out.Inflight() == 0 && len(i.stash) == 0 && i.cur.kind == workNone && !i.blocked
+	blocked := i.blocked && (i.out.Pending() || i.out.Unread() == 0)
+	for _, u := range i.stash {
+		if u.kind == unitBatch {
+			return false // polls and timer ticks wait too, but hold no record
+		}
+	}
+	return !i.out.Pending() && i.out.Inflight() == 0 && len(i.ins.blocked) == 0 &&
+		i.cur.kind == workNone && !blocked
+}
+
+// stateName returns the instance's state for messages.
+func (i *instance) stateName() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.state.String()
 }
 
 // onBounce takes back records a destination did not process.

@@ -27,8 +27,12 @@ func (i *instance) saveCounters() {
 	}
 }
 
-// commit writes the instance's state.
+// commit writes the instance's state, unless a checkpoint holds commits
+// (see checkpointing.go).
 func (i *instance) commit(sync bool) {
+	if i.ckHold != 0 {
+		return
+	}
 	i.saveCounters()
 	flushed := i.flushOperator()
 	var err error
@@ -37,6 +41,7 @@ func (i *instance) commit(sync bool) {
 	} else {
 		err = i.store.Commit(sync)
 	}
+	i.commitErr = err
 	if err != nil {
 		i.log.Error("state commit failed; will retry", "error", err, "pending", i.store.Pending())
 		i.setLastError(err.Error())
@@ -117,6 +122,10 @@ func (i *instance) startIncarnation() {
 // still holds keeps being delivered. The coordinator is told when done.
 func (i *instance) release() {
 	if i.mode == modeActive {
+		i.ckHold = 0 // a move abandons the checkpoint in progress: the state must go along
+		if i.exactlyOnce() {
+			i.precommitForMove()
+		}
 		i.commit(true) // flushes and snapshots with the operator still there
 		i.closeOperator()
 		i.opv = nil

@@ -17,6 +17,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -45,9 +46,13 @@ type Node struct {
 	queued   atomic.Int64                      // records delivered to instances here and not yet processed
 	streams  streamStats                       // records of streams with no reader
 	arrivals atomic.Int64                      // record batches that reached this node, delivered or bounced
+	gen      atomic.Uint64                     // rollback generation (rollback.go)
+	base     atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
+	restorer restorer
 
 	coord     *actor.PID
 	coordImpl *coordinator
+	ckpt      *actor.PID // the checkpointer (checkpointer.go); nil without checkpoints
 	ingress   *ingress
 
 	mu   sync.Mutex // guards ops and byID; a leaf (LOCKS.md)
@@ -177,6 +182,13 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		return nil, fmt.Errorf("actors: start dispatcher: %w", err)
 	}
 	n.ingress = newIngress(n)
+	n.restorer.n = n
+	if cfg.Checkpoints != nil {
+		if err := n.startCheckpointer(ctx); err != nil {
+			n.abort()
+			return nil, err
+		}
+	}
 	n.coordImpl = newCoordinator(n, cfg.NodeID, topo, n.loadHeld())
 	n.coord, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return n.coordImpl }), coordinatorName)
 	if err != nil {
@@ -527,6 +539,14 @@ func (n *Node) stop(ctx context.Context) error {
 	if err := n.drain(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	if n.cfg.Checkpoints != nil && n.alone(ctx) {
+		// The last node of the pipeline: a final checkpoint, so that what
+		// its sinks prepared is committed and a restart resumes exactly
+		// here.
+		if _, err := n.Checkpoint(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("actors: stop: final checkpoint: %w", err))
+		}
+	}
 	n.cancel()
 	if n.cfg.Cluster != nil {
 		lctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -545,6 +565,9 @@ func (n *Node) stop(ctx context.Context) error {
 		if err := op.stop(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if n.ckpt != nil {
+		_ = n.system.Root.StopFuture(n.ckpt).Wait()
 	}
 	_ = n.system.Root.StopFuture(n.coord).Wait()
 	n.stopTimers()
@@ -613,6 +636,9 @@ func (n *Node) coordState(ctx context.Context) (coordState, error) {
 func (n *Node) abort() {
 	if n.cancel != nil {
 		n.cancel()
+	}
+	if n.ckpt != nil {
+		_ = n.system.Root.StopFuture(n.ckpt).Wait()
 	}
 	if n.coord != nil {
 		_ = n.system.Root.StopFuture(n.coord).Wait()

@@ -36,6 +36,20 @@ type Observer interface {
 	DeadLettered(operator string, index int)
 }
 
+// CheckpointObserver is implemented by Observers that also want the
+// checkpoints this node coordinated: each complete one (err nil) with its
+// duration, bytes uploaded and total size, and each failed one.
+type CheckpointObserver interface {
+	Checkpointed(id uint64, took time.Duration, uploaded, size int64, err error)
+}
+
+// checkpointObserver returns the node's observer as a CheckpointObserver,
+// or nil.
+func (n *Node) checkpointObserver() CheckpointObserver {
+	o, _ := n.cfg.Observer.(CheckpointObserver)
+	return o
+}
+
 // TraceHeader is the record header carrying W3C trace context.
 const TraceHeader = "traceparent"
 

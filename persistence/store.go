@@ -354,3 +354,13 @@ func (s *Store) DropCache() {
 		}
 	}
 }
+
+// Discard forgets every uncommitted write and cached value, as if the
+// Store were new (a rollback restores the committed state instead).
+func (s *Store) Discard() {
+	clear(s.slots)
+	clear(s.dirty)
+	s.dirty = s.dirty[:0]
+	clear(s.undo)
+	s.undo = s.undo[:0]
+}

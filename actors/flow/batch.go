@@ -41,6 +41,9 @@ type Batch struct {
 	// Control, when set, follows the records: the receiver acts on it once
 	// it has processed them.
 	Control *Control
+	// Gen is the rollback generation the producer ran in (see
+	// Producer.SetGeneration).
+	Gen uint64
 }
 
 // Dest is a destination instance as the runtime reaches it. Send hands a

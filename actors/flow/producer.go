@@ -71,7 +71,13 @@ type Producer struct {
 
 	unread  []*unreadStream // records of streams nobody reads, held
 	unreadN int             // records in unread
+
+	gen uint64 // stamped on every batch
 }
+
+// SetGeneration stamps later batches with gen: after a rollback, receivers
+// drop batches of earlier generations.
+func (p *Producer) SetGeneration(gen uint64) { p.gen = gen }
 
 type subKey struct{ stream, operator string }
 
@@ -471,6 +477,10 @@ func (p *Producer) Inflight() int {
 	return n
 }
 
+// Unread returns the number of records held because no operator reads
+// their stream.
+func (p *Producer) Unread() int { return p.unreadN }
+
 // Holding reports whether records wait for a layout change or for a
 // reader, so that the batches they will travel in are not known yet.
 func (p *Producer) Holding() bool { return p.frozen > 0 || p.unreadN > 0 }
@@ -548,7 +558,7 @@ func (p *Producer) send(b *Buf, recs []core.Record, c *Control) {
 	b.inflight++
 	b.sent++
 	m := &Batch{Stream: b.stream, Routing: b.routing, From: p.self, FromOp: p.cfg.Operator, FromIndex: p.cfg.Index,
-		Slot: b.slot, Records: recs, Seq: b.sent, Control: c}
+		Slot: b.slot, Records: recs, Seq: b.sent, Control: c, Gen: p.gen}
 	if p.cfg.StampSent {
 		m.Sent = time.Now()
 	}

@@ -223,7 +223,10 @@ type RecordBatch struct {
 	FromIndex int32  `protobuf:"varint,10,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
 	// control, when set, follows the records (a barrier, a watermark or the
 	// end of the stream).
-	Control       *Control `protobuf:"bytes,11,opt,name=control,proto3" json:"control,omitempty"`
+	Control *Control `protobuf:"bytes,11,opt,name=control,proto3" json:"control,omitempty"`
+	// generation is the rollback generation the producer ran in: a receiver
+	// in a later one drops the batch (see Rollback).
+	Generation    uint64 `protobuf:"varint,12,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -333,6 +336,13 @@ func (x *RecordBatch) GetControl() *Control {
 		return x.Control
 	}
 	return nil
+}
+
+func (x *RecordBatch) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
 }
 
 // Control is a control record that travels in order with the records of
@@ -1096,6 +1106,394 @@ func (x *Leaving) GetNode() string {
 	return ""
 }
 
+// CheckpointTrigger starts checkpoint id on a node: its instances without
+// upstream barriers snapshot and send barrier id downstream.
+type CheckpointTrigger struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Id              uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	TopologyVersion int64                  `protobuf:"varint,2,opt,name=topology_version,json=topologyVersion,proto3" json:"topology_version,omitempty"`
+	Generation      uint64                 `protobuf:"varint,3,opt,name=generation,proto3" json:"generation,omitempty"`
+	Coordinator     *actor.PID             `protobuf:"bytes,4,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	Savepoint       bool                   `protobuf:"varint,5,opt,name=savepoint,proto3" json:"savepoint,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *CheckpointTrigger) Reset() {
+	*x = CheckpointTrigger{}
+	mi := &file_wire_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointTrigger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointTrigger) ProtoMessage() {}
+
+func (x *CheckpointTrigger) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointTrigger.ProtoReflect.Descriptor instead.
+func (*CheckpointTrigger) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *CheckpointTrigger) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CheckpointTrigger) GetTopologyVersion() int64 {
+	if x != nil {
+		return x.TopologyVersion
+	}
+	return 0
+}
+
+func (x *CheckpointTrigger) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *CheckpointTrigger) GetCoordinator() *actor.PID {
+	if x != nil {
+		return x.Coordinator
+	}
+	return nil
+}
+
+func (x *CheckpointTrigger) GetSavepoint() bool {
+	if x != nil {
+		return x.Savepoint
+	}
+	return false
+}
+
+// CheckpointPart reports a node's part of checkpoint id: the JSON of a
+// checkpoint.NodePart, or the error that failed it.
+type CheckpointPart struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Part          []byte                 `protobuf:"bytes,3,opt,name=part,proto3" json:"part,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointPart) Reset() {
+	*x = CheckpointPart{}
+	mi := &file_wire_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointPart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointPart) ProtoMessage() {}
+
+func (x *CheckpointPart) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointPart.ProtoReflect.Descriptor instead.
+func (*CheckpointPart) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CheckpointPart) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CheckpointPart) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *CheckpointPart) GetPart() []byte {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *CheckpointPart) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// CheckpointComplete tells a node that checkpoint id is complete; meta is
+// the JSON of its checkpoint.Meta.
+type CheckpointComplete struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Meta          []byte                 `protobuf:"bytes,2,opt,name=meta,proto3" json:"meta,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointComplete) Reset() {
+	*x = CheckpointComplete{}
+	mi := &file_wire_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointComplete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointComplete) ProtoMessage() {}
+
+func (x *CheckpointComplete) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointComplete.ProtoReflect.Descriptor instead.
+func (*CheckpointComplete) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *CheckpointComplete) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CheckpointComplete) GetMeta() []byte {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+// CheckpointAbort tells a node that checkpoint id was abandoned.
+type CheckpointAbort struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointAbort) Reset() {
+	*x = CheckpointAbort{}
+	mi := &file_wire_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointAbort) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointAbort) ProtoMessage() {}
+
+func (x *CheckpointAbort) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointAbort.ProtoReflect.Descriptor instead.
+func (*CheckpointAbort) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *CheckpointAbort) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CheckpointAbort) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// Rollback makes a node reset every instance and restore its key groups
+// from checkpoint (0: none, every key group starts empty), as generation
+// generation: batches of earlier generations are dropped. meta is the JSON
+// of the checkpoint's checkpoint.Meta.
+type Rollback struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Checkpoint    uint64                 `protobuf:"varint,1,opt,name=checkpoint,proto3" json:"checkpoint,omitempty"`
+	Generation    uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Meta          []byte                 `protobuf:"bytes,3,opt,name=meta,proto3" json:"meta,omitempty"`
+	Coordinator   *actor.PID             `protobuf:"bytes,4,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Rollback) Reset() {
+	*x = Rollback{}
+	mi := &file_wire_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Rollback) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Rollback) ProtoMessage() {}
+
+func (x *Rollback) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Rollback.ProtoReflect.Descriptor instead.
+func (*Rollback) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *Rollback) GetCheckpoint() uint64 {
+	if x != nil {
+		return x.Checkpoint
+	}
+	return 0
+}
+
+func (x *Rollback) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *Rollback) GetMeta() []byte {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *Rollback) GetCoordinator() *actor.PID {
+	if x != nil {
+		return x.Coordinator
+	}
+	return nil
+}
+
+// RollbackDone reports that a node finished a rollback.
+type RollbackDone struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RollbackDone) Reset() {
+	*x = RollbackDone{}
+	mi := &file_wire_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RollbackDone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RollbackDone) ProtoMessage() {}
+
+func (x *RollbackDone) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RollbackDone.ProtoReflect.Descriptor instead.
+func (*RollbackDone) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RollbackDone) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *RollbackDone) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RollbackDone) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_wire_proto protoreflect.FileDescriptor
 
 const file_wire_proto_rawDesc = "" +
@@ -1109,7 +1507,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12/\n" +
 	"\x14event_time_unix_nano\x18\x03 \x01(\x03R\x11eventTimeUnixNano\x12-\n" +
-	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xc5\x02\n" +
+	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xe5\x02\n" +
 	"\vRecordBatch\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x18\n" +
 	"\arouting\x18\x02 \x01(\x05R\arouting\x12\x1e\n" +
@@ -1124,7 +1522,10 @@ const file_wire_proto_rawDesc = "" +
 	"\n" +
 	"from_index\x18\n" +
 	" \x01(\x05R\tfromIndex\x12.\n" +
-	"\acontrol\x18\v \x01(\v2\x14.sluice.wire.ControlR\acontrol\"\x81\x01\n" +
+	"\acontrol\x18\v \x01(\v2\x14.sluice.wire.ControlR\acontrol\x12\x1e\n" +
+	"\n" +
+	"generation\x18\f \x01(\x04R\n" +
+	"generation\"\x81\x01\n" +
 	"\aControl\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\x05R\x04kind\x12\x1e\n" +
 	"\n" +
@@ -1187,7 +1588,43 @@ const file_wire_proto_rawDesc = "" +
 	"HandoffAck\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\"\x1d\n" +
 	"\aLeaving\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04nodeB(Z&github.com/sluicehq/sluice/actors/wireb\x06proto3"
+	"\x04node\x18\x01 \x01(\tR\x04node\"\xba\x01\n" +
+	"\x11CheckpointTrigger\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12)\n" +
+	"\x10topology_version\x18\x02 \x01(\x03R\x0ftopologyVersion\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x03 \x01(\x04R\n" +
+	"generation\x12,\n" +
+	"\vcoordinator\x18\x04 \x01(\v2\n" +
+	".actor.PIDR\vcoordinator\x12\x1c\n" +
+	"\tsavepoint\x18\x05 \x01(\bR\tsavepoint\"^\n" +
+	"\x0eCheckpointPart\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x12\n" +
+	"\x04part\x18\x03 \x01(\fR\x04part\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"8\n" +
+	"\x12CheckpointComplete\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04meta\x18\x02 \x01(\fR\x04meta\"9\n" +
+	"\x0fCheckpointAbort\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8c\x01\n" +
+	"\bRollback\x12\x1e\n" +
+	"\n" +
+	"checkpoint\x18\x01 \x01(\x04R\n" +
+	"checkpoint\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12\x12\n" +
+	"\x04meta\x18\x03 \x01(\fR\x04meta\x12,\n" +
+	"\vcoordinator\x18\x04 \x01(\v2\n" +
+	".actor.PIDR\vcoordinator\"X\n" +
+	"\fRollbackDone\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05errorB(Z&github.com/sluicehq/sluice/actors/wireb\x06proto3"
 
 var (
 	file_wire_proto_rawDescOnce sync.Once
@@ -1202,39 +1639,47 @@ func file_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_wire_proto_goTypes = []any{
-	(HandoffReply_Status)(0), // 0: sluice.wire.HandoffReply.Status
-	(*Header)(nil),           // 1: sluice.wire.Header
-	(*Record)(nil),           // 2: sluice.wire.Record
-	(*RecordBatch)(nil),      // 3: sluice.wire.RecordBatch
-	(*Control)(nil),          // 4: sluice.wire.Control
-	(*DurableAck)(nil),       // 5: sluice.wire.DurableAck
-	(*Ack)(nil),              // 6: sluice.wire.Ack
-	(*Bounce)(nil),           // 7: sluice.wire.Bounce
-	(*KV)(nil),               // 8: sluice.wire.KV
-	(*HandoffRequest)(nil),   // 9: sluice.wire.HandoffRequest
-	(*HandoffReply)(nil),     // 10: sluice.wire.HandoffReply
-	(*Peer)(nil),             // 11: sluice.wire.Peer
-	(*HandoffChunk)(nil),     // 12: sluice.wire.HandoffChunk
-	(*HandoffAck)(nil),       // 13: sluice.wire.HandoffAck
-	(*Leaving)(nil),          // 14: sluice.wire.Leaving
-	(*actor.PID)(nil),        // 15: actor.PID
+	(HandoffReply_Status)(0),   // 0: sluice.wire.HandoffReply.Status
+	(*Header)(nil),             // 1: sluice.wire.Header
+	(*Record)(nil),             // 2: sluice.wire.Record
+	(*RecordBatch)(nil),        // 3: sluice.wire.RecordBatch
+	(*Control)(nil),            // 4: sluice.wire.Control
+	(*DurableAck)(nil),         // 5: sluice.wire.DurableAck
+	(*Ack)(nil),                // 6: sluice.wire.Ack
+	(*Bounce)(nil),             // 7: sluice.wire.Bounce
+	(*KV)(nil),                 // 8: sluice.wire.KV
+	(*HandoffRequest)(nil),     // 9: sluice.wire.HandoffRequest
+	(*HandoffReply)(nil),       // 10: sluice.wire.HandoffReply
+	(*Peer)(nil),               // 11: sluice.wire.Peer
+	(*HandoffChunk)(nil),       // 12: sluice.wire.HandoffChunk
+	(*HandoffAck)(nil),         // 13: sluice.wire.HandoffAck
+	(*Leaving)(nil),            // 14: sluice.wire.Leaving
+	(*CheckpointTrigger)(nil),  // 15: sluice.wire.CheckpointTrigger
+	(*CheckpointPart)(nil),     // 16: sluice.wire.CheckpointPart
+	(*CheckpointComplete)(nil), // 17: sluice.wire.CheckpointComplete
+	(*CheckpointAbort)(nil),    // 18: sluice.wire.CheckpointAbort
+	(*Rollback)(nil),           // 19: sluice.wire.Rollback
+	(*RollbackDone)(nil),       // 20: sluice.wire.RollbackDone
+	(*actor.PID)(nil),          // 21: actor.PID
 }
 var file_wire_proto_depIdxs = []int32{
 	1,  // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
-	15, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
+	21, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
 	4,  // 2: sluice.wire.RecordBatch.control:type_name -> sluice.wire.Control
 	4,  // 3: sluice.wire.Bounce.control:type_name -> sluice.wire.Control
-	15, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
+	21, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
 	0,  // 5: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
 	11, // 6: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
 	8,  // 7: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	21, // 8: sluice.wire.CheckpointTrigger.coordinator:type_name -> actor.PID
+	21, // 9: sluice.wire.Rollback.coordinator:type_name -> actor.PID
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_wire_proto_init() }
@@ -1248,7 +1693,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -83,6 +83,10 @@ func (g *Gen) Poll(ctx core.Context) error {
 // ProcessRecord implements core.Operator; a source gets no records.
 func (g *Gen) ProcessRecord(core.Context, core.Record) error { return nil }
 
+// ResumesFromState implements core.Resumable: Poll stores its position in
+// the same attempt as the records it produced.
+func (g *Gen) ResumesFromState() {}
+
 // ProcessTimer implements core.Operator.
 func (g *Gen) ProcessTimer(core.Context, string, time.Time) error { return nil }
 

@@ -1,0 +1,81 @@
+package actors_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/checkpoint"
+	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/objstore/fsstore"
+)
+
+// checkpointStore returns a checkpoint store on a temporary directory.
+func checkpointStore(t *testing.T) *checkpoint.Store {
+	t.Helper()
+	obj, err := fsstore.Open(t.TempDir())
+	sluicetest.Must(t, err)
+	return checkpoint.NewStore(obj)
+}
+
+// eoNode starts an exactly-once node with a generator of count records and
+// a counter.
+func eoNode(t *testing.T, dir string, store *checkpoint.Store, count int) *actors.Node {
+	t.Helper()
+	gen := func() core.Operator {
+		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: count, Key: sluicetest.Key(1000), Batch: 100}
+	}
+	cnt := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 3} }
+	n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
+		Checkpoints: &actors.CheckpointConfig{Store: store, Interval: 20 * time.Millisecond}}, gen, cnt)
+	sluicetest.Must(t, err)
+	t.Cleanup(func() { _ = n.Stop(context.Background()) })
+	return n
+}
+
+func checkpointStats(t *testing.T, n *actors.Node) actors.CheckpointStats {
+	t.Helper()
+	s, err := n.CheckpointStatus(context.Background())
+	sluicetest.Must(t, err)
+	return s
+}
+
+// Checkpoints complete while the pipeline runs; a node started on an empty
+// data directory with the same store restores the state of the last one
+// (taken when the first node stopped).
+func TestCheckpointsRestoreOnAFreshNode(t *testing.T) {
+	const records = 50_000
+	store := checkpointStore(t)
+	dir1 := t.TempDir()
+	n := eoNode(t, dir1, store, records)
+	sluicetest.WaitFor(t, time.Minute, "every record counted", func() bool { return processed(n, "count") == records })
+	sluicetest.WaitFor(t, time.Minute, "three checkpoints", func() bool { return checkpointStats(t, n).Completed >= 3 })
+	st := checkpointStats(t, n)
+	if !st.Coordinator || st.Last == 0 || st.LastSize == 0 {
+		t.Fatalf("checkpoint status %+v: want a coordinator with a complete checkpoint", st)
+	}
+	stop(t, n) // takes a final checkpoint
+	want, _ := readCounts(t, dir1, "count")
+
+	list, err := store.List(context.Background())
+	sluicetest.Must(t, err)
+	if len(list) == 0 || len(list) > 3 {
+		t.Fatalf("%d checkpoints kept, want 1 to 3", len(list))
+	}
+
+	dir2 := t.TempDir()
+	n2 := eoNode(t, dir2, store, records)
+	sluicetest.WaitFor(t, time.Minute, "the restored instances running", func() bool { return running(n2, "count") == 3 && processed(n2, "count") == records })
+	stop(t, n2)
+	got, _ := readCounts(t, dir2, "count")
+	if len(got) != len(want) || len(got) != 1000 {
+		t.Fatalf("restored %d keys, the first node had %d (want 1000)", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("key %s restored as %d, want %d", k, got[k], v)
+		}
+	}
+}

@@ -1,0 +1,557 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/checkpoint"
+	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/persistence"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// checkpointerName is the actor id of every node's checkpointer.
+const checkpointerName = "sluice-checkpoint"
+
+// The checkpointer is the actor through which a node takes part in
+// checkpoints (exactly-once, Config.Checkpoints). On one node, the member
+// with the lowest id, it is also the coordinator (ckcoord.go).
+//
+// A node's part of checkpoint N: on the coordinator's trigger it checks
+// that it runs the same topology and that every instance placed here is
+// active, and triggers its instances; those without upstream barriers
+// snapshot at once and send barrier N downstream, the others when the
+// barrier has reached them on every input edge (checkpointing.go). Once
+// every local instance has snapshotted, it copies the database restricted
+// to their key groups (persistence.Checkpoint: instances hold their later
+// writes in memory meanwhile, so the copy is exactly the state at the
+// barriers), lets them go on, uploads the copy (checkpoint.Store) on a
+// goroutine and reports its part. When the coordinator completes N, Committer
+// sinks commit. The node keeps the newest complete checkpoint's copy, so
+// that a rollback restores its own key groups without downloading them.
+type checkpointer struct {
+	n     *Node
+	store *checkpoint.Store
+	cfg   CheckpointConfig
+	self  *actor.PID
+	dbID  string // the node's database identity (shared files live under sst/<dbID>/)
+
+	view   ckView // the node's latest view of membership and topology
+	gen    uint64 // rollback generation
+	latest *checkpoint.Meta
+
+	part *nodePart // this node's part of the checkpoint in progress
+	dirs map[uint64]string
+
+	coord coordRole // the coordinator's state (ckcoord.go)
+	rb    *nodeRollback
+
+	ticker *time.Ticker
+	tickCh chan struct{}
+}
+
+// ckView is what the placement coordinator publishes to the checkpointer.
+type ckView struct {
+	members []cluster.Member
+	topo    topology.Topology
+	// crashed lists members that left without announcing it.
+	crashed []string
+}
+
+// nodePart is a node's part of one checkpoint in progress.
+type nodePart struct {
+	id          uint64
+	coordinator *actor.PID
+	waiting     map[instKey]bool
+	groups      []checkpoint.Groups
+	failed      string
+	uploading   bool
+}
+
+// Checkpointer messages from this node.
+type (
+	ckViewMsg     struct{ view ckView }
+	ckTickMsg     struct{}
+	ckUploadedMsg struct {
+		id   uint64
+		part checkpoint.NodePart
+		err  error
+	}
+)
+
+func newCheckpointer(n *Node, dbID string) *checkpointer {
+	return &checkpointer{n: n, store: n.cfg.Checkpoints.Store, cfg: *n.cfg.Checkpoints, dbID: dbID, dirs: make(map[uint64]string)}
+}
+
+// Receive handles the checkpointer's messages.
+func (c *checkpointer) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c.self = ctx.Self()
+		c.ticker = time.NewTicker(min(c.cfg.Interval, 250*time.Millisecond))
+		c.tickCh = make(chan struct{})
+		pid, root, t, stop := ctx.Self(), c.n.system.Root, c.ticker, c.tickCh
+		c.n.goFunc(func() {
+			for {
+				select {
+				case <-t.C:
+					root.Send(pid, ckTickMsg{})
+				case <-stop:
+					return
+				}
+			}
+		})
+		if !c.coord.loaded {
+			c.loadLatest()
+		}
+	case *actor.Stopping:
+		c.ticker.Stop()
+		close(c.tickCh)
+	case ckViewMsg:
+		c.onView(m.view)
+	case ckTickMsg:
+		c.tick()
+	case *wire.CheckpointTrigger:
+		c.onTrigger(m)
+	case ckSnappedMsg:
+		c.onSnapped(m)
+	case ckUploadedMsg:
+		c.onUploaded(m)
+	case *wire.CheckpointComplete:
+		c.onComplete(m)
+	case *wire.CheckpointAbort:
+		c.onAbort(m.Id, m.Reason)
+	case *wire.Rollback:
+		c.onRollback(m)
+	case ckResetMsg:
+		c.onReset(m)
+	case ckRestoredMsg:
+		c.onRestored(m)
+	// The coordinator's messages (ckcoord.go).
+	case *wire.CheckpointPart:
+		c.coordOnPart(m)
+	case *wire.RollbackDone:
+		c.coordOnRollbackDone(m)
+	case ckStoredMsg:
+		c.coordOnStored(m)
+	case ckLatestMsg:
+		c.coordOnLatest(m)
+	case ckRequestMsg:
+		c.coordOnRequest(m)
+	case ckStatusMsg:
+		m.reply <- c.status()
+	}
+}
+
+// loadLatest reads the newest complete checkpoint from the store, on a
+// goroutine.
+func (c *checkpointer) loadLatest() {
+	n, pid := c.n, c.self
+	n.goFunc(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		m, err := c.store.Latest(ctx)
+		n.system.Root.Send(pid, ckLatestMsg{meta: m, err: err})
+	})
+}
+
+// onView adopts a new view; the coordinator reacts to it too.
+func (c *checkpointer) onView(v ckView) {
+	old := c.view
+	c.view = v
+	if c.part != nil && (v.topo.Version != old.topo.Version || !sameMembers(v.members, old.members)) {
+		c.failPart("the cluster changed during the checkpoint")
+	}
+	c.coordOnView(old, v)
+}
+
+// sameMembers reports whether a and b list the same member ids.
+func sameMembers(a, b []cluster.Member) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	ids := make(map[string]bool, len(a))
+	for _, m := range a {
+		ids[m.ID] = true
+	}
+	for _, m := range b {
+		if !ids[m.ID] {
+			return false
+		}
+	}
+	return true
+}
+
+// onTrigger starts this node's part of a checkpoint.
+func (c *checkpointer) onTrigger(m *wire.CheckpointTrigger) {
+	if c.part != nil {
+		c.failPart(fmt.Sprintf("superseded by checkpoint %d", m.Id))
+	}
+	p := &nodePart{id: m.Id, coordinator: m.Coordinator, waiting: make(map[instKey]bool)}
+	c.part = p
+	switch {
+	case m.Generation != c.gen:
+		p.failed = fmt.Sprintf("node %s is in rollback generation %d, not %d", c.n.cfg.NodeID, c.gen, m.Generation)
+	case c.rb != nil:
+		p.failed = fmt.Sprintf("node %s is rolling back", c.n.cfg.NodeID)
+	case c.n.topology().Version != m.TopologyVersion:
+		p.failed = fmt.Sprintf("node %s runs topology version %d, not %d", c.n.cfg.NodeID, c.n.topology().Version, m.TopologyVersion)
+	}
+	if p.failed != "" {
+		c.reportPart(p, checkpoint.NodePart{})
+		return
+	}
+	insts, busy := c.participants()
+	if busy != "" {
+		p.failed = busy
+		c.reportPart(p, checkpoint.NodePart{})
+		return
+	}
+	for _, inst := range insts {
+		p.waiting[inst.key] = true
+	}
+	for _, inst := range insts {
+		c.n.system.Root.Send(inst.pid, ckBarrierMsg{id: m.Id})
+	}
+	c.maybeTake()
+}
+
+// participants returns the instances of the current topology placed on
+// this node, or why the node cannot take part now.
+func (c *checkpointer) participants() ([]*instance, string) {
+	topo := c.n.topology()
+	var out []*instance
+	for _, inst := range c.n.instances() {
+		spec, ok := topo.Find(inst.key.op)
+		if !ok || spec.Epoch != inst.key.epoch {
+			continue // a previous layout's, being drained
+		}
+		switch st := InstanceState(inst.stateName()); st {
+		case StateRunning, StateFailed, StateRestarting:
+			out = append(out, inst)
+		case StateReleased, StateStopped:
+		default:
+			return nil, fmt.Sprintf("instance %s on node %s is %s", inst.key, c.n.cfg.NodeID, st)
+		}
+	}
+	slices.SortFunc(out, func(a, b *instance) int { return compareKeys(a.key, b.key) })
+	return out, ""
+}
+
+func compareKeys(a, b instKey) int {
+	if a.op != b.op {
+		if a.op < b.op {
+			return -1
+		}
+		return 1
+	}
+	if a.epoch != b.epoch {
+		return int(a.epoch - b.epoch)
+	}
+	return a.index - b.index
+}
+
+// onSnapped records an instance's snapshot.
+func (c *checkpointer) onSnapped(m ckSnappedMsg) {
+	p := c.part
+	if p == nil || p.id != m.id || !p.waiting[m.key] {
+		return
+	}
+	delete(p.waiting, m.key)
+	if m.err != nil && p.failed == "" {
+		p.failed = m.err.Error()
+	}
+	if m.err == nil {
+		if n, err := c.n.db.EstimateSize(m.groups.Operator, m.groups.First, m.groups.End); err == nil {
+			m.groups.StateBytes = int64(n)
+		}
+		p.groups = append(p.groups, m.groups)
+	}
+	c.maybeTake()
+}
+
+// maybeTake copies the database once every local instance snapshotted,
+// lets them go on and starts the upload.
+func (c *checkpointer) maybeTake() {
+	p := c.part
+	if p == nil || len(p.waiting) > 0 || p.uploading {
+		return
+	}
+	if p.failed != "" {
+		c.releaseHolds(p.id)
+		c.reportPart(p, checkpoint.NodePart{})
+		return
+	}
+	dir := filepath.Join(persistence.CheckpointDir(c.n.cfg.DataDir), strconv.FormatUint(p.id, 10))
+	_ = os.RemoveAll(dir)
+	spans := make([]persistence.Span, len(p.groups))
+	for i, g := range p.groups {
+		spans[i] = persistence.GroupSpan(g.Operator, g.First, g.End)
+	}
+	files, err := c.n.db.Checkpoint(dir, spans)
+	c.releaseHolds(p.id)
+	if err != nil {
+		p.failed = fmt.Sprintf("node %s: copy the database: %v", c.n.cfg.NodeID, err)
+		c.reportPart(p, checkpoint.NodePart{})
+		return
+	}
+	c.dirs[p.id] = dir
+	p.uploading = true
+	id, node, groups, base, pid := p.id, c.n.cfg.NodeID, slices.Clone(p.groups), c.latest, c.self
+	c.n.goFunc(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+		defer cancel()
+		part, err := c.store.UploadPart(ctx, id, node, c.dbID, dir, files, base)
+		part.Groups = groups
+		c.n.system.Root.Send(pid, ckUploadedMsg{id: id, part: part, err: err})
+	})
+}
+
+// releaseHolds lets the local instances commit again.
+func (c *checkpointer) releaseHolds(id uint64) {
+	for _, inst := range c.n.instances() {
+		c.n.system.Root.Send(inst.pid, ckTakenMsg{id: id})
+	}
+}
+
+// onUploaded reports the uploaded part.
+func (c *checkpointer) onUploaded(m ckUploadedMsg) {
+	p := c.part
+	if p == nil || p.id != m.id {
+		return // abandoned meanwhile
+	}
+	if m.err != nil {
+		p.failed = fmt.Sprintf("node %s: upload: %v", c.n.cfg.NodeID, m.err)
+		c.n.log.Warn("checkpoint upload failed", "checkpoint", m.id, "error", m.err)
+	}
+	c.reportPart(p, m.part)
+}
+
+// reportPart sends this node's part (or its failure) to the coordinator.
+func (c *checkpointer) reportPart(p *nodePart, part checkpoint.NodePart) {
+	msg := &wire.CheckpointPart{Id: p.id, Node: c.n.cfg.NodeID, Error: p.failed}
+	if p.failed == "" {
+		b, err := json.Marshal(part)
+		if err != nil {
+			msg.Error = err.Error()
+		}
+		msg.Part = b
+	}
+	if p.coordinator != nil {
+		c.n.system.Root.Send(p.coordinator, msg)
+	}
+	if p.failed != "" {
+		c.dropDir(p.id)
+		c.part = nil
+	}
+}
+
+// failPart abandons this node's part of the checkpoint in progress.
+func (c *checkpointer) failPart(reason string) {
+	p := c.part
+	if p == nil {
+		return
+	}
+	c.part = nil
+	c.abortInstances(p.id)
+	c.dropDir(p.id)
+	c.n.log.Debug("checkpoint part abandoned", "checkpoint", p.id, "reason", reason)
+}
+
+// abortInstances tells every local instance that checkpoint id is
+// abandoned.
+func (c *checkpointer) abortInstances(id uint64) {
+	for _, inst := range c.n.instances() {
+		c.n.system.Root.Send(inst.pid, ckAbortMsg{id: id})
+	}
+}
+
+// onComplete adopts a completed checkpoint: sinks commit, older local
+// copies go.
+func (c *checkpointer) onComplete(m *wire.CheckpointComplete) {
+	var meta checkpoint.Meta
+	if err := json.Unmarshal(m.Meta, &meta); err != nil {
+		c.n.log.Error("undecodable checkpoint metadata", "checkpoint", m.Id, "error", err)
+		return
+	}
+	if c.latest == nil || meta.ID > c.latest.ID {
+		c.latest = &meta
+	}
+	if c.part != nil && c.part.id == m.Id {
+		c.part = nil
+	}
+	for _, inst := range c.n.instances() {
+		c.n.system.Root.Send(inst.pid, ckCompleteMsg{id: m.Id})
+	}
+	for id := range c.dirs {
+		if id < m.Id {
+			c.dropDir(id)
+		}
+	}
+}
+
+// onAbort abandons checkpoint id here.
+func (c *checkpointer) onAbort(id uint64, reason string) {
+	if c.part != nil && c.part.id == id {
+		c.failPart(reason)
+		return
+	}
+	c.abortInstances(id)
+}
+
+// dropDir deletes the local copy of checkpoint id.
+func (c *checkpointer) dropDir(id uint64) {
+	if dir, ok := c.dirs[id]; ok {
+		delete(c.dirs, id)
+		if err := os.RemoveAll(dir); err != nil {
+			c.n.log.Warn("removing a local checkpoint copy failed", "dir", dir, "error", err)
+		}
+	}
+}
+
+// localDir returns the local copy of checkpoint id, if the node has it.
+func (c *checkpointer) localDir(id uint64) (string, bool) {
+	dir, ok := c.dirs[id]
+	return dir, ok
+}
+
+// startCheckpointer starts the node's checkpointer: it reads the newest
+// complete checkpoint (what instances restore from when the node holds no
+// newer state for them), keeps the node's own copy of it and drops older
+// local copies.
+func (n *Node) startCheckpointer(ctx context.Context) error {
+	dbID, err := n.databaseID()
+	if err != nil {
+		return err
+	}
+	var latest *checkpoint.Meta
+	for delays := (&backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 5 * time.Second, RandomizationFactor: 0.2}); ; {
+		m, err := n.cfg.Checkpoints.Store.Latest(ctx)
+		if err == nil {
+			latest = &m
+			break
+		}
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			break
+		}
+		d := delays.NextBackOff()
+		n.log.Warn("reading the newest checkpoint failed; retrying", "error", err, "retry_in", d)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("actors: start node %s: read the newest checkpoint: %w", n.cfg.NodeID, err)
+		case <-time.After(d):
+		}
+	}
+	n.setBase(latest)
+	c := newCheckpointer(n, dbID)
+	c.latest = latest
+	c.coord.loaded = true
+	if latest != nil {
+		c.coord.lastID = latest.ID
+		c.coord.stats.Last, c.coord.stats.LastTime = latest.ID, latest.Completed
+	}
+	c.keepLocal()
+	n.ckpt, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return c }), checkpointerName)
+	if err != nil {
+		return fmt.Errorf("actors: start checkpointer: %w", err)
+	}
+	return nil
+}
+
+// keepLocal keeps the node's copy of the newest complete checkpoint and
+// deletes every other local copy (of checkpoints that never completed, or
+// older ones).
+func (c *checkpointer) keepLocal() {
+	root := persistence.CheckpointDir(c.n.cfg.DataDir)
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		id, err := strconv.ParseUint(e.Name(), 10, 64)
+		path := filepath.Join(root, e.Name())
+		switch {
+		case err == nil && c.latest != nil && id == c.latest.ID:
+			c.dirs[id] = path
+		case e.Name() == "cache":
+		default:
+			_ = os.RemoveAll(path)
+		}
+	}
+}
+
+// dbIDKey is the node-metadata key of the database's identity.
+const dbIDKey = "db-id"
+
+// databaseID returns the identity of the node's database, making one the
+// first time.
+func (n *Node) databaseID() (string, error) {
+	v, ok, err := n.db.GetMeta(dbIDKey)
+	if err != nil {
+		return "", fmt.Errorf("actors: read the database identity: %w", err)
+	}
+	if ok {
+		return string(v), nil
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("actors: make a database identity: %w", err)
+	}
+	id := n.cfg.NodeID + "-" + hex.EncodeToString(b[:])
+	if err := n.db.SetMeta(dbIDKey, []byte(id)); err != nil {
+		return "", fmt.Errorf("actors: record the database identity: %w", err)
+	}
+	return id, nil
+}
+
+// Checkpoint takes a checkpoint now (a savepoint) and returns its id once
+// it is complete. Only the coordinating node (the member with the lowest
+// id) can; others answer with an error naming it.
+func (n *Node) Checkpoint(ctx context.Context) (uint64, error) {
+	if n.ckpt == nil {
+		return 0, errors.New("actors: checkpoints are off (the guarantee is not exactly-once)")
+	}
+	reply := make(chan ckReply, 1)
+	n.system.Root.Send(n.ckpt, ckRequestMsg{reply: reply})
+	select {
+	case r := <-reply:
+		return r.id, r.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("actors: checkpoint: %w", ctx.Err())
+	}
+}
+
+// CheckpointStatus describes the node's checkpoints (its coordination, if
+// it coordinates, and the newest complete checkpoint it knows).
+func (n *Node) CheckpointStatus(ctx context.Context) (CheckpointStats, error) {
+	if n.ckpt == nil {
+		return CheckpointStats{}, nil
+	}
+	reply := make(chan CheckpointStats, 1)
+	n.system.Root.Send(n.ckpt, ckStatusMsg{reply: reply})
+	select {
+	case s := <-reply:
+		return s, nil
+	case <-ctx.Done():
+		return CheckpointStats{}, ctx.Err()
+	}
+}
+
+// alone reports whether the node is the only member of its cluster.
+func (n *Node) alone(ctx context.Context) bool {
+	st, err := n.coordState(ctx)
+	return err == nil && len(st.members) <= 1
+}

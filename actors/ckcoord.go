@@ -1,0 +1,365 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/checkpoint"
+	"github.com/sluicehq/sluice/cluster"
+)
+
+// The coordinator: the checkpointer of the member with the lowest id (the
+// node itself when embedded) triggers checkpoint N every Interval after
+// the previous one ended, collects every member's part, and writes the
+// metadata that completes it; then every node's Committer sinks commit and
+// checkpoints beyond the Keep newest are deleted. A checkpoint that does
+// not complete within Timeout, or during which the cluster changes, is
+// abandoned; failures (the store unreachable) are retried with a growing
+// delay. When a member crashes, the coordinator abandons the checkpoint in
+// progress and rolls every node back to the newest complete checkpoint in
+// a new generation (rollback.go).
+//
+// Checkpoint ids grow with time (nanoseconds, and at least one more than
+// any id seen), so that a new coordinator after a failover continues the
+// sequence without agreement; the generation of rollbacks grows by one.
+
+// coordRole is the coordinator's state (meaningful while leader).
+type coordRole struct {
+	leader   bool
+	loaded   bool // the newest complete checkpoint was read from the store
+	lastID   uint64
+	next     time.Time // when to trigger the next checkpoint
+	pending  *pendingCheckpoint
+	rollback *pendingRollback
+	delays   *backoff.ExponentialBackOff // after failures
+	requests []ckRequestMsg             // savepoints asked for
+
+	stats CheckpointStats
+}
+
+// pendingCheckpoint is a checkpoint in progress.
+type pendingCheckpoint struct {
+	id         uint64
+	started    time.Time
+	savepoint  bool
+	topology   int64
+	members    []cluster.Member
+	waiting    map[string]bool
+	parts      []checkpoint.NodePart
+	completing bool
+	requests   []ckRequestMsg
+}
+
+// pendingRollback is a rollback in progress.
+type pendingRollback struct {
+	gen     uint64
+	started time.Time
+	target  uint64
+	waiting map[string]bool
+}
+
+// CheckpointStats describes the checkpoints coordinated by a node (only
+// the coordinator's are meaningful).
+type CheckpointStats struct {
+	Coordinator bool `json:"coordinator"`
+	// Completed and Failed count checkpoints since the node started.
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+	// Last is the newest complete checkpoint known (zero: none).
+	Last         uint64        `json:"last"`
+	LastTime     time.Time     `json:"lastTime"`
+	LastDuration time.Duration `json:"lastDuration"`
+	LastUploaded int64         `json:"lastUploaded"`
+	LastSize     int64         `json:"lastSize"`
+	// InProgress is the checkpoint being taken (0: none).
+	InProgress uint64 `json:"inProgress,omitempty"`
+	// LastError says why the newest failure failed.
+	LastError string `json:"lastError,omitempty"`
+	// Generation is the rollback generation; Rollbacks counts them.
+	Generation uint64 `json:"generation"`
+	Rollbacks  int64  `json:"rollbacks"`
+}
+
+// Coordinator messages from this node.
+type (
+	ckStoredMsg struct {
+		meta checkpoint.Meta
+		err  error
+	}
+	ckLatestMsg struct {
+		meta checkpoint.Meta
+		err  error
+	}
+	// ckRequestMsg asks the coordinator for a checkpoint now (a
+	// savepoint); the id or an error goes to reply.
+	ckRequestMsg struct{ reply chan<- ckReply }
+	ckReply      struct {
+		id  uint64
+		err error
+	}
+	ckStatusMsg struct{ reply chan<- CheckpointStats }
+)
+
+// leaderOf returns the member that coordinates: the lowest id.
+func leaderOf(members []cluster.Member) string {
+	if len(members) == 0 {
+		return ""
+	}
+	return slices.MinFunc(members, func(a, b cluster.Member) int {
+		if a.ID < b.ID {
+			return -1
+		}
+		if a.ID > b.ID {
+			return 1
+		}
+		return 0
+	}).ID
+}
+
+// coordOnView reacts to a new view as coordinator.
+func (c *checkpointer) coordOnView(old, v ckView) {
+	r := &c.coord
+	r.leader = leaderOf(v.members) == c.n.cfg.NodeID
+	if !r.leader {
+		if r.pending != nil {
+			c.coordAbort("this node no longer coordinates")
+		}
+		return
+	}
+	if len(v.crashed) > 0 {
+		c.coordRollback(fmt.Sprintf("node(s) %v crashed", v.crashed))
+		return
+	}
+	if p := r.pending; p != nil && (v.topo.Version != p.topology || !sameMembers(v.members, p.members)) {
+		c.coordAbort("the cluster changed during the checkpoint")
+	}
+}
+
+// coordOnLatest records the newest complete checkpoint read at start.
+func (c *checkpointer) coordOnLatest(m ckLatestMsg) {
+	r := &c.coord
+	switch {
+	case m.err == nil:
+		if c.latest == nil || m.meta.ID > c.latest.ID {
+			meta := m.meta
+			c.latest = &meta
+		}
+		r.loaded = true
+	case errors.Is(m.err, checkpoint.ErrNotFound):
+		r.loaded = true
+	default:
+		c.n.log.Warn("reading the newest checkpoint failed; retrying", "error", m.err)
+		c.n.afterFunc(time.Second, c.loadLatest)
+		return
+	}
+	if c.latest != nil {
+		r.lastID = max(r.lastID, c.latest.ID)
+		r.stats.Last, r.stats.LastTime = c.latest.ID, c.latest.Completed
+	}
+}
+
+// tick triggers, times out and retries as coordinator.
+func (c *checkpointer) tick() {
+	r := &c.coord
+	if !r.leader || !r.loaded {
+		return
+	}
+	now := time.Now()
+	if rb := r.rollback; rb != nil {
+		if now.Sub(rb.started) > c.cfg.Timeout {
+			c.coordRollback(fmt.Sprintf("rollback %d did not finish within %v on %v", rb.gen, c.cfg.Timeout, keys(rb.waiting)))
+		}
+		return
+	}
+	if p := r.pending; p != nil {
+		if now.Sub(p.started) > c.cfg.Timeout && !p.completing {
+			c.coordAbort(fmt.Sprintf("not complete within %v; waiting for %v", c.cfg.Timeout, keys(p.waiting)))
+		}
+		return
+	}
+	if now.Before(r.next) && len(r.requests) == 0 {
+		return
+	}
+	if len(c.view.members) == 0 || (len(c.view.topo.Operators) == 0 && len(r.requests) == 0) {
+		return
+	}
+	c.coordTrigger()
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// coordTrigger starts a checkpoint on every member.
+func (c *checkpointer) coordTrigger() {
+	r := &c.coord
+	id := max(uint64(time.Now().UnixNano()), r.lastID+1)
+	r.lastID = id
+	p := &pendingCheckpoint{id: id, started: time.Now(), topology: c.view.topo.Version,
+		members: slices.Clone(c.view.members), waiting: make(map[string]bool), requests: r.requests}
+	p.savepoint = len(r.requests) > 0
+	r.requests = nil
+	r.pending = p
+	r.stats.InProgress = id
+	trigger := &wire.CheckpointTrigger{Id: id, TopologyVersion: p.topology, Generation: c.gen, Coordinator: c.self, Savepoint: p.savepoint}
+	for _, m := range p.members {
+		p.waiting[m.ID] = true
+		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), trigger)
+	}
+}
+
+// coordOnPart records a member's part.
+func (c *checkpointer) coordOnPart(m *wire.CheckpointPart) {
+	p := c.coord.pending
+	if p == nil || p.id != m.Id || !p.waiting[m.Node] {
+		return
+	}
+	if m.Error != "" {
+		c.coordAbort(m.Error)
+		return
+	}
+	var part checkpoint.NodePart
+	if err := json.Unmarshal(m.Part, &part); err != nil {
+		c.coordAbort(fmt.Sprintf("node %s: undecodable part: %v", m.Node, err))
+		return
+	}
+	delete(p.waiting, m.Node)
+	p.parts = append(p.parts, part)
+	if len(p.waiting) > 0 {
+		return
+	}
+	p.completing = true
+	meta := checkpoint.Meta{ID: p.id, Savepoint: p.savepoint, Started: p.started, Completed: time.Now(),
+		TopologyVersion: p.topology, Nodes: p.parts}
+	slices.SortFunc(meta.Nodes, func(a, b checkpoint.NodePart) int {
+		if a.Node < b.Node {
+			return -1
+		}
+		if a.Node > b.Node {
+			return 1
+		}
+		return 0
+	})
+	pid := c.self
+	c.n.goFunc(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
+		defer cancel()
+		err := c.store.Complete(ctx, meta)
+		c.n.system.Root.Send(pid, ckStoredMsg{meta: meta, err: err})
+	})
+}
+
+// coordOnStored finishes a checkpoint once its metadata is stored.
+func (c *checkpointer) coordOnStored(m ckStoredMsg) {
+	r := &c.coord
+	p := r.pending
+	if p == nil || p.id != m.meta.ID {
+		return
+	}
+	if m.err != nil {
+		c.coordAbort(fmt.Sprintf("write the metadata: %v", m.err))
+		return
+	}
+	r.pending = nil
+	meta := m.meta
+	r.stats.Completed++
+	r.stats.InProgress = 0
+	r.stats.Last, r.stats.LastTime, r.stats.LastDuration = meta.ID, meta.Completed, meta.Duration()
+	r.stats.LastUploaded, r.stats.LastSize = meta.Uploaded(), meta.Size()
+	if r.delays != nil {
+		r.delays.Reset()
+	}
+	r.next = time.Now().Add(c.cfg.Interval)
+	b, err := json.Marshal(meta)
+	if err == nil {
+		complete := &wire.CheckpointComplete{Id: meta.ID, Meta: b}
+		for _, mem := range p.members {
+			c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), complete)
+		}
+	}
+	for _, req := range p.requests {
+		req.reply <- ckReply{id: meta.ID}
+	}
+	if obs := c.n.checkpointObserver(); obs != nil {
+		obs.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
+	}
+	c.n.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "uploaded", meta.Uploaded(), "size", meta.Size())
+	keep, store, log := c.cfg.Keep, c.store, c.n.log
+	c.n.goFunc(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := store.Retain(ctx, keep); err != nil {
+			log.Warn("deleting old checkpoints failed; retried after the next one", "error", err)
+		}
+	})
+}
+
+// coordAbort abandons the checkpoint in progress everywhere and schedules
+// the next one after a growing delay.
+func (c *checkpointer) coordAbort(reason string) {
+	r := &c.coord
+	p := r.pending
+	if p == nil {
+		return
+	}
+	r.pending = nil
+	r.stats.Failed++
+	r.stats.InProgress = 0
+	r.stats.LastError = fmt.Sprintf("checkpoint %d: %s", p.id, reason)
+	if r.delays == nil {
+		r.delays = &backoff.ExponentialBackOff{InitialInterval: c.cfg.Interval, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 30 * time.Second}
+		r.delays.Reset()
+	}
+	r.next = time.Now().Add(r.delays.NextBackOff())
+	abort := &wire.CheckpointAbort{Id: p.id, Reason: reason}
+	for _, m := range p.members {
+		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), abort)
+	}
+	for _, req := range p.requests {
+		req.reply <- ckReply{err: fmt.Errorf("checkpoint %d failed: %s", p.id, reason)}
+	}
+	if obs := c.n.checkpointObserver(); obs != nil {
+		obs.Checkpointed(p.id, time.Since(p.started), 0, 0, errors.New(reason))
+	}
+	c.n.log.Warn("checkpoint failed; retrying", "checkpoint", p.id, "reason", reason, "retry_at", r.next.Format(time.TimeOnly))
+}
+
+// coordOnRequest takes a savepoint request: the next checkpoint starts now
+// (or once the one in progress ends).
+func (c *checkpointer) coordOnRequest(m ckRequestMsg) {
+	r := &c.coord
+	if !r.leader {
+		m.reply <- ckReply{err: fmt.Errorf("node %s does not coordinate checkpoints; ask %s", c.n.cfg.NodeID, leaderOf(c.view.members))}
+		return
+	}
+	if p := r.pending; p != nil {
+		p.requests = append(p.requests, m) // it will do
+		return
+	}
+	r.requests = append(r.requests, m)
+	c.tick()
+}
+
+// status returns the coordinator's statistics.
+func (c *checkpointer) status() CheckpointStats {
+	s := c.coord.stats
+	s.Coordinator = c.coord.leader
+	s.Generation = c.gen
+	if c.latest != nil && s.Last < c.latest.ID {
+		s.Last, s.LastTime = c.latest.ID, c.latest.Completed
+	}
+	return s
+}

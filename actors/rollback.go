@@ -1,0 +1,365 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/checkpoint"
+	"github.com/sluicehq/sluice/persistence"
+)
+
+// Rollback after a crash (exactly-once). The coordinator picks the newest
+// complete checkpoint C and a new generation G and tells every node. Each
+// node resets every instance: input held or queued is dropped, output not
+// yet sent is discarded, uncommitted state writes and the operator value
+// go; batches of earlier generations arriving later are dropped, and those
+// of G that arrive before an instance reset wait for it. Then every
+// instance placed on the node restores its key groups from C (from the
+// node's own copy of C when it held them, else fetched from the store)
+// and starts again: sources produce again from the positions in C, and
+// Committer sinks commit what C had prepared and discard the rest. With
+// no complete checkpoint (C = 0) every key group starts empty.
+
+// Rollback messages of this node.
+type (
+	// resetMsg makes an instance drop everything in flight and wait for
+	// its state (generation gen).
+	resetMsg struct{ gen uint64 }
+	// ckResetMsg reports an instance's reset to the checkpointer.
+	ckResetMsg struct{ key instKey }
+	// restoreMsg makes a reset instance restore its key groups from meta
+	// (nil: none) and start again.
+	restoreMsg struct {
+		gen  uint64
+		meta *checkpoint.Meta
+	}
+	// ckRestoredMsg reports an instance's restore.
+	ckRestoredMsg struct {
+		key instKey
+		gen uint64
+		err error
+	}
+)
+
+// nodeRollback is a node's rollback in progress.
+type nodeRollback struct {
+	gen         uint64
+	meta        *checkpoint.Meta
+	coordinator *actor.PID
+	resetting   map[instKey]*instance
+	restoring   map[instKey]bool
+	failed      error
+}
+
+// coordRollback rolls every member back to the newest complete checkpoint
+// in a new generation (coordinator).
+func (c *checkpointer) coordRollback(reason string) {
+	r := &c.coord
+	if r.pending != nil {
+		c.coordAbort("rolling back: " + reason)
+	}
+	gen := c.gen + 1
+	if r.rollback != nil {
+		gen = max(gen, r.rollback.gen+1)
+	}
+	rb := &pendingRollback{gen: gen, started: time.Now(), waiting: make(map[string]bool)}
+	msg := &wire.Rollback{Generation: gen, Coordinator: c.self}
+	if c.latest != nil {
+		rb.target = c.latest.ID
+		msg.Checkpoint = c.latest.ID
+		b, err := json.Marshal(c.latest)
+		if err != nil {
+			c.n.log.Error("encoding checkpoint metadata failed", "error", err)
+			return
+		}
+		msg.Meta = b
+	}
+	r.rollback = rb
+	r.stats.Rollbacks++
+	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "checkpoint", rb.target, "generation", gen)
+	for _, m := range c.view.members {
+		rb.waiting[m.ID] = true
+		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), msg)
+	}
+}
+
+// coordOnRollbackDone records a member's finished rollback.
+func (c *checkpointer) coordOnRollbackDone(m *wire.RollbackDone) {
+	rb := c.coord.rollback
+	if rb == nil || rb.gen != m.Generation || !rb.waiting[m.Node] {
+		return
+	}
+	if m.Error != "" {
+		c.n.log.Error("a node failed to roll back; rolling back again", "node", m.Node, "error", m.Error)
+		c.coordRollback(fmt.Sprintf("node %s: %s", m.Node, m.Error))
+		return
+	}
+	delete(rb.waiting, m.Node)
+	if len(rb.waiting) == 0 {
+		c.coord.rollback = nil
+		c.coord.next = time.Now().Add(c.cfg.Interval)
+		c.n.log.Info("rollback done", "generation", rb.gen, "checkpoint", rb.target, "took", time.Since(rb.started).Round(time.Millisecond))
+	}
+}
+
+// onRollback starts this node's rollback.
+func (c *checkpointer) onRollback(m *wire.Rollback) {
+	if m.Generation < c.gen || (m.Generation == c.gen && c.rb == nil) {
+		// Done already (a repeated message): say so again.
+		c.n.system.Root.Send(m.Coordinator, &wire.RollbackDone{Generation: m.Generation, Node: c.n.cfg.NodeID})
+		return
+	}
+	var meta *checkpoint.Meta
+	if m.Checkpoint != 0 {
+		meta = new(checkpoint.Meta)
+		if err := json.Unmarshal(m.Meta, meta); err != nil {
+			c.n.system.Root.Send(m.Coordinator, &wire.RollbackDone{Generation: m.Generation, Node: c.n.cfg.NodeID, Error: err.Error()})
+			return
+		}
+		c.latest = meta
+	} else {
+		c.latest = nil
+	}
+	c.failPart("rolling back")
+	c.gen = m.Generation
+	c.n.gen.Store(m.Generation)
+	c.n.setBase(meta)
+	rb := &nodeRollback{gen: m.Generation, meta: meta, coordinator: m.Coordinator,
+		resetting: make(map[instKey]*instance), restoring: make(map[instKey]bool)}
+	c.rb = rb
+	for _, inst := range c.n.instances() {
+		rb.resetting[inst.key] = inst
+		c.n.system.Root.Send(inst.pid, resetMsg{gen: m.Generation})
+	}
+	c.maybeRestore()
+}
+
+// onReset records an instance's reset.
+func (c *checkpointer) onReset(m ckResetMsg) {
+	if c.rb == nil {
+		return
+	}
+	delete(c.rb.resetting, m.key)
+	c.maybeRestore()
+}
+
+// maybeRestore starts the restores once every instance reset.
+func (c *checkpointer) maybeRestore() {
+	rb := c.rb
+	if rb == nil || len(rb.resetting) > 0 || len(rb.restoring) > 0 {
+		return
+	}
+	topo := c.n.topology()
+	for _, inst := range c.n.instances() {
+		spec, ok := topo.Find(inst.key.op)
+		if !ok || spec.Epoch != inst.key.epoch || InstanceState(inst.stateName()) == StateReleased {
+			continue
+		}
+		rb.restoring[inst.key] = true
+		c.n.system.Root.Send(inst.pid, restoreMsg{gen: rb.gen, meta: rb.meta})
+	}
+	c.maybeFinishRollback()
+}
+
+// onRestored records an instance's restore.
+func (c *checkpointer) onRestored(m ckRestoredMsg) {
+	rb := c.rb
+	if rb == nil || m.gen != rb.gen || !rb.restoring[m.key] {
+		return
+	}
+	delete(rb.restoring, m.key)
+	if m.err != nil && rb.failed == nil {
+		rb.failed = m.err
+	}
+	c.maybeFinishRollback()
+}
+
+// maybeFinishRollback reports the rollback once every instance restored.
+func (c *checkpointer) maybeFinishRollback() {
+	rb := c.rb
+	if rb == nil || len(rb.resetting) > 0 || len(rb.restoring) > 0 {
+		return
+	}
+	c.rb = nil
+	c.n.restorer.closeAll()
+	done := &wire.RollbackDone{Generation: rb.gen, Node: c.n.cfg.NodeID}
+	if rb.failed != nil {
+		done.Error = rb.failed.Error()
+	}
+	c.n.system.Root.Send(rb.coordinator, done)
+}
+
+// reset drops everything the instance holds in flight and waits for its
+// state (rollback generation gen).
+func (i *instance) reset(gen uint64) {
+	i.gen = gen
+	for _, u := range i.stash {
+		if u.kind == unitBatch {
+			dequeued(i.node, u.batch)
+		}
+	}
+	i.stash = nil
+	for _, b := range i.ins.blocked {
+		dequeued(i.node, b)
+	}
+	i.ins = inputs{}
+	i.cur = work{}
+	i.blocked = false
+	i.timers.stop()
+	i.timers = newTimerQueue()
+	if i.pollTimer != nil {
+		i.pollTimer.Stop()
+	}
+	i.pollQueued = false
+	i.dur = durability{}
+	fc := i.node.flowConfig()
+	fc.Operator, fc.Index = i.key.op, i.key.index
+	i.out = flow.New(host{i.node}, fc, flow.Endpoint{Addr: i.pid.Address, ID: i.pid.Id}, uint64(gen)<<32+uint64(i.key.index))
+	i.out.SetGeneration(gen)
+	i.store.Discard()
+	if i.mode == modeActive {
+		i.closeOperator()
+	}
+	i.opv = nil
+	i.ckHold = 0
+	i.watermark, i.inputEnded = noWatermark, false
+	if i.mode != modeReleased {
+		i.mode = modeAwaiting
+		i.setState(StateAwaiting)
+	}
+	future := i.future
+	i.future = nil
+	for _, b := range future {
+		i.input(unit{kind: unitBatch, batch: b}) // stashed until restored
+	}
+}
+
+// restoreAndStart restores the instance's key groups from meta and starts
+// it again.
+func (i *instance) restoreAndStart(gen uint64, meta *checkpoint.Meta) error {
+	if i.mode != modeAwaiting || gen != i.gen {
+		return nil
+	}
+	if err := i.node.restoreGroups(meta, i.key.op, i.lo, i.hi); err != nil {
+		i.setLastError(err.Error())
+		return err
+	}
+	i.restoredGen = gen
+	i.activate()
+	if meta != nil {
+		i.commitSink(meta.ID)
+	}
+	return nil
+}
+
+// admit decides what to do with a batch given the rollback generations:
+// it reports whether the batch is for now. A batch of an earlier
+// generation is dropped (its producer rolled back too); one of a later
+// generation waits until the instance resets into it.
+func (i *instance) admit(b *batchMsg) bool {
+	switch {
+	case b.Gen == i.gen:
+		return true
+	case b.Gen < i.gen:
+		dequeued(i.node, b)
+		return false
+	default:
+		i.future = append(i.future, b)
+		return false
+	}
+}
+
+// restorer restores key groups from checkpoints, sharing the fetched and
+// opened copies between the instances of one rollback. It is safe for
+// concurrent use.
+type restorer struct {
+	n     *Node
+	mu    sync.Mutex
+	snaps map[string]*persistence.Snapshot // by directory
+}
+
+// restoreGroups replaces the node's data of op's key groups [first, end)
+// with checkpoint meta's (nothing, for groups meta does not cover or a nil
+// meta).
+func (n *Node) restoreGroups(meta *checkpoint.Meta, op string, first, end int) error {
+	if meta == nil {
+		return n.db.DeleteGroups(op, first, end)
+	}
+	if err := n.db.DeleteGroups(op, first, end); err != nil {
+		return err
+	}
+	tmp := filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), "tmp")
+	for _, loc := range meta.Find(op, first, end) {
+		snap, err := n.restorer.open(meta, loc.Node)
+		if err != nil {
+			return fmt.Errorf("restore %s [%d,%d) from checkpoint %d: %w", op, first, end, meta.ID, err)
+		}
+		if _, _, err := n.db.RestoreGroups(snap, op, loc.Groups.First, loc.Groups.End, tmp); err != nil {
+			return fmt.Errorf("restore %s [%d,%d) from checkpoint %d: %w", op, first, end, meta.ID, err)
+		}
+	}
+	return nil
+}
+
+// open returns node's part of checkpoint meta opened, from the local copy
+// when this node took it, else fetched from the store.
+func (r *restorer) open(meta *checkpoint.Meta, node string) (*persistence.Snapshot, error) {
+	n := r.n
+	dir := filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), strconv.FormatUint(meta.ID, 10))
+	if node != n.cfg.NodeID {
+		dir = filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), "fetched", strconv.FormatUint(meta.ID, 10)+"-"+node)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s := r.snaps[dir]; s != nil {
+		return s, nil
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Checkpoints.Timeout)
+		defer cancel()
+		tmp := dir + ".part"
+		_ = os.RemoveAll(tmp)
+		cache := filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), "cache")
+		if err := n.cfg.Checkpoints.Store.Fetch(ctx, *meta, node, tmp, cache); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			return nil, err
+		}
+	}
+	s, err := persistence.OpenCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if r.snaps == nil {
+		r.snaps = make(map[string]*persistence.Snapshot)
+	}
+	r.snaps[dir] = s
+	return s, nil
+}
+
+// closeAll closes the opened copies and deletes the fetched ones.
+func (r *restorer) closeAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for dir, s := range r.snaps {
+		_ = s.Close()
+		delete(r.snaps, dir)
+	}
+	_ = os.RemoveAll(filepath.Join(persistence.CheckpointDir(r.n.cfg.DataDir), "fetched"))
+}
+
+// setBase sets the checkpoint instances restore from when activated
+// without state handed over by a live node (nil: none, start empty).
+func (n *Node) setBase(meta *checkpoint.Meta) { n.base.Store(meta) }
