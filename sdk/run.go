@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster/consul"
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/launcher"
+	"github.com/sluicehq/sluice/objstore/storeurl"
 	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -76,13 +78,30 @@ type Config struct {
 	Launch bool
 	// OnEvent receives instance and membership events (tests, tooling).
 	OnEvent func(actors.Event)
-	// AtLeastOnce turns on durability tracking for replayable sources such
-	// as connectors/kafka: source positions are committed only when all
-	// they produced is durable downstream, and replayed after a node
-	// crash. StateLog (e.g. kafka.StateLog) keeps operator state outside
-	// the nodes, so that it survives a crash too.
+	// Guarantee is what a crash may cost (README "Guarantees"). The zero
+	// value is ExactlyOnce: consistent checkpoints of all state, kept in
+	// Checkpoints, and two-phase commit with sinks; every source must be
+	// Resumable and every Flusher a Committer. AtLeastOnce tracks
+	// durability per edge instead (replayable sources, optional StateLog);
+	// NoGuarantee tracks nothing.
+	Guarantee Guarantee
+	// Checkpoints is where exactly-once checkpoints are kept: a directory
+	// (a plain path or file:///path; also a shared mount) or S3-compatible
+	// storage (s3://bucket/prefix, endpoint and credentials from the
+	// AWS_* variables). Empty means DataDir/checkpoint-store when
+	// embedded; a cluster needs a store every node reaches.
+	Checkpoints string
+	// CheckpointInterval is the time between two checkpoints; 0 means 1 s.
+	CheckpointInterval time.Duration
+	// CheckpointsKept is how many complete checkpoints are kept; 0 means 3.
+	CheckpointsKept int
+	// AtLeastOnce is the old spelling of Guarantee: AtLeastOnce.
+	//
+	// Deprecated: set Guarantee.
 	AtLeastOnce bool
-	StateLog    actors.StateLog
+	// StateLog (e.g. kafka.StateLog), at least once, keeps operator state
+	// outside the nodes, so that it survives a crash too.
+	StateLog actors.StateLog
 	// Telemetry configures OpenTelemetry traces and metrics (see package
 	// telemetry); nil means TelemetryFromEnv's configuration.
 	Telemetry *TelemetryConfig
@@ -100,13 +119,49 @@ func (c Config) node() actors.Config {
 		NoSync:         c.NoSync,
 		OnEvent:        c.OnEvent,
 		Host:           c.Host,
-		AtLeastOnce:    c.AtLeastOnce,
+		AtLeastOnce:    c.guarantee() == AtLeastOnce,
 		StateLog:       c.StateLog,
 	}
 	if c.Launch {
 		cfg.Announce = []string{launcher.Kind}
 	}
 	return cfg
+}
+
+// guarantee returns the effective guarantee.
+func (c Config) guarantee() Guarantee {
+	if c.AtLeastOnce && c.Guarantee == ExactlyOnce {
+		return AtLeastOnce
+	}
+	return c.Guarantee
+}
+
+// checkpoints opens the checkpoint store of an exactly-once runtime.
+func (c Config) checkpoints(ctx context.Context) (*actors.CheckpointConfig, error) {
+	if c.guarantee() != ExactlyOnce {
+		return nil, nil
+	}
+	setting := c.Checkpoints
+	if setting == "" {
+		if c.Consul != "" {
+			return nil, errors.New("sdk: exactly-once in a cluster needs a checkpoint store every node reaches: set Checkpoints " +
+				"(a shared directory, or s3://bucket/prefix) or choose Guarantee: AtLeastOnce or NoGuarantee")
+		}
+		dataDir := c.DataDir
+		if dataDir == "" {
+			dataDir = actors.DefaultConfig().DataDir
+		}
+		abs, err := filepath.Abs(filepath.Join(dataDir, "checkpoint-store"))
+		if err != nil {
+			return nil, fmt.Errorf("sdk: checkpoint store: %w", err)
+		}
+		setting = abs
+	}
+	obj, err := storeurl.Open(ctx, setting)
+	if err != nil {
+		return nil, fmt.Errorf("sdk: checkpoint store %q: %w", setting, err)
+	}
+	return &actors.CheckpointConfig{Store: checkpoint.NewStore(obj), Interval: c.CheckpointInterval, Keep: c.CheckpointsKept}, nil
 }
 
 // Runtime is a running set of operators in this process.
@@ -128,6 +183,11 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		return nil, errors.New("sdk: start: no operators given")
 	}
 	ncfg := cfg.node()
+	ck, err := cfg.checkpoints(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ncfg.Checkpoints = ck
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -135,7 +195,6 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 	var (
 		srv *control.Server
 		lis net.Listener
-		err error
 	)
 	if cfg.HTTP != "" {
 		if srv, lis, err = control.Listen(cfg.HTTP, logger); err != nil {
