@@ -37,7 +37,8 @@
 // per leadership term (leader.go) that feeds it events (subscribe.go), the
 // clock and the desired pools, and carries out its output: persist, then
 // calls to the master. ha.go elects the leader with a Consul lock and
-// fences its writes; Status is published to Consul for ReadStatus.
+// fences its writes; the status (package mesosstatus, a leaf without
+// mesos-go) is published to Consul for mesosstatus.ReadStatus.
 //
 // # Example
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
 
@@ -45,7 +46,7 @@ func TestLaunchJoinAndProcess(t *testing.T) {
 	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the count growing", func() bool { return e.processed("count") > first })
 
 	st := s.Status()
-	if st.Role != mesos.RoleLeader || st.Subscription.State != mesos.Subscribed || st.FrameworkID == "" {
+	if st.Role != mesosstatus.RoleLeader || st.Subscription.State != mesosstatus.Subscribed || st.FrameworkID == "" {
 		t.Errorf("status = %+v", st)
 	}
 	if p := st.Pools[0]; p.Desired != 3 || p.Running != 3 || p.Pending != 0 || p.Restarts != 0 {
@@ -128,7 +129,7 @@ func TestRelaunch(t *testing.T) {
 	if p := st.Pools[0]; p.Running != 3 || p.Restarts != 1+counts[lost] || p.Failed {
 		t.Errorf("pool status = %+v", p)
 	}
-	if !slices.ContainsFunc(st.Problems, func(p mesos.Problem) bool { return p.Kind == mesos.ProblemAgent }) {
+	if !slices.ContainsFunc(st.Problems, func(p mesosstatus.Problem) bool { return p.Kind == mesosstatus.ProblemAgent }) {
 		t.Errorf("agent loss not in problems: %+v", st.Problems)
 	}
 }
@@ -180,7 +181,7 @@ func TestRetriesExhausted(t *testing.T) {
 	s2 := e.start(e.config("s2"), shellPool("crash", 1, "echo starting; exit 3", 2), shellPool("ok", 1, "sleep 600", 0))
 	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the new scheduler subscribed", func() bool {
 		st := s2.Status()
-		return st.Subscription.State == mesos.Subscribed && len(st.Pools) == 2 && st.Pools[1].Running == 1
+		return st.Subscription.State == mesosstatus.Subscribed && len(st.Pools) == 2 && st.Pools[1].Running == 1
 	})
 	if st := s2.Status(); !st.Pools[0].Failed {
 		t.Errorf("failed pool relaunched by the next scheduler: %+v", st.Pools[0])

@@ -13,9 +13,6 @@ var (
 	// because this scheduler no longer holds the leader lock: another
 	// scheduler has taken over.
 	ErrNotLeader = errors.New("mesos: not the leader")
-	// ErrNoStatus is returned by ReadStatus when no scheduler has published
-	// a status for the cluster yet.
-	ErrNoStatus = errors.New("mesos: no scheduler status published")
 )
 
 // ConfigError reports an invalid field of a Config or a Pool, naming the

@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
 
@@ -272,10 +273,10 @@ func (e *env) watchProcesses() func() int {
 }
 
 // readStatus reads the status the leader published to Consul.
-func (e *env) readStatus() (mesos.Status, error) {
+func (e *env) readStatus() (mesosstatus.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return mesos.ReadStatus(ctx, e.consul.Client(), e.cluster)
+	return mesosstatus.ReadStatus(ctx, e.consul.Client(), e.cluster)
 }
 
 // members returns the nodes registered and passing in Consul.
@@ -366,7 +367,7 @@ func (e *env) processed(op string) int64 {
 }
 
 // pending returns the pending reasons in a status.
-func pending(st mesos.Status) []string {
+func pending(st mesosstatus.Status) []string {
 	var out []string
 	for _, ts := range st.Tasks {
 		if ts.Pending != "" {

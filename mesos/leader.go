@@ -14,6 +14,8 @@ import (
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler/calls"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // errSkipped: a call not made because the subscription is gone.
@@ -216,7 +218,7 @@ func (t *term) watchdog(now time.Time) {
 	if silent := now.Sub(t.lastEvent); silent > 3*t.heartbeat+time.Second {
 		err := fmt.Errorf("no event from the master for %v (heartbeat interval %v): resubscribing", silent.Round(time.Second), t.heartbeat)
 		t.s.log.Warn("mesos: missed heartbeats", "err", err)
-		t.m.problem(now, ProblemSubscription, err.Error())
+		t.m.problem(now, mesosstatus.ProblemSubscription, err.Error())
 		t.dropped = err
 		t.cancel()
 		t.cancel = nil
@@ -328,9 +330,9 @@ func (t *term) apply(ctx context.Context, now time.Time, out output) error {
 }
 
 // status is the leader's full status.
-func (t *term) status(now time.Time) Status {
+func (t *term) status(now time.Time) mesosstatus.Status {
 	st := t.m.status(now)
-	st.Cluster, st.Scheduler, st.Role, st.Master = t.s.cfg.Cluster, t.s.cfg.ID, RoleLeader, t.s.cfg.Master
+	st.Cluster, st.Scheduler, st.Role, st.Master = t.s.cfg.Cluster, t.s.cfg.ID, mesosstatus.RoleLeader, t.s.cfg.Master
 	st.LeaderSince, st.Updated = t.since, now
 	return st
 }
@@ -347,7 +349,7 @@ func (s *Scheduler) publish(ctx context.Context, l *leadership) {
 	)
 	write := func(force bool) {
 		st := s.Status()
-		if st.Role != RoleLeader {
+		if st.Role != mesosstatus.RoleLeader {
 			return
 		}
 		cmp := st
@@ -361,7 +363,7 @@ func (s *Scheduler) publish(ctx context.Context, l *leadership) {
 			return
 		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = l.write(wctx, map[string][]byte{statusKey(s.cfg.Cluster): b})
+		err = l.write(wctx, map[string][]byte{mesosstatus.Key(s.cfg.Cluster): b})
 		cancel()
 		switch {
 		case err != nil && ctx.Err() == nil && !failing:
@@ -389,4 +391,4 @@ func (s *Scheduler) publish(ctx context.Context, l *leadership) {
 	}
 }
 
-func marshalStatus(st Status) ([]byte, error) { return json.Marshal(st) }
+func marshalStatus(st mesosstatus.Status) ([]byte, error) { return json.Marshal(st) }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // machine is the scheduler's decision logic. It takes what happens — events
@@ -55,8 +57,8 @@ type machine struct {
 	agents map[string]string // agent ID → hostname, from offers
 
 	offers   offerHistory
-	problems []Problem
-	sub      SubscriptionStatus
+	problems []mesosstatus.Problem
+	sub      mesosstatus.SubscriptionStatus
 	// dirty is set when the persisted part of the state changed; the
 	// driver persists and clears it.
 	dirty bool
@@ -192,7 +194,7 @@ func newMachine(cfg machineConfig, now time.Time) *machine {
 		tasks:     map[string]*task{},
 		agents:    map[string]string{},
 		offers:    offerHistory{max: 4096},
-		sub:       SubscriptionStatus{State: Disconnected},
+		sub:       mesosstatus.SubscriptionStatus{State: mesosstatus.Disconnected},
 	}
 }
 
@@ -291,7 +293,7 @@ func (m *machine) subscribedEvent(now time.Time, frameworkID string, heartbeat t
 	m.suppressed = false // a SUBSCRIBE without suppressed_roles unsuppresses
 	m.declined = true    // filters of a previous subscription may remain
 	m.wasPending = nil
-	m.sub.State, m.sub.Since, m.sub.Heartbeat = Subscribed, now, heartbeat
+	m.sub.State, m.sub.Since, m.sub.Heartbeat = mesosstatus.Subscribed, now, heartbeat
 	var out output
 	explicit := map[string]string{}
 	for _, t := range m.tasks {
@@ -315,25 +317,25 @@ func (m *machine) subscribedEvent(now time.Time, frameworkID string, heartbeat t
 // disconnected records the end of a subscription.
 func (m *machine) disconnected(now time.Time, err error) {
 	if m.subscribed {
-		m.sub.State = Disconnected
+		m.sub.State = mesosstatus.Disconnected
 		m.sub.Since = now
 	}
 	m.subscribed = false
 	if err != nil {
-		m.problem(now, ProblemSubscription, err.Error())
+		m.problem(now, mesosstatus.ProblemSubscription, err.Error())
 	}
 }
 
 // subscribing records the start of a subscription attempt.
 func (m *machine) subscribing(now time.Time) {
-	m.sub.State = Subscribing
+	m.sub.State = mesosstatus.Subscribing
 	m.sub.Attempts++
 }
 
 // subscribeFailed records a failed subscription attempt.
 func (m *machine) subscribeFailed(now time.Time, err error) {
-	m.sub.State = Disconnected
-	m.problem(now, ProblemSubscription, err.Error())
+	m.sub.State = mesosstatus.Disconnected
+	m.problem(now, mesosstatus.ProblemSubscription, err.Error())
 }
 
 // errorEvent handles an ERROR event. "Framework has been removed" means
@@ -341,7 +343,7 @@ func (m *machine) subscribeFailed(now time.Time, err error) {
 // ID again: the ID is dropped (the next SUBSCRIBE registers a new
 // framework) and every task is relaunched.
 func (m *machine) errorEvent(now time.Time, msg string) output {
-	m.problem(now, ProblemMaster, "ERROR event: "+msg)
+	m.problem(now, mesosstatus.ProblemMaster, "ERROR event: "+msg)
 	var out output
 	if strings.Contains(msg, "removed") {
 		m.frameworkID = ""
@@ -361,7 +363,7 @@ func (m *machine) errorEvent(now time.Time, msg string) output {
 // TASK_LOST (REASON_INVALID_OFFERS) and is retried.
 func (m *machine) rescind(now time.Time, offerID string) {
 	m.sub.Rescinded++
-	m.problem(now, ProblemRescind, "offer "+offerID+" rescinded by the master")
+	m.problem(now, mesosstatus.ProblemRescind, "offer "+offerID+" rescinded by the master")
 }
 
 // failure handles FAILURE: a lost agent's tasks are asked about at once
@@ -372,7 +374,7 @@ func (m *machine) failure(now time.Time, agentID, executorID string) output {
 	if agentID == "" || executorID != "" {
 		return out
 	}
-	m.problem(now, ProblemAgent, "agent "+agentID+" lost")
+	m.problem(now, mesosstatus.ProblemAgent, "agent "+agentID+" lost")
 	ask := map[string]string{}
 	for _, t := range m.tasks {
 		if t.agentID == agentID && !t.terminal() {
@@ -404,7 +406,7 @@ func (m *machine) tick(now time.Time) output {
 // until reconciliation (after the resubscription that follows) tells.
 func (m *machine) launchFailed(now time.Time, op launchOp, err error) {
 	m.sub.RefusedAccepts++
-	m.problem(now, ProblemAccept, fmt.Sprintf("ACCEPT of offer %s (tasks %s) failed: %v", op.offerID.Value, strings.Join(op.taskIDs(), ", "), err))
+	m.problem(now, mesosstatus.ProblemAccept, fmt.Sprintf("ACCEPT of offer %s (tasks %s) failed: %v", op.offerID.Value, strings.Join(op.taskIDs(), ", "), err))
 	for _, id := range op.taskIDs() {
 		if t := m.tasks[id]; t != nil {
 			t.confirmed = false
@@ -416,7 +418,7 @@ func (m *machine) launchFailed(now time.Time, op launchOp, err error) {
 // launchAborted forgets the tasks of a launch that was not sent (the state
 // could not be persisted first).
 func (m *machine) launchAborted(now time.Time, op launchOp, err error) {
-	m.problem(now, ProblemConsul, fmt.Sprintf("launch of %s not sent: %v", strings.Join(op.taskIDs(), ", "), err))
+	m.problem(now, mesosstatus.ProblemConsul, fmt.Sprintf("launch of %s not sent: %v", strings.Join(op.taskIDs(), ", "), err))
 	for _, id := range op.taskIDs() {
 		if t := m.tasks[id]; t != nil {
 			delete(m.tasks, id)
@@ -430,18 +432,18 @@ func (m *machine) launchAborted(now time.Time, op launchOp, err error) {
 // reconciliations are repeated by later inputs; a lost SUPPRESS or REVIVE
 // is corrected after the resubscription the failure causes.
 func (m *machine) callFailed(now time.Time, call string, err error) {
-	m.problem(now, ProblemCall, fmt.Sprintf("%s failed: %v", call, err))
+	m.problem(now, mesosstatus.ProblemCall, fmt.Sprintf("%s failed: %v", call, err))
 }
 
 // problem records something that went wrong, for the status.
-func (m *machine) problem(now time.Time, kind ProblemKind, msg string) {
+func (m *machine) problem(now time.Time, kind mesosstatus.ProblemKind, msg string) {
 	m.sub.LastError = msg
 	m.sub.LastErrorAt = now
 	const max = 20
 	if len(m.problems) == max {
 		m.problems = slices.Delete(m.problems, 0, 1)
 	}
-	m.problems = append(m.problems, Problem{At: now, Kind: kind, Message: msg})
+	m.problems = append(m.problems, mesosstatus.Problem{At: now, Kind: kind, Message: msg})
 }
 
 // finish is the common end of every input: it kills extra tasks and

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // Scheduler is a Mesos framework scheduler for one Sluice cluster. Create
@@ -34,7 +36,7 @@ type Scheduler struct {
 	mu           sync.Mutex
 	pools        []Pool
 	poolsSet     bool // SetPools was called
-	status       Status
+	status       mesosstatus.Status
 	httpAddr     string
 	poolsChanged chan struct{} // cap 1: SetPools → leader loop
 	statusNotify chan struct{} // cap 1: leader loop → publisher
@@ -67,7 +69,7 @@ func New(cfg Config) (*Scheduler, error) {
 		poolsChanged: make(chan struct{}, 1),
 		statusNotify: make(chan struct{}, 1),
 	}
-	s.status = s.baseStatus(RoleStopped)
+	s.status = s.baseStatus(mesosstatus.RoleStopped)
 	return s, nil
 }
 
@@ -106,7 +108,7 @@ func (s *Scheduler) currentPools() ([]Pool, bool) {
 
 // Status returns this process's view: the full status while it leads,
 // its role otherwise.
-func (s *Scheduler) Status() Status {
+func (s *Scheduler) Status() mesosstatus.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.status
@@ -124,13 +126,13 @@ func (s *Scheduler) HTTPAddr() string {
 	return s.httpAddr
 }
 
-func (s *Scheduler) baseStatus(role Role) Status {
-	return Status{Cluster: s.cfg.Cluster, Scheduler: s.cfg.ID, Role: role, Master: s.cfg.Master,
-		Subscription: SubscriptionStatus{State: Disconnected}, Updated: time.Now()}
+func (s *Scheduler) baseStatus(role mesosstatus.Role) mesosstatus.Status {
+	return mesosstatus.Status{Cluster: s.cfg.Cluster, Scheduler: s.cfg.ID, Role: role, Master: s.cfg.Master,
+		Subscription: mesosstatus.SubscriptionStatus{State: mesosstatus.Disconnected}, Updated: time.Now()}
 }
 
 // setStatus replaces the status and tells the publisher.
-func (s *Scheduler) setStatus(st Status) {
+func (s *Scheduler) setStatus(st mesosstatus.Status) {
 	s.mu.Lock()
 	s.status = st
 	s.mu.Unlock()
@@ -149,7 +151,7 @@ func (s *Scheduler) standbyProblem(err error) {
 	if len(s.status.Problems) >= 20 {
 		s.status.Problems = slices.Delete(slices.Clone(s.status.Problems), 0, 1)
 	}
-	s.status.Problems = append(s.status.Problems, Problem{At: now, Kind: ProblemConsul, Message: err.Error()})
+	s.status.Problems = append(s.status.Problems, mesosstatus.Problem{At: now, Kind: mesosstatus.ProblemConsul, Message: err.Error()})
 	s.status.Updated = now
 }
 
@@ -182,7 +184,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	failures := 0
 	for ctx.Err() == nil {
-		st := s.baseStatus(RoleStandby)
+		st := s.baseStatus(mesosstatus.RoleStandby)
 		st.Problems = s.Status().Problems
 		s.setStatus(st)
 		l, err := campaign(ctx, s.consul, &s.cfg, s.HTTPAddr())
@@ -208,7 +210,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		// leader gets ahead; errors reading the state back off likewise.
 		sleep(ctx, time.Second)
 	}
-	s.setStatus(s.baseStatus(RoleStopped))
+	s.setStatus(s.baseStatus(mesosstatus.RoleStopped))
 	s.log.Info("mesos: scheduler stopped")
 	return nil
 }
@@ -217,13 +219,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // the lock.
 func (s *Scheduler) stepDown(l *leadership) {
 	st := s.Status()
-	st.Role = RoleStopped
-	st.Subscription.State = Disconnected
+	st.Role = mesosstatus.RoleStopped
+	st.Subscription.State = mesosstatus.Disconnected
 	st.Updated = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if b, err := marshalStatus(st); err == nil {
-		_ = l.write(ctx, map[string][]byte{statusKey(s.cfg.Cluster): b})
+		_ = l.write(ctx, map[string][]byte{mesosstatus.Key(s.cfg.Cluster): b})
 	}
 	l.resign()
 }

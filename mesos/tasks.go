@@ -7,6 +7,8 @@ import (
 	"time"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // Task state: status updates, what a task's end means for its slot
@@ -191,7 +193,7 @@ func (m *machine) ended(now time.Time, t *task, state mesos.TaskState, reason, m
 			ps.failedAt = now
 			ps.failedReason = fmt.Sprintf("instance %d failed %d time(s) in a row (retries: %d); last: %s",
 				t.key.index, s.failures, ps.spec.Retries, why)
-			m.problem(now, ProblemDeployment, "pool "+t.key.pool+" failed: "+ps.failedReason)
+			m.problem(now, mesosstatus.ProblemDeployment, "pool "+t.key.pool+" failed: "+ps.failedReason)
 		}
 		return
 	}
