@@ -182,23 +182,22 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer transport.CloseIdleConnections()
 	defer s.consulTransport.CloseIdleConnections()
 
-	failures := 0
+	retry := jittered(time.Second, 30*time.Second)
 	for ctx.Err() == nil {
 		st := s.baseStatus(mesosstatus.RoleStandby)
 		st.Problems = s.Status().Problems
 		s.setStatus(st)
 		l, err := campaign(ctx, s.consul, &s.cfg, s.HTTPAddr())
 		if err != nil {
-			failures++
 			s.log.Warn("mesos: campaigning for leadership", "err", err)
 			s.standbyProblem(err)
-			sleep(ctx, backoffDelay(failures, time.Second, 30*time.Second))
+			sleep(ctx, retry.Next())
 			continue
 		}
 		if l == nil {
 			break // ctx ended
 		}
-		failures = 0
+		retry.Reset()
 		s.log.Info("mesos: leading", "session", l.session)
 		err = s.lead(ctx, l, transport)
 		s.stepDown(l)
@@ -228,14 +227,6 @@ func (s *Scheduler) stepDown(l *leadership) {
 		_ = l.write(ctx, map[string][]byte{mesosstatus.Key(s.cfg.Cluster): b})
 	}
 	l.resign()
-}
-
-func backoffDelay(n int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	return min(d, hi)
 }
 
 // serveHTTP starts the status endpoint; the returned func stops it.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"time"
@@ -79,9 +78,10 @@ type subscriber struct {
 // run blocks until ctx ends or leadership is found lost (reported as an
 // inEnded input with an error wrapping ErrNotLeader).
 func (s *subscriber) run(ctx context.Context) {
+	retry := jittered(s.cfg.SubscribeBackoffMin, s.cfg.SubscribeBackoffMax)
 	failures, next := 0, 0
 	for attempt := 1; ctx.Err() == nil; attempt++ {
-		if failures > 0 && !sleep(ctx, s.backoff(failures)) {
+		if failures > 0 && !sleep(ctx, retry.Next()) {
 			return
 		}
 		if ok, err := s.holds(ctx); err != nil || !ok {
@@ -103,6 +103,7 @@ func (s *subscriber) run(ctx context.Context) {
 		switch {
 		case subscribed && time.Since(start) >= s.stable():
 			failures = 0
+			retry.Reset()
 		case subscribed:
 			// A subscription that ends at once (e.g. a refused call ends it,
 			// and the next one is refused again) backs off like a failure.
@@ -167,16 +168,6 @@ func (s *subscriber) send(ctx context.Context, in input) bool {
 // stable is how long a subscription must last for the next attempt to
 // start without backoff.
 func (s *subscriber) stable() time.Duration { return max(s.cfg.SubscribeBackoffMax, 10*time.Second) }
-
-// backoff returns the jittered delay before the attempt after n failures.
-func (s *subscriber) backoff(n int) time.Duration {
-	d := s.cfg.SubscribeBackoffMin
-	for i := 1; i < n && d < s.cfg.SubscribeBackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, s.cfg.SubscribeBackoffMax)
-	return d/2 + rand.N(d/2+1)
-}
 
 // newCaller builds the mesos-go client for one subscription.
 func (s *subscriber) newCaller(endpoint string) calls.Caller {

@@ -203,11 +203,7 @@ func (m *machine) ended(now time.Time, t *task, state mesos.TaskState, reason, m
 // backoff returns the relaunch delay after n consecutive failures:
 // RelaunchBackoffMin doubling per failure, at most RelaunchBackoffMax.
 func (m *machine) backoff(n int) time.Duration {
-	d := m.cfg.relaunchMin
-	for i := 1; i < n && d < m.cfg.relaunchMax; i++ {
-		d *= 2
-	}
-	return min(d, m.cfg.relaunchMax)
+	return nthDelay(n, m.cfg.relaunchMin, m.cfg.relaunchMax)
 }
 
 func describeEnd(state mesos.TaskState, reason, msg string) string {
