@@ -31,8 +31,11 @@ func (m *Master) sandboxDir(t *task, run int) string {
 // terminal state when the process exits.
 func (m *Master) runTask(t *task) {
 	defer m.wg.Done()
-	// t.sandbox and t.info are immutable after launch.
+	// t.sandbox, t.info and t.res are immutable after launch.
 	prepErr := prepareSandbox(t.sandbox, t.info.Command)
+	if prepErr == nil {
+		prepErr = m.mountVolumes(t)
+	}
 
 	m.mu.Lock()
 	switch {
@@ -93,6 +96,8 @@ func (m *Master) runTask(t *task) {
 	case t.orphaned:
 		m.setTerminalLocked(t, mesos.TASK_KILLED)
 		delete(m.tasks, t.key())
+	case t.limitation != "":
+		m.agentUpdateLocked(t, mesos.TASK_FAILED, mesos.SOURCE_AGENT, mesos.REASON_CONTAINER_LIMITATION.Enum(), t.limitation)
 	case t.killRequested:
 		m.agentUpdateLocked(t, mesos.TASK_KILLED, mesos.SOURCE_EXECUTOR, nil, desc)
 	case ok:
@@ -254,6 +259,24 @@ func startCommand(cmd *exec.Cmd, sandbox string) error {
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("failed to launch command: %w", err)
+	}
+	return nil
+}
+
+// mountVolumes makes t's persistent volumes appear in its sandbox at their
+// container paths (the agent bind-mounts them; a symbolic link does here).
+func (m *Master) mountVolumes(t *task) error {
+	for _, k := range t.res.kinds() {
+		if k.volume == "" {
+			continue
+		}
+		link := filepath.Join(t.sandbox, filepath.FromSlash(k.path))
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return fmt.Errorf("mounting volume %s: %w", k.volume, err)
+		}
+		if err := os.Symlink(m.volumeDir(t.agentID, k.role, k.volume), link); err != nil {
+			return fmt.Errorf("mounting volume %s at %s: %w", k.volume, k.path, err)
+		}
 	}
 	return nil
 }
