@@ -394,6 +394,11 @@ func (m *Master) freeLocked(a *agent) resources {
 			free.sub(o.res)
 		}
 	}
+	for _, p := range m.pendingAccepts {
+		if p.agentID == a.spec.ID {
+			free.sub(p.res)
+		}
+	}
 	return free
 }
 
