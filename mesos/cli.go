@@ -126,7 +126,8 @@ func parseArgs(args []string) (Config, string, error) {
 	fs.DurationVar(&cfg.SubscribeBackoffMin, "subscribe-backoff-min", cfg.SubscribeBackoffMin, "first delay after a failed subscription")
 	fs.DurationVar(&cfg.SubscribeBackoffMax, "subscribe-backoff-max", cfg.SubscribeBackoffMax, "maximum delay between subscription attempts")
 	fs.DurationVar(&cfg.ReconcileInterval, "reconcile-interval", cfg.ReconcileInterval, "period of full task reconciliation")
-	fs.DurationVar(&cfg.ReconcileRetry, "reconcile-retry", cfg.ReconcileRetry, "delay before asking again about an unanswered task")
+	fs.DurationVar(&cfg.ReconcileRetryMin, "reconcile-retry-min", cfg.ReconcileRetryMin, "first delay before asking the master again about a task it did not answer about")
+	fs.DurationVar(&cfg.ReconcileRetry, "reconcile-retry", cfg.ReconcileRetry, "maximum delay before asking again about an unanswered task (the backoff doubles up to it)")
 	fs.DurationVar(&cfg.DeclineRefuse, "decline-refuse", cfg.DeclineRefuse, "refuse filter of declined offers while tasks are pending")
 	fs.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "period of status publication to Consul")
 	if err := fs.Parse(args); err != nil {

@@ -30,6 +30,7 @@ const (
 	DefaultRelaunchBackoffMax  = 5 * time.Minute
 	DefaultBackoffReset        = 10 * time.Minute
 	DefaultReconcileInterval   = 5 * time.Minute
+	DefaultReconcileRetryMin   = time.Second
 	DefaultReconcileRetry      = 30 * time.Second
 	DefaultKillGracePeriod     = 30 * time.Second
 	DefaultDeclineRefuse       = 5 * time.Second
@@ -46,9 +47,11 @@ const (
 type Config struct {
 	// Master is the Mesos master's URL, "http://HOST:5050" (the scheduler
 	// API path /api/v1/scheduler is added when the URL has no path), or
-	// several separated by commas: the masters of an HA Mesos, tried in
-	// turn until one (the leading master) accepts the subscription.
-	// Required. https URLs are used as given.
+	// several separated by commas: masters of an HA Mesos. Any master
+	// will do: one that does not lead redirects to the leader, which the
+	// scheduler follows (and sends every call of the subscription to); one
+	// that does not answer is skipped for the next. Required. https URLs
+	// are used as given.
 	Master string
 	// Consul is the address (host:port) of the Consul agent the scheduler
 	// uses for leader election and its state. Default DefaultConsul.
@@ -136,11 +139,13 @@ type Config struct {
 	// ReconcileInterval is the period of the full task reconciliation.
 	// Default DefaultReconcileInterval.
 	ReconcileInterval time.Duration
-	// ReconcileRetry is how long the scheduler waits for the master's
-	// answer about a task before asking again (explicit reconciliation),
-	// and before repeating an unanswered KILL. Default
-	// DefaultReconcileRetry.
-	ReconcileRetry time.Duration
+	// ReconcileRetryMin and ReconcileRetry bound the truncated
+	// exponential backoff of explicit reconciliation: how long the
+	// scheduler waits for the master's answer about a task before asking
+	// again, ReconcileRetryMin first, doubling up to ReconcileRetry.
+	// ReconcileRetry is also the period of repeating an unanswered KILL.
+	// Defaults DefaultReconcileRetryMin, DefaultReconcileRetry.
+	ReconcileRetryMin, ReconcileRetry time.Duration
 	// DeclineRefuse is the refuse filter of offers declined (or left
 	// unused) while tasks are pending. Default DefaultDeclineRefuse.
 	DeclineRefuse time.Duration
@@ -210,6 +215,7 @@ func (c *Config) fillDefaults() {
 	dur(&c.RelaunchBackoffMax, DefaultRelaunchBackoffMax)
 	dur(&c.BackoffReset, DefaultBackoffReset)
 	dur(&c.ReconcileInterval, DefaultReconcileInterval)
+	dur(&c.ReconcileRetryMin, DefaultReconcileRetryMin)
 	dur(&c.ReconcileRetry, DefaultReconcileRetry)
 	dur(&c.DeclineRefuse, DefaultDeclineRefuse)
 	dur(&c.IdleRefuse, DefaultIdleRefuse)
@@ -270,7 +276,8 @@ func (c *Config) Validate() error {
 		{"LockDelay", c.LockDelay}, {"LockWait", c.LockWait}, {"CallTimeout", c.CallTimeout},
 		{"SubscribeBackoffMin", c.SubscribeBackoffMin}, {"SubscribeBackoffMax", c.SubscribeBackoffMax},
 		{"RelaunchBackoffMin", c.RelaunchBackoffMin}, {"RelaunchBackoffMax", c.RelaunchBackoffMax},
-		{"BackoffReset", c.BackoffReset}, {"ReconcileInterval", c.ReconcileInterval}, {"ReconcileRetry", c.ReconcileRetry},
+		{"BackoffReset", c.BackoffReset}, {"ReconcileInterval", c.ReconcileInterval},
+		{"ReconcileRetryMin", c.ReconcileRetryMin}, {"ReconcileRetry", c.ReconcileRetry},
 		{"KillGracePeriod", c.KillGracePeriod}, {"DeclineRefuse", c.DeclineRefuse}, {"IdleRefuse", c.IdleRefuse},
 		{"PendingWindow", c.PendingWindow}, {"StatusInterval", c.StatusInterval}, {"StatusDebounce", c.StatusDebounce},
 	} {
@@ -280,6 +287,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SubscribeBackoffMax < c.SubscribeBackoffMin {
 		return fieldErr("SubscribeBackoffMax", "%v is less than SubscribeBackoffMin (%v)", c.SubscribeBackoffMax, c.SubscribeBackoffMin)
+	}
+	if c.ReconcileRetry < c.ReconcileRetryMin {
+		return fieldErr("ReconcileRetry", "%v is less than ReconcileRetryMin (%v)", c.ReconcileRetry, c.ReconcileRetryMin)
 	}
 	if c.RelaunchBackoffMax < c.RelaunchBackoffMin {
 		return fieldErr("RelaunchBackoffMax", "%v is less than RelaunchBackoffMin (%v)", c.RelaunchBackoffMax, c.RelaunchBackoffMin)

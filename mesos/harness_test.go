@@ -79,15 +79,28 @@ type env struct {
 
 func newEnv(t *testing.T, agents ...mesostest.AgentSpec) *env {
 	t.Helper()
+	return newEnvWith(t, mesostest.Config{Agents: agents})
+}
+
+// newEnvWith is newEnv with a master configuration; zero timings get the
+// short ones of newEnv.
+func newEnvWith(t *testing.T, cfg mesostest.Config) *env {
+	t.Helper()
 	c := consultest.Start(t)
-	m, err := mesostest.New(mesostest.Config{
-		HeartbeatInterval:         time.Second,
-		AllocationInterval:        50 * time.Millisecond,
-		StatusUpdateRetryInterval: 2 * time.Second,
-		KillGracePeriod:           2 * time.Second,
-		Agents:                    agents,
-		Logf:                      logf(t),
-	})
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.AllocationInterval == 0 {
+		cfg.AllocationInterval = 50 * time.Millisecond
+	}
+	if cfg.StatusUpdateRetryInterval == 0 {
+		cfg.StatusUpdateRetryInterval = 2 * time.Second
+	}
+	if cfg.KillGracePeriod == 0 {
+		cfg.KillGracePeriod = 2 * time.Second
+	}
+	cfg.Logf = logf(t)
+	m, err := mesostest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

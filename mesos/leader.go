@@ -130,7 +130,7 @@ func (t *term) input(now time.Time, i input) (output, error) {
 	case inAttempt:
 		t.attempt, t.caller, t.cancel = i.attempt, i.caller, i.cancel
 		t.lastEvent, t.heartbeat, t.dropped = now, 0, nil
-		m.subscribing(now)
+		m.subscribing(now, i.endpoint)
 		log.Info("mesos: subscribing", "master", i.endpoint, "framework_id", m.frameworkID, "attempt", i.attempt)
 	case inEnded:
 		if errors.Is(i.err, ErrNotLeader) {
@@ -142,10 +142,14 @@ func (t *term) input(now time.Time, i input) (output, error) {
 				i.err = fmt.Errorf("subscription dropped after: %w", t.dropped)
 			}
 		}
-		if i.subscribed {
+		switch {
+		case i.redirected:
+			log.Info("mesos: following the leading master", "err", i.err)
+			m.disconnected(now, nil)
+		case i.subscribed:
 			log.Warn("mesos: subscription ended", "err", i.err)
 			m.disconnected(now, i.err)
-		} else {
+		default:
 			log.Warn("mesos: subscription failed", "master", i.endpoint, "err", i.err)
 			m.subscribeFailed(now, i.err)
 		}

@@ -71,9 +71,11 @@ type machineConfig struct {
 	relaunchMin, relaunchMax        time.Duration
 	backoffReset                    time.Duration
 	reconcileInterval               time.Duration
-	reconcileRetry                  time.Duration
-	declineRefuse, idleRefuse       time.Duration
-	pendingWindow                   time.Duration
+	// reconcileRetryMin..reconcileRetry bound the truncated exponential
+	// backoff of explicit reconciliation.
+	reconcileRetryMin, reconcileRetry time.Duration
+	declineRefuse, idleRefuse         time.Duration
+	pendingWindow                     time.Duration
 }
 
 func machineConfigFrom(c *Config) machineConfig {
@@ -82,7 +84,7 @@ func machineConfigFrom(c *Config) machineConfig {
 		killGrace:   c.KillGracePeriod,
 		relaunchMin: c.RelaunchBackoffMin, relaunchMax: c.RelaunchBackoffMax,
 		backoffReset:      c.BackoffReset,
-		reconcileInterval: c.ReconcileInterval, reconcileRetry: c.ReconcileRetry,
+		reconcileInterval: c.ReconcileInterval, reconcileRetryMin: c.ReconcileRetryMin, reconcileRetry: c.ReconcileRetry,
 		declineRefuse: c.DeclineRefuse, idleRefuse: c.IdleRefuse,
 		pendingWindow: c.PendingWindow,
 	}
@@ -133,9 +135,13 @@ type task struct {
 	// last (re)subscription (or the task was launched in it).
 	confirmed bool
 	asked     time.Time // last explicit reconciliation of the task
-	kill      bool      // the scheduler wants it dead
-	killSent  time.Time
-	ended     time.Time
+	// asks counts the explicit reconciliations of the task the master
+	// has not answered: the next one waits the asks-th delay of the
+	// reconciliation backoff.
+	asks     int
+	kill     bool // the scheduler wants it dead
+	killSent time.Time
+	ended    time.Time
 }
 
 func (t *task) terminal() bool { return isTerminal(t.state) }
@@ -301,7 +307,7 @@ func (m *machine) subscribedEvent(now time.Time, frameworkID string, heartbeat t
 			continue
 		}
 		t.confirmed = false
-		t.asked = now
+		t.asked, t.asks = now, 1
 		t.killSent = time.Time{} // a kill of the last subscription may be lost
 		explicit[t.id] = t.agentID
 	}
@@ -326,9 +332,10 @@ func (m *machine) disconnected(now time.Time, err error) {
 	}
 }
 
-// subscribing records the start of a subscription attempt.
-func (m *machine) subscribing(now time.Time) {
+// subscribing records the start of a subscription attempt at endpoint.
+func (m *machine) subscribing(now time.Time, endpoint string) {
 	m.sub.State = mesosstatus.Subscribing
+	m.sub.Leader = endpoint
 	m.sub.Attempts++
 }
 
@@ -378,7 +385,7 @@ func (m *machine) failure(now time.Time, agentID, executorID string) output {
 	ask := map[string]string{}
 	for _, t := range m.tasks {
 		if t.agentID == agentID && !t.terminal() {
-			t.asked = now
+			t.asked, t.asks = now, t.asks+1
 			ask[t.id] = t.agentID
 		}
 	}
@@ -410,7 +417,7 @@ func (m *machine) launchFailed(now time.Time, op launchOp, err error) {
 	for _, id := range op.taskIDs() {
 		if t := m.tasks[id]; t != nil {
 			t.confirmed = false
-			t.asked = time.Time{}
+			t.asked, t.asks = time.Time{}, 0
 		}
 	}
 }

@@ -31,7 +31,7 @@ func testConfig() machineConfig {
 		killGrace:   5 * time.Second,
 		relaunchMin: time.Second, relaunchMax: 8 * time.Second,
 		backoffReset:      10 * time.Minute,
-		reconcileInterval: 5 * time.Minute, reconcileRetry: 30 * time.Second,
+		reconcileInterval: 5 * time.Minute, reconcileRetryMin: time.Second, reconcileRetry: 30 * time.Second,
 		declineRefuse: 5 * time.Second, idleRefuse: 2 * time.Minute,
 		pendingWindow: 60 * time.Second,
 	}
@@ -726,5 +726,45 @@ func TestPersistedButNeverLaunched(t *testing.T) {
 	}
 	if got := launched(b.offers(offer("a1", 2, 1024, 0))); len(got) != 1 {
 		t.Fatalf("relaunch = %v, want one task", got)
+	}
+}
+
+// TestReconcileBackoff: a task the master does not answer about (its
+// agent has not re-registered with a new master) is asked about again
+// after 1 s, then 2 s, 4 s … up to ReconcileRetry; an answer ends it.
+func TestReconcileBackoff(t *testing.T) {
+	h := newHarness(t, pool("p", 1, 1, 128, 3))
+	h.subscribe()
+	h.run(offer("a1", 2, 1024, 0))
+	id := liveIDs(h.m)[0]
+	h.m.disconnected(h.now, fmt.Errorf("master failed over"))
+	if out := h.subscribe(); len(out.reconcile) != 2 {
+		t.Fatalf("reconcile after subscribing = %+v", out.reconcile)
+	}
+	start := h.now
+	var asked []time.Duration
+	for h.now.Sub(start) < 2*time.Minute {
+		h.advance(250 * time.Millisecond)
+		for _, r := range h.m.tick(h.now).reconcile {
+			if _, ok := r.tasks[id]; ok {
+				asked = append(asked, h.now.Sub(start))
+			}
+		}
+	}
+	want := []time.Duration{1, 3, 7, 15, 31, 61, 91}
+	if len(asked) != len(want) {
+		t.Fatalf("asked at %v, want at %v s", asked, want)
+	}
+	for i := range want {
+		if asked[i] != want[i]*time.Second {
+			t.Fatalf("asked at %v, want at %v s", asked, want)
+		}
+	}
+	h.update(withReason(status(id, "a1", mesos.TASK_RUNNING, false), mesos.REASON_RECONCILIATION, ""))
+	for i := 0; i < 60; i++ { // the full reconciliation is due at 5 min
+		h.advance(time.Second)
+		if out := h.m.tick(h.now); len(out.reconcile) > 0 {
+			t.Fatalf("asked again %v after the answer: %+v", h.now.Sub(start), out.reconcile)
+		}
 	}
 }

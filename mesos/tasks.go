@@ -44,7 +44,7 @@ func (m *machine) update(now time.Time, st mesos.TaskStatus) output {
 		m.finish(now, &out)
 		return out
 	}
-	t.confirmed = true
+	t.confirmed, t.asks = true, 0
 	if a := st.GetAgentID().GetValue(); a != "" {
 		t.agentID = a
 	}

@@ -53,7 +53,7 @@ type ProblemKind string
 
 const (
 	// ProblemSubscription: a SUBSCRIBE failed (master unreachable, HTTP
-	// error such as 401) or a subscription ended (stream error,
+	// error such as 401 or 503) or a subscription ended (stream error,
 	// missed heartbeats).
 	ProblemSubscription ProblemKind = "subscription"
 	// ProblemMaster: the master sent an ERROR event (e.g. framework not
@@ -101,7 +101,11 @@ type Status struct {
 type SubscriptionStatus struct {
 	State SubscriptionState `json:"state"`
 	// Since is when State was entered.
-	Since            time.Time     `json:"since,omitzero"`
+	Since time.Time `json:"since,omitzero"`
+	// Leader is the scheduler API endpoint of the master subscribed to,
+	// or being subscribed to: the leading master, found by following its
+	// redirects.
+	Leader           string        `json:"leader,omitempty"`
 	Heartbeat        time.Duration `json:"-"`
 	HeartbeatSeconds float64       `json:"heartbeat_seconds,omitempty"`
 	// Attempts counts SUBSCRIBE calls of this leadership term.
