@@ -224,9 +224,14 @@ func (c *Config) fillDefaults() {
 	dur(&c.StatusDebounce, DefaultStatusDebounce)
 }
 
-// nameRE is what cluster names, scheduler IDs and pool names must match:
-// safe in Consul service names, KV paths and Mesos task IDs.
+// nameRE is what pool names must match: safe in KV paths and Mesos task
+// IDs.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// clusterRE is what cluster names must match: the nodes register the
+// cluster's Consul service under it, which must be a DNS label
+// (cluster/consul).
+var clusterRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,63}$`)
 
 // Validate reports the first invalid field, as a *ConfigError. It expects
 // defaults to be filled in (as DefaultConfig and New do).
@@ -240,8 +245,8 @@ func (c *Config) Validate() error {
 	if c.Consul == "" || strings.ContainsAny(c.Consul, " \t\n") {
 		return fieldErr("Consul", "%q is not a Consul address; use host:port, e.g. 127.0.0.1:8500", c.Consul)
 	}
-	if !nameRE.MatchString(c.Cluster) {
-		return fieldErr("Cluster", "%q must be 1-64 characters of A-Z a-z 0-9 _ -", c.Cluster)
+	if !clusterRE.MatchString(c.Cluster) {
+		return fieldErr("Cluster", "%q must be 1-63 characters of A-Z a-z 0-9 - (the nodes' Consul service name, a DNS label)", c.Cluster)
 	}
 	if strings.ContainsAny(c.ID, "\n\r") || len(c.ID) > 256 {
 		return fieldErr("ID", "must be a single line of at most 256 bytes")

@@ -95,7 +95,10 @@ func TestRelaunch(t *testing.T) {
 		return st.Pools[0].Restarts == 1 && st.Pools[0].Running == 3
 	})
 
-	// Lose the agent with the most tasks: they move to the other one.
+	// Lose the agent with the most tasks: the master cannot tell a dead
+	// agent from a partitioned one (TASK_UNREACHABLE), so its tasks are
+	// waited for, not replaced; once an operator marks the agent gone they
+	// move to the other one.
 	counts := map[string]int{}
 	for _, tk := range e.running() {
 		counts[tk.AgentID]++
@@ -105,6 +108,19 @@ func TestRelaunch(t *testing.T) {
 		lost, other = other, lost
 	}
 	if err := e.master.LoseAgent(lost); err != nil {
+		t.Fatal(err)
+	}
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "the lost tasks unreachable", func() bool {
+		p := s.Status().Pools[0]
+		return p.Unreachable == counts[lost] && p.Pending == 0
+	})
+	launchedBefore := len(e.master.Tasks())
+	rounds := e.master.AllocationRounds()
+	e.waitMaster(10*time.Second, "20 allocation rounds", func() bool { return e.master.AllocationRounds() >= rounds+20 })
+	if n := len(e.master.Tasks()); n != launchedBefore {
+		t.Fatalf("%d tasks launched while the lost ones were unreachable", n-launchedBefore)
+	}
+	if err := e.master.MarkAgentGone(lost); err != nil {
 		t.Fatal(err)
 	}
 	e.waitMaster(waitTimeout, "all tasks on "+other, func() bool {

@@ -150,7 +150,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var nonName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var nonName = regexp.MustCompile(`[^A-Za-z0-9-]+`)
 
 func clusterName(t *testing.T) string {
 	n := nonName.ReplaceAllString(t.Name(), "-")

@@ -47,8 +47,8 @@ type term struct {
 }
 
 // lead runs one leadership term until ctx ends, the lock is lost, or the
-// state cannot be loaded. Its goroutines (subscriber, publisher) are
-// stopped and waited for before it returns.
+// state cannot be loaded. Its goroutines (subscriber, publisher, members
+// watcher) are stopped and waited for before it returns.
 func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.RoundTripper) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -74,10 +74,11 @@ func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.Roun
 		frameworkID: func() string { return t.fid.Load().(string) },
 		holds:       l.holds, in: in, log: s.log,
 	}
+	members := make(chan membership)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		sub.run(ctx)
@@ -85,6 +86,10 @@ func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.Roun
 	go func() {
 		defer wg.Done()
 		s.publish(ctx, l)
+	}()
+	go func() {
+		defer wg.Done()
+		s.watchMembers(ctx, members)
 	}()
 
 	if pools, ok := s.currentPools(); ok {
@@ -109,6 +114,9 @@ func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.Roun
 			now = time.Now()
 			t.watchdog(now)
 			out = t.m.tick(now)
+		case mb := <-members:
+			now = time.Now()
+			out = t.m.members(now, mb)
 		case i := <-in:
 			now = time.Now()
 			var err error

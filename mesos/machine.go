@@ -2,6 +2,7 @@ package mesos
 
 import (
 	"crypto/rand"
+	"errors"
 	"encoding/hex"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+	"github.com/mesos/mesos-go/api/v1/lib/httpcli/apierrors"
 
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
@@ -56,6 +58,12 @@ type machine struct {
 	tasks  map[string]*task
 	agents map[string]string // agent ID → hostname, from offers
 
+	// membersKnown is set while the cluster's members in Consul are
+	// known; activeNodes are the active members by slot (members.go).
+	membersKnown bool
+	membersErr   string
+	activeNodes  map[slotKey][]string
+
 	offers   offerHistory
 	problems []mesosstatus.Problem
 	sub      mesosstatus.SubscriptionStatus
@@ -68,6 +76,9 @@ type machine struct {
 type machineConfig struct {
 	cluster, nodeConsul, nodeBinary string
 	killGrace                       time.Duration
+	// launchSettle is how long after its launch a task the master says it
+	// does not know may still be on its way (CallTimeout).
+	launchSettle time.Duration
 	relaunchMin, relaunchMax        time.Duration
 	backoffReset                    time.Duration
 	reconcileInterval               time.Duration
@@ -81,7 +92,7 @@ type machineConfig struct {
 func machineConfigFrom(c *Config) machineConfig {
 	return machineConfig{
 		cluster: c.Cluster, nodeConsul: c.NodeConsul, nodeBinary: c.NodeBinary,
-		killGrace:   c.KillGracePeriod,
+		killGrace:   c.KillGracePeriod, launchSettle: c.CallTimeout,
 		relaunchMin: c.RelaunchBackoffMin, relaunchMax: c.RelaunchBackoffMax,
 		backoffReset:      c.BackoffReset,
 		reconcileInterval: c.ReconcileInterval, reconcileRetryMin: c.ReconcileRetryMin, reconcileRetry: c.ReconcileRetry,
@@ -142,6 +153,12 @@ type task struct {
 	kill     bool // the scheduler wants it dead
 	killSent time.Time
 	ended    time.Time
+	// unreachableSince is when the master reported the task's agent
+	// unreachable (zero while reachable).
+	unreachableSince time.Time
+	// acceptRefused: the master refused the ACCEPT of the task (an HTTP
+	// error answer), so it was never launched.
+	acceptRefused bool
 }
 
 func (t *task) terminal() bool { return isTerminal(t.state) }
@@ -414,10 +431,12 @@ func (m *machine) tick(now time.Time) output {
 func (m *machine) launchFailed(now time.Time, op launchOp, err error) {
 	m.sub.RefusedAccepts++
 	m.problem(now, mesosstatus.ProblemAccept, fmt.Sprintf("ACCEPT of offer %s (tasks %s) failed: %v", op.offerID.Value, strings.Join(op.taskIDs(), ", "), err))
+	var refused *apierrors.Error
 	for _, id := range op.taskIDs() {
 		if t := m.tasks[id]; t != nil {
 			t.confirmed = false
 			t.asked, t.asks = time.Time{}, 0
+			t.acceptRefused = errors.As(err, &refused)
 		}
 	}
 }
@@ -480,10 +499,14 @@ func (m *machine) finish(now time.Time, out *output) {
 	}
 }
 
+// isTerminal reports whether a task in state s is gone for good.
+// TASK_UNREACHABLE is not: its agent may come back, and the task with it.
+// TASK_UNKNOWN (the master knows neither the task nor its agent) is.
 func isTerminal(s mesos.TaskState) bool {
 	switch s {
 	case mesos.TASK_FINISHED, mesos.TASK_FAILED, mesos.TASK_KILLED, mesos.TASK_LOST,
-		mesos.TASK_ERROR, mesos.TASK_DROPPED, mesos.TASK_GONE, mesos.TASK_GONE_BY_OPERATOR:
+		mesos.TASK_ERROR, mesos.TASK_DROPPED, mesos.TASK_GONE, mesos.TASK_GONE_BY_OPERATOR,
+		mesos.TASK_UNKNOWN:
 		return true
 	}
 	return false

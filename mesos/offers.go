@@ -245,6 +245,8 @@ func (m *machine) pendingReason(now time.Time, k slotKey, s *slot) string {
 	case now.Before(s.nextLaunch):
 		return fmt.Sprintf("relaunch backoff until %s after %d failure(s); last: %s",
 			s.nextLaunch.UTC().Format(time.RFC3339), s.failures, s.lastReason)
+	case m.memberReason(k) != "":
+		return m.memberReason(k)
 	}
 	from := now.Add(-m.cfg.pendingWindow)
 	if m.start.After(from) {

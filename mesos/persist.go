@@ -33,6 +33,8 @@ type persistedTask struct {
 	RunningSince time.Time `json:"running_since,omitzero"`
 	Reported     bool      `json:"reported,omitempty"`
 	Kill         bool      `json:"kill,omitempty"`
+	// UnreachableSince is when the task's agent became unreachable.
+	UnreachableSince time.Time `json:"unreachable_since,omitzero"`
 }
 
 type persistedSlot struct {
@@ -61,7 +63,8 @@ func (m *machine) snapshot() persisted {
 			continue
 		}
 		p.Tasks = append(p.Tasks, persistedTask{ID: t.id, Agent: t.agentID, Host: t.hostname, State: t.state.String(),
-			Launched: t.launched, RunningSince: t.runningSince, Reported: t.reported, Kill: t.kill})
+			Launched: t.launched, RunningSince: t.runningSince, Reported: t.reported, Kill: t.kill,
+			UnreachableSince: t.unreachableSince})
 	}
 	slices.SortFunc(p.Tasks, func(a, b persistedTask) int { return cmp.Compare(a.ID, b.ID) })
 	for k, s := range m.slots {
@@ -99,7 +102,8 @@ func (m *machine) restore(p persisted) error {
 			k = slotKey{pool: "?", index: -1}
 		}
 		m.tasks[pt.ID] = &task{id: pt.ID, key: k, agentID: pt.Agent, hostname: pt.Host, state: mesos.TaskState(state),
-			launched: pt.Launched, updated: pt.Launched, runningSince: pt.RunningSince, reported: pt.Reported, kill: pt.Kill}
+			launched: pt.Launched, updated: pt.Launched, runningSince: pt.RunningSince, reported: pt.Reported, kill: pt.Kill,
+			unreachableSince: pt.UnreachableSince}
 	}
 	for _, ps := range p.Slots {
 		s := m.slot(slotKey{ps.Pool, ps.Instance}, m.start)

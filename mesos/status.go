@@ -40,9 +40,12 @@ func (m *machine) status(now time.Time) mesosstatus.Status {
 			ts := mesosstatus.TaskStatus{Pool: name, Instance: i, Restarts: s.restarts, Failures: s.failures}
 			if t := kept[k]; t != nil {
 				fillTask(&ts, t)
-				if t.state == mesos.TASK_RUNNING {
+				switch t.state {
+				case mesos.TASK_RUNNING:
 					pst.Running++
-				} else {
+				case mesos.TASK_UNREACHABLE:
+					pst.Unreachable++
+				default:
 					pst.Starting++
 				}
 			} else {

@@ -236,6 +236,9 @@ func (s *subscriber) frameworkInfo() *mesos.FrameworkInfo {
 		Checkpoint:      &checkpoint,
 		Capabilities: []mesos.FrameworkInfo_Capability{
 			{Type: mesos.FrameworkInfo_Capability_TASK_KILLING_STATE},
+			// TASK_UNREACHABLE, TASK_GONE, TASK_GONE_BY_OPERATOR and
+			// TASK_UNKNOWN instead of TASK_LOST (partition.go).
+			{Type: mesos.FrameworkInfo_Capability_PARTITION_AWARE},
 		},
 	}
 	if c.Principal != "" {

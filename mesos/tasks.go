@@ -44,6 +44,11 @@ func (m *machine) update(now time.Time, st mesos.TaskStatus) output {
 		m.finish(now, &out)
 		return out
 	}
+	if m.settling(now, t, st) {
+		// Not believed yet; asked again after the reconciliation backoff.
+		m.finish(now, &out)
+		return out
+	}
 	t.confirmed, t.asks = true, 0
 	if a := st.GetAgentID().GetValue(); a != "" {
 		t.agentID = a
@@ -53,6 +58,7 @@ func (m *machine) update(now time.Time, st mesos.TaskStatus) output {
 		m.finish(now, &out)
 		return out
 	}
+	m.reachability(now, t, state, &out)
 	reconciled := st.GetReason() == mesos.REASON_RECONCILIATION
 	if !t.reported && (!reconciled || state != mesos.TASK_STAGING) {
 		t.reported = true
@@ -115,8 +121,9 @@ const (
 	// offer, or the master never heard of the task): relaunch soon, not a
 	// failure.
 	endNotLaunched
-	// endInterrupted: killed or removed by someone else: relaunch after
-	// the minimum backoff, not a failure.
+	// endInterrupted: killed or removed by someone else, or its agent is
+	// gone (TASK_GONE, TASK_GONE_BY_OPERATOR, TASK_UNKNOWN): relaunch
+	// after the minimum backoff, not a failure.
 	endInterrupted
 	// endFailed: the task failed, was lost or is gone: relaunch after
 	// backoff, counting towards Retries.
@@ -132,7 +139,10 @@ func (m *machine) classify(t *task, state mesos.TaskState, reason string) endKin
 		reason == mesos.REASON_RECONCILIATION.String() && !t.reported:
 		return endNotLaunched
 	case state == mesos.TASK_KILLED, state == mesos.TASK_GONE_BY_OPERATOR,
+		state == mesos.TASK_GONE, state == mesos.TASK_UNKNOWN,
 		reason == mesos.REASON_FRAMEWORK_REMOVED.String():
+		// Killed by someone else, or its agent is gone: not the node's
+		// fault.
 		return endInterrupted
 	}
 	return endFailed
@@ -225,9 +235,10 @@ func reasonName(st mesos.TaskStatus) string {
 }
 
 // pendingSlots returns the slots to launch now, in pool order: wanted, no
-// live task, pool not failed, backoff over, and subscribed.
+// live task, no active node in the cluster, pool not failed, backoff over,
+// and subscribed.
 func (m *machine) pendingSlots(now time.Time) []slotKey {
-	if !m.subscribed {
+	if !m.subscribed || !m.membersKnown {
 		return nil
 	}
 	busy := map[slotKey]bool{}
@@ -248,6 +259,9 @@ func (m *machine) pendingSlots(now time.Time) []slotKey {
 				continue
 			}
 			if s := m.slots[k]; s != nil && now.Before(s.nextLaunch) {
+				continue
+			}
+			if len(m.activeNodes[k]) > 0 {
 				continue
 			}
 			out = append(out, k)

@@ -65,7 +65,7 @@ const (
 	ProblemRescind ProblemKind = "rescind"
 	// ProblemCall: another call to the master failed.
 	ProblemCall ProblemKind = "call"
-	// ProblemAgent: an agent was lost.
+	// ProblemAgent: an agent was lost or became unreachable.
 	ProblemAgent ProblemKind = "agent"
 	// ProblemDeployment: a pool exceeded its retries and failed.
 	ProblemDeployment ProblemKind = "deployment"
@@ -131,6 +131,9 @@ type PoolStatus struct {
 	Running  int `json:"running"`
 	Starting int `json:"starting"`
 	Pending  int `json:"pending"`
+	// Unreachable counts instances whose task is on an agent the master
+	// cannot reach (TASK_UNREACHABLE): they are waited for, not replaced.
+	Unreachable int `json:"unreachable,omitempty"`
 	// Killing counts tasks being killed (scale-down, duplicates).
 	Killing int `json:"killing"`
 	// Restarts counts relaunches after tasks ended unexpectedly.
