@@ -2,8 +2,8 @@ package mesos
 
 import (
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -78,10 +78,10 @@ type machineConfig struct {
 	killGrace                       time.Duration
 	// launchSettle is how long after its launch a task the master says it
 	// does not know may still be on its way (CallTimeout).
-	launchSettle time.Duration
-	relaunchMin, relaunchMax        time.Duration
-	backoffReset                    time.Duration
-	reconcileInterval               time.Duration
+	launchSettle             time.Duration
+	relaunchMin, relaunchMax time.Duration
+	backoffReset             time.Duration
+	reconcileInterval        time.Duration
 	// reconcileRetryMin..reconcileRetry bound the truncated exponential
 	// backoff of explicit reconciliation.
 	reconcileRetryMin, reconcileRetry time.Duration
@@ -92,7 +92,7 @@ type machineConfig struct {
 func machineConfigFrom(c *Config) machineConfig {
 	return machineConfig{
 		cluster: c.Cluster, nodeConsul: c.NodeConsul, nodeBinary: c.NodeBinary,
-		killGrace:   c.KillGracePeriod, launchSettle: c.CallTimeout,
+		killGrace: c.KillGracePeriod, launchSettle: c.CallTimeout,
 		relaunchMin: c.RelaunchBackoffMin, relaunchMax: c.RelaunchBackoffMax,
 		backoffReset:      c.BackoffReset,
 		reconcileInterval: c.ReconcileInterval, reconcileRetryMin: c.ReconcileRetryMin, reconcileRetry: c.ReconcileRetry,

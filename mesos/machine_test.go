@@ -29,7 +29,7 @@ type harness struct {
 func testConfig() machineConfig {
 	return machineConfig{
 		cluster: "c1", nodeConsul: "127.0.0.1:8500",
-		killGrace:   5 * time.Second, launchSettle: 15 * time.Second,
+		killGrace: 5 * time.Second, launchSettle: 15 * time.Second,
 		relaunchMin: time.Second, relaunchMax: 8 * time.Second,
 		backoffReset:      10 * time.Minute,
 		reconcileInterval: 5 * time.Minute, reconcileRetryMin: time.Second, reconcileRetry: 30 * time.Second,
