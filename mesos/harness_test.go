@@ -389,3 +389,17 @@ func pending(st mesosstatus.Status) []string {
 	}
 	return out
 }
+
+// contextUntil returns a context that ends when stop is closed or cancel
+// is called.
+func contextUntil(stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}

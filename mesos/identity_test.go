@@ -20,6 +20,7 @@ type identityWatch struct {
 	mu         sync.Mutex
 	violations []string
 	snapshots  int
+	last       []string // active node IDs of the last snapshot, sorted
 	lastErr    error
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -55,14 +56,18 @@ func (e *env) watchIdentities() *identityWatch {
 			}
 			index = meta.LastIndex
 			bySlot := map[string][]string{}
+			var active []string
 			for _, en := range entries {
 				if en.Checks.AggregatedStatus() == api.HealthPassing {
 					id := en.Service.Meta["sluice_id"]
 					bySlot[slotOf(id)] = append(bySlot[slotOf(id)], id)
+					active = append(active, id)
 				}
 			}
+			slices.Sort(active)
 			w.mu.Lock()
 			w.snapshots++
+			w.last = active
 			for slot, ids := range bySlot {
 				if len(ids) > 1 {
 					slices.Sort(ids)
@@ -87,4 +92,11 @@ func (w *identityWatch) result() ([]string, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.violations), w.snapshots
+}
+
+// current returns the active node IDs of the last snapshot.
+func (w *identityWatch) current() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.last)
 }
