@@ -37,7 +37,7 @@ func TestNeverTwoCopies(t *testing.T) {
 	next := 0
 	newAgent := func() mesostest.AgentSpec {
 		next++
-		return mesostest.AgentSpec{ID: fmt.Sprintf("agent-%d", next), CPUs: 1, Mem: 512}
+		return localAgent(mesostest.AgentSpec{ID: fmt.Sprintf("agent-%d", next), CPUs: 1, Mem: 512})
 	}
 	e := newEnvWith(t, mesostest.Config{Agents: []mesostest.AgentSpec{newAgent(), newAgent(), newAgent()}})
 	ids := e.watchIdentities()
@@ -54,11 +54,11 @@ func TestNeverTwoCopies(t *testing.T) {
 
 	type agentState int
 	const (
-		up agentState = iota
+		isUp agentState = iota
 		partitioned
 		dead // killed, not yet marked gone
 	)
-	agents := map[string]agentState{"agent-1": up, "agent-2": up, "agent-3": up}
+	agents := map[string]agentState{"agent-1": isUp, "agent-2": isUp, "agent-3": isUp}
 	pick := func(want ...agentState) string {
 		var ids []string
 		for id, st := range agents {
@@ -77,10 +77,10 @@ func TestNeverTwoCopies(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		var action string
 		switch r := rng.IntN(3); {
-		case r == 0 && pick(up, partitioned) != "":
+		case r == 0 && pick(isUp, partitioned) != "":
 			// Kill: the machine dies (the master sees a partition); an
 			// operator marks it gone now or later; a new agent replaces it.
-			id := pick(up, partitioned)
+			id := pick(isUp, partitioned)
 			if err := e.master.LoseAgent(id); err != nil {
 				t.Fatal(err)
 			}
@@ -97,9 +97,9 @@ func TestNeverTwoCopies(t *testing.T) {
 			if err := e.master.AddAgentSpec(spec); err != nil {
 				t.Fatal(err)
 			}
-			agents[spec.ID] = up
-		case r == 1 && pick(up) != "":
-			id, isolate := pick(up), rng.IntN(2) == 0
+			agents[spec.ID] = isUp
+		case r == 1 && pick(isUp) != "":
+			id, isolate := pick(isUp), rng.IntN(2) == 0
 			if err := e.master.PartitionAgent(id, isolate); err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestNeverTwoCopies(t *testing.T) {
 				if err := e.master.HealAgent(id); err != nil {
 					t.Fatal(err)
 				}
-				agents[id] = up
+				agents[id] = isUp
 				action = "restore " + id
 			} else if id := pick(dead); id != "" {
 				if err := e.master.MarkAgentGone(id); err != nil {
@@ -126,7 +126,14 @@ func TestNeverTwoCopies(t *testing.T) {
 		log = append(log, action)
 		// Let things happen for a random while: 1-40 allocation rounds
 		// (50 ms each), sometimes until the pool has recovered.
-		if rng.IntN(4) == 0 {
+		up := 0
+		for _, st := range agents {
+			if st == isUp {
+				up++
+			}
+		}
+		// (Two agents that are up can host any three nodes.)
+		if rng.IntN(4) == 0 && up >= 2 {
 			e.waitMaster(waitTimeout, "the pool recovered", func() bool {
 				p := s.Status().Pools[0]
 				return p.Running+p.Unreachable == 3

@@ -115,6 +115,7 @@ func parseArgs(args []string) (Config, string, error) {
 	fs.DurationVar(&cfg.FailoverTimeout, "failover-timeout", cfg.FailoverTimeout, "how long Mesos keeps the tasks while no scheduler is subscribed")
 	fs.BoolVar(&cfg.Checkpoint, "checkpoint", cfg.Checkpoint, "ask agents to checkpoint tasks (they survive agent restarts)")
 	fs.StringVar(&cfg.Encoding, "encoding", cfg.Encoding, "scheduler API encoding: protobuf or json")
+	fs.BoolVar(&cfg.GPUResources, "gpu-resources", false, "declare GPU_RESOURCES, for pools with gpus")
 	fs.StringVar(&poolsFile, "pools", "", "YAML or JSON file with the list of node pools (SIGHUP reloads it)")
 	fs.StringVar(&cfg.NodeBinary, "node-binary", "", "URI of the node executable, for pools without a command")
 	fs.DurationVar(&cfg.KillGracePeriod, "kill-grace", cfg.KillGracePeriod, "SIGTERM to SIGKILL delay when a node task is killed")

@@ -91,6 +91,11 @@ type Config struct {
 	Checkpoint bool
 	// Encoding of the scheduler API: "protobuf" (default) or "json".
 	Encoding string
+	// GPUResources declares the GPU_RESOURCES capability: the master then
+	// also offers agents with GPUs, which pools with gpus need (tasks
+	// without GPUs are placed on other agents when possible). Off by
+	// default: a framework that declares it holds GPU agents' resources.
+	GPUResources bool
 
 	// NodeBinary is the URI of the node executable, fetched into the
 	// sandbox of every pool without a command of its own, which then runs

@@ -100,6 +100,9 @@ func newEnvWith(t *testing.T, cfg mesostest.Config) *env {
 		cfg.KillGracePeriod = 2 * time.Second
 	}
 	cfg.Logf = logf(t)
+	for i := range cfg.Agents {
+		cfg.Agents[i] = localAgent(cfg.Agents[i])
+	}
 	m, err := mesostest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -402,4 +405,17 @@ func contextUntil(stop <-chan struct{}) (context.Context, context.CancelFunc) {
 		}
 	}()
 	return ctx, cancel
+}
+
+// localAgent completes an agent for tests whose tasks are nodes: the
+// tasks run on this machine, so the agent's hostname (where nodes bind)
+// is 127.0.0.1, and it offers ports (10 free ones) unless it has some.
+func localAgent(a mesostest.AgentSpec) mesostest.AgentSpec {
+	if a.Hostname == "" {
+		a.Hostname = "127.0.0.1"
+	}
+	if len(a.Ports) == 0 && a.FreePorts == 0 {
+		a.FreePorts = 10
+	}
+	return a
 }

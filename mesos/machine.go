@@ -133,6 +133,7 @@ type task struct {
 	key          slotKey
 	agentID      string
 	hostname     string
+	ports        []uint64 // allocated: actor endpoint, control API
 	state        mesos.TaskState
 	message      string
 	reason       string

@@ -67,11 +67,18 @@ func scalarRes(name string, v float64) mesos.Resource {
 
 var offerSeq int
 
+func portsRes(begin, end uint64) mesos.Resource {
+	star := "*"
+	return mesos.Resource{Name: "ports", Type: mesos.RANGES.Enum(), Role: &star,
+		Ranges: &mesos.Value_Ranges{Range: []mesos.Value_Range{{Begin: begin, End: end}}}}
+}
+
+// offer is an offer of cpus, mem, disk and ports 31000-31099.
 func offer(agent string, cpus, mem, disk float64) mesos.Offer {
 	offerSeq++
 	return mesos.Offer{
 		ID: mesos.OfferID{Value: fmt.Sprintf("o%d", offerSeq)}, AgentID: mesos.AgentID{Value: agent}, Hostname: agent + ".example",
-		Resources: []mesos.Resource{scalarRes("cpus", cpus), scalarRes("mem", mem), scalarRes("disk", disk)},
+		Resources: []mesos.Resource{scalarRes("cpus", cpus), scalarRes("mem", mem), scalarRes("disk", disk), portsRes(31000, 31099)},
 	}
 }
 
@@ -211,6 +218,8 @@ func TestTaskResourcesFromOffer(t *testing.T) {
 		{Name: "cpus", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: 0.1}, Role: &star, AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role}},
 		{Name: "cpus", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: 0.2}, Role: &role, AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role}},
 		{Name: "mem", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: 1000}, Role: &star, AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role}},
+		{Name: "ports", Type: mesos.RANGES.Enum(), Role: &star, AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role},
+			Ranges: &mesos.Value_Ranges{Range: []mesos.Value_Range{{Begin: 4000, End: 4000}, {Begin: 4002, End: 4010}}}},
 		// A persistent volume is not plain disk.
 		{Name: "disk", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: 500}, Role: &role,
 			Disk: &mesos.Resource_DiskInfo{Persistence: &mesos.Resource_DiskInfo_Persistence{ID: "v1"}}},
@@ -222,9 +231,13 @@ func TestTaskResourcesFromOffer(t *testing.T) {
 	rs := out.launches[0].tasks[0].Resources
 	var got []string
 	for _, r := range rs {
-		got = append(got, fmt.Sprintf("%s:%v(%s,%s)", r.Name, r.Scalar.Value, r.GetRole(), r.GetAllocationInfo().GetRole()))
+		v := fmt.Sprint(r.GetScalar().GetValue())
+		if r.Ranges != nil {
+			v = fmt.Sprint(r.Ranges.Range)
+		}
+		got = append(got, fmt.Sprintf("%s:%s(%s,%s)", r.Name, v, r.GetRole(), r.GetAllocationInfo().GetRole()))
 	}
-	want := []string{"cpus:0.2(sluice,sluice)", "cpus:0.1(*,sluice)", "mem:100(*,sluice)"}
+	want := []string{"cpus:0.2(sluice,sluice)", "cpus:0.1(*,sluice)", "mem:100(*,sluice)", "ports:[{4000 4000} {4002 4002}](*,sluice)"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("task resources = %v, want %v (reserved first, roles and allocation info kept, no volume)", got, want)
 	}
@@ -510,7 +523,7 @@ func TestPendingReasonTogether(t *testing.T) {
 	h.subscribe()
 	h.offers(offer("a1", 4, 1024, 0), offer("a2", 1, 4096, 0))
 	got := h.m.status(h.now).Tasks[0].Pending
-	if !strings.Contains(got, "no offer with 2 cpus, 2048 MB mem and 0 MB disk together") {
+	if !strings.Contains(got, "no offer with 2 cpus, 2048 MB mem, 0 MB disk and 2 ports together") {
 		t.Errorf("pending = %q", got)
 	}
 }
@@ -665,7 +678,8 @@ func TestTaskInfo(t *testing.T) {
 	for _, v := range c.Environment.Variables {
 		env[v.Name] = v.GetValue()
 	}
-	want := map[string]string{"A": "1", "SLUICE_CLUSTER": "c1", "SLUICE_CONSUL": "127.0.0.1:8500", "HOST": "a1.example", "SLUICE_DATA_DIR": "vol/data"}
+	want := map[string]string{"A": "1", "SLUICE_CLUSTER": "c1", "SLUICE_CONSUL": "127.0.0.1:8500", "HOST": "a1.example", "SLUICE_DATA_DIR": "vol/data",
+		"SLUICE_BIND": "a1.example:31000", "SLUICE_ADVERTISE": "a1.example:31000", "SLUICE_HTTP": "a1.example:31001"}
 	if fmt.Sprint(env) != fmt.Sprint(want) {
 		t.Errorf("env = %v, want %v", env, want)
 	}
@@ -855,5 +869,43 @@ func TestUnreachableIsWaitedFor(t *testing.T) {
 	h.m.tick(h.now)
 	if got := launched(h.offers(offer("a3", 4, 4096, 0))); len(got) != 1 || h.m.pools["p"].failed {
 		t.Fatalf("relaunch after TASK_GONE_BY_OPERATOR = %v, pool failed %v", got, h.m.pools["p"].failed)
+	}
+}
+
+// TestPortsFromOffers: each task takes two ports of its offer, lowest
+// first, reserved ones first; an offer without enough ports does not fit,
+// and the pending reason says so.
+func TestPortsFromOffers(t *testing.T) {
+	h := newHarness(t, pool("p", 3, 0.1, 32, 3))
+	h.subscribe()
+	o := offer("a1", 4, 4096, 0)
+	o.Resources[3] = portsRes(5000, 5002) // three ports: one task
+	out := h.offers(o)
+	if got := launched(out); len(got) != 1 {
+		t.Fatalf("launched %v, want one task (3 ports)", got)
+	}
+	ti := out.launches[0].tasks[0]
+	var ports []mesos.Value_Range
+	for _, r := range ti.Resources {
+		if r.Name == "ports" {
+			ports = append(ports, r.Ranges.Range...)
+		}
+	}
+	if fmt.Sprint(ports) != "[{5000 5001}]" {
+		t.Errorf("task ports %v, want 5000-5001", ports)
+	}
+	if tk := h.m.tasks[ti.TaskID.Value]; fmt.Sprint(tk.ports) != "[5000 5001]" {
+		t.Errorf("recorded ports %v", tk.ports)
+	}
+	h2 := newHarness(t, pool("q", 1, 0.1, 32, 3))
+	h2.subscribe()
+	noPorts := offer("a2", 4, 4096, 0)
+	noPorts.Resources = noPorts.Resources[:3]
+	if got := launched(h2.offers(noPorts)); len(got) != 0 {
+		t.Fatalf("launched %v on an offer without ports", got)
+	}
+	want := "no offer with 2 ports seen in 0 s; largest offer: 0 ports"
+	if r := h2.m.status(h2.now).Tasks[0].Pending; r != want {
+		t.Errorf("pending reason %q, want %q", r, want)
 	}
 }

@@ -28,6 +28,7 @@ type persistedTask struct {
 	ID           string    `json:"id"`
 	Agent        string    `json:"agent"`
 	Host         string    `json:"host,omitempty"`
+	Ports        []uint64  `json:"ports,omitempty"`
 	State        string    `json:"state"`
 	Launched     time.Time `json:"launched"`
 	RunningSince time.Time `json:"running_since,omitzero"`
@@ -62,7 +63,7 @@ func (m *machine) snapshot() persisted {
 		if t.terminal() {
 			continue
 		}
-		p.Tasks = append(p.Tasks, persistedTask{ID: t.id, Agent: t.agentID, Host: t.hostname, State: t.state.String(),
+		p.Tasks = append(p.Tasks, persistedTask{ID: t.id, Agent: t.agentID, Host: t.hostname, Ports: t.ports, State: t.state.String(),
 			Launched: t.launched, RunningSince: t.runningSince, Reported: t.reported, Kill: t.kill,
 			UnreachableSince: t.unreachableSince})
 	}
@@ -101,7 +102,7 @@ func (m *machine) restore(p persisted) error {
 		if !ok {
 			k = slotKey{pool: "?", index: -1}
 		}
-		m.tasks[pt.ID] = &task{id: pt.ID, key: k, agentID: pt.Agent, hostname: pt.Host, state: mesos.TaskState(state),
+		m.tasks[pt.ID] = &task{id: pt.ID, key: k, agentID: pt.Agent, hostname: pt.Host, ports: pt.Ports, state: mesos.TaskState(state),
 			launched: pt.Launched, updated: pt.Launched, runningSince: pt.RunningSince, reported: pt.Reported, kill: pt.Kill,
 			unreachableSince: pt.UnreachableSince}
 	}

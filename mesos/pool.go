@@ -40,6 +40,8 @@ type Pool struct {
 	CPUs float64 `json:"cpus" yaml:"cpus"`
 	Mem  float64 `json:"mem" yaml:"mem"`
 	Disk float64 `json:"disk" yaml:"disk"`
+	// GPUs each task needs (Mesos "gpus"); needs Config.GPUResources.
+	GPUs float64 `json:"gpus,omitempty" yaml:"gpus,omitempty"`
 	// Retries is how many times a slot is relaunched after consecutive
 	// failures before the pool is marked failed. 0 means the first failure
 	// fails the pool. A pools file that leaves it out gets DefaultRetries.
@@ -50,8 +52,9 @@ type Pool struct {
 	// URIs are fetched into the sandbox before the command runs.
 	URIs []URI `json:"uris,omitempty" yaml:"uris,omitempty"`
 	// Env is added to the task's environment. The scheduler sets
-	// SLUICE_CLUSTER, SLUICE_CONSUL and HOST itself (they cannot be set
-	// here), and SLUICE_DATA_DIR from DataDir.
+	// SLUICE_CLUSTER, SLUICE_CONSUL, HOST, and SLUICE_BIND,
+	// SLUICE_ADVERTISE and SLUICE_HTTP from the ports Mesos allocated,
+	// itself (they cannot be set here), and SLUICE_DATA_DIR from DataDir.
 	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	// DataDir is the node's data directory (SLUICE_DATA_DIR), a relative
 	// path inside the sandbox, e.g. the container path of a persistent
@@ -89,7 +92,7 @@ type URI struct {
 }
 
 // reservedEnv are the variables the scheduler sets on every task.
-var reservedEnv = []string{"SLUICE_CLUSTER", "SLUICE_CONSUL", "HOST"}
+var reservedEnv = []string{"SLUICE_CLUSTER", "SLUICE_CONSUL", "HOST", "SLUICE_BIND", "SLUICE_ADVERTISE", "SLUICE_HTTP"}
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -112,7 +115,7 @@ func (p *Pool) Validate(field string) error {
 	for _, r := range []struct {
 		name string
 		v    float64
-	}{{"cpus", p.CPUs}, {"mem", p.Mem}, {"disk", p.Disk}} {
+	}{{"cpus", p.CPUs}, {"mem", p.Mem}, {"disk", p.Disk}, {"gpus", p.GPUs}} {
 		if math.IsNaN(r.v) || r.v < 0 || r.v > maxScalar {
 			return fieldErr(f(r.name), "%v must be a non-negative number", r.v)
 		}
@@ -145,7 +148,7 @@ func (p *Pool) Validate(field string) error {
 			return fieldErr(f("env"), "%q is not a valid environment variable name", k)
 		}
 		if slices.Contains(reservedEnv, k) {
-			return fieldErr(f("env."+k), "is set by the scheduler; remove it (use the scheduler's --cluster / --node-consul)")
+			return fieldErr(f("env."+k), "is set by the scheduler (cluster and Consul from --cluster and --node-consul, addresses from the ports Mesos allocates on the agent); remove it")
 		}
 		if k == "SLUICE_DATA_DIR" {
 			return fieldErr(f("env."+k), "use data_dir instead")

@@ -82,6 +82,11 @@ func (s *Scheduler) SetPools(pools []Pool) error {
 	if err := ValidatePools(pools); err != nil {
 		return err
 	}
+	for i := range pools {
+		if pools[i].GPUs > 0 && !s.cfg.GPUResources {
+			return fieldErr(fmt.Sprintf("pools[%d].gpus", i), "%v: the scheduler must declare GPU_RESOURCES to be offered GPUs; set --gpu-resources", pools[i].GPUs)
+		}
+	}
 	cp := make([]Pool, len(pools))
 	for i := range pools {
 		cp[i] = pools[i].clone()

@@ -79,7 +79,7 @@ func (m *machine) status(now time.Time) mesosstatus.Status {
 }
 
 func fillTask(ts *mesosstatus.TaskStatus, t *task) {
-	ts.ID, ts.Agent, ts.Host = t.id, t.agentID, t.hostname
+	ts.ID, ts.Agent, ts.Host, ts.Ports = t.id, t.agentID, t.hostname, slices.Clone(t.ports)
 	ts.State, ts.Message, ts.Since = t.state.String(), t.message, t.updated
 	ts.Unconfirmed, ts.Killing = !t.confirmed, t.kill
 }

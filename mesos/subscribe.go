@@ -241,6 +241,9 @@ func (s *subscriber) frameworkInfo() *mesos.FrameworkInfo {
 			{Type: mesos.FrameworkInfo_Capability_PARTITION_AWARE},
 		},
 	}
+	if c.GPUResources {
+		info.Capabilities = append(info.Capabilities, mesos.FrameworkInfo_Capability{Type: mesos.FrameworkInfo_Capability_GPU_RESOURCES})
+	}
 	if c.Principal != "" {
 		info.Principal = ptr(c.Principal)
 	}

@@ -156,6 +156,9 @@ type TaskStatus struct {
 	ID    string `json:"id,omitempty"`
 	Agent string `json:"agent,omitempty"`
 	Host  string `json:"host,omitempty"`
+	// Ports are the ports allocated to the task: the node's actor
+	// endpoint, then its control API, both on Host.
+	Ports []uint64 `json:"ports,omitempty"`
 	// State is the Mesos task state (TASK_RUNNING …) or PENDING.
 	State string `json:"state"`
 	// Message is the last status message of the task, or of the
