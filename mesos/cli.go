@@ -122,6 +122,8 @@ func parseArgs(args []string) (Config, string, error) {
 	fs.StringVar(&cfg.HTTP, "http", "", "address for GET /v1/mesos/status (e.g. :8095)")
 	fs.StringVar(&level, "log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&cfg.SessionTTL, "session-ttl", cfg.SessionTTL, "Consul session TTL of the leader lock")
+	fs.DurationVar(&cfg.LockDelay, "lock-delay", cfg.LockDelay, "Consul lock-delay of the leader lock (at least session-ttl/2)")
+	fs.DurationVar(&cfg.MasterTimeout, "master-timeout", cfg.MasterTimeout, "a leader without a subscription to any master for this long steps down")
 	fs.DurationVar(&cfg.RelaunchBackoffMin, "relaunch-backoff-min", cfg.RelaunchBackoffMin, "first relaunch delay after a task failure")
 	fs.DurationVar(&cfg.RelaunchBackoffMax, "relaunch-backoff-max", cfg.RelaunchBackoffMax, "maximum relaunch delay")
 	fs.DurationVar(&cfg.SubscribeBackoffMin, "subscribe-backoff-min", cfg.SubscribeBackoffMin, "first delay after a failed subscription")

@@ -21,9 +21,10 @@ const (
 	DefaultEncoding        = "protobuf"
 
 	DefaultSessionTTL          = 10 * time.Second
-	DefaultLockDelay           = time.Millisecond
+	DefaultLockDelay           = 15 * time.Second
 	DefaultLockWait            = 5 * time.Second
 	DefaultCallTimeout         = 15 * time.Second
+	DefaultMasterTimeout       = 5 * time.Minute
 	DefaultSubscribeBackoffMin = 500 * time.Millisecond
 	DefaultSubscribeBackoffMax = 30 * time.Second
 	DefaultRelaunchBackoffMin  = time.Second
@@ -118,11 +119,18 @@ type Config struct {
 	// 10s. Default DefaultSessionTTL.
 	SessionTTL time.Duration
 	// LockDelay is the Consul lock-delay of the session: how long the lock
-	// cannot be taken after the session is invalidated. The Mesos master
-	// fences the old leader (a SUBSCRIBE with the framework ID cuts the
-	// previous subscription) and state writes check the session, so it
-	// is short. Default DefaultLockDelay.
+	// cannot be taken after the session is invalidated (a leader that
+	// crashed, or lost Consul). A leader makes calls to the master only
+	// within a lease of SessionTTL/2 after Consul last confirmed its lock,
+	// so LockDelay must be at least that: then a successor cannot act
+	// while the previous leader still may. Default DefaultLockDelay
+	// (Consul's own default).
 	LockDelay time.Duration
+	// MasterTimeout: a leader that has had no subscription to any master
+	// for this long steps down (releases the lock), so that a standby
+	// that can reach a master takes over; it campaigns again after
+	// SessionTTL. Default DefaultMasterTimeout.
+	MasterTimeout time.Duration
 	// LockWait bounds each blocking query of a standby waiting for the
 	// lock, and so how long stopping a standby can take. Default
 	// DefaultLockWait.
@@ -214,6 +222,7 @@ func (c *Config) fillDefaults() {
 	dur(&c.LockDelay, DefaultLockDelay)
 	dur(&c.LockWait, DefaultLockWait)
 	dur(&c.CallTimeout, DefaultCallTimeout)
+	dur(&c.MasterTimeout, DefaultMasterTimeout)
 	dur(&c.SubscribeBackoffMin, DefaultSubscribeBackoffMin)
 	dur(&c.SubscribeBackoffMax, DefaultSubscribeBackoffMax)
 	dur(&c.RelaunchBackoffMin, DefaultRelaunchBackoffMin)
@@ -283,7 +292,7 @@ func (c *Config) Validate() error {
 		name string
 		v    time.Duration
 	}{
-		{"LockDelay", c.LockDelay}, {"LockWait", c.LockWait}, {"CallTimeout", c.CallTimeout},
+		{"LockDelay", c.LockDelay}, {"LockWait", c.LockWait}, {"CallTimeout", c.CallTimeout}, {"MasterTimeout", c.MasterTimeout},
 		{"SubscribeBackoffMin", c.SubscribeBackoffMin}, {"SubscribeBackoffMax", c.SubscribeBackoffMax},
 		{"RelaunchBackoffMin", c.RelaunchBackoffMin}, {"RelaunchBackoffMax", c.RelaunchBackoffMax},
 		{"BackoffReset", c.BackoffReset}, {"ReconcileInterval", c.ReconcileInterval},
@@ -294,6 +303,10 @@ func (c *Config) Validate() error {
 		if d.v < 0 {
 			return fieldErr(d.name, "%v is negative", d.v)
 		}
+	}
+	if c.LockDelay < c.SessionTTL/2 {
+		return fieldErr("LockDelay", "%v is shorter than the leader's lease (SessionTTL/2 = %v): a successor could act while the old leader still may; use at least %v",
+			c.LockDelay, c.SessionTTL/2, c.SessionTTL/2)
 	}
 	if c.SubscribeBackoffMax < c.SubscribeBackoffMin {
 		return fieldErr("SubscribeBackoffMax", "%v is less than SubscribeBackoffMin (%v)", c.SubscribeBackoffMax, c.SubscribeBackoffMin)

@@ -147,8 +147,9 @@ func (s *Scheduler) setStatus(st mesosstatus.Status) {
 	}
 }
 
-// standbyProblem records a problem while not leading (campaign errors).
-func (s *Scheduler) standbyProblem(err error) {
+// standbyProblem records a problem while not leading (campaign errors,
+// the state cannot be read, no master reachable).
+func (s *Scheduler) standbyProblem(kind mesosstatus.ProblemKind, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -156,7 +157,7 @@ func (s *Scheduler) standbyProblem(err error) {
 	if len(s.status.Problems) >= 20 {
 		s.status.Problems = slices.Delete(slices.Clone(s.status.Problems), 0, 1)
 	}
-	s.status.Problems = append(s.status.Problems, mesosstatus.Problem{At: now, Kind: mesosstatus.ProblemConsul, Message: err.Error()})
+	s.status.Problems = append(s.status.Problems, mesosstatus.Problem{At: now, Kind: kind, Message: err.Error()})
 	s.status.Updated = now
 }
 
@@ -188,14 +189,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer s.consulTransport.CloseIdleConnections()
 
 	retry := jittered(time.Second, 30*time.Second)
-	for ctx.Err() == nil {
+	standby := func() {
 		st := s.baseStatus(mesosstatus.RoleStandby)
 		st.Problems = s.Status().Problems
 		s.setStatus(st)
+	}
+	for ctx.Err() == nil {
+		standby()
 		l, err := campaign(ctx, s.consul, &s.cfg, s.HTTPAddr())
 		if err != nil {
 			s.log.Warn("mesos: campaigning for leadership", "err", err)
-			s.standbyProblem(err)
+			s.standbyProblem(mesosstatus.ProblemConsul, err)
 			sleep(ctx, retry.Next())
 			continue
 		}
@@ -210,9 +214,17 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			break
 		}
 		s.log.Warn("mesos: no longer leading", "err", err)
+		standby()
 		// A leader that lost its lock waits a moment so that the new
 		// leader gets ahead; errors reading the state back off likewise.
-		sleep(ctx, time.Second)
+		// One that could not reach a master leaves the lock to the
+		// others for a session TTL.
+		pause := time.Second
+		if errors.Is(err, ErrNoMaster) {
+			pause = s.cfg.SessionTTL
+			s.standbyProblem(mesosstatus.ProblemSubscription, err)
+		}
+		sleep(ctx, pause)
 	}
 	s.setStatus(s.baseStatus(mesosstatus.RoleStopped))
 	s.log.Info("mesos: scheduler stopped")
