@@ -85,8 +85,15 @@ func (t *term) apply(ctx context.Context, now time.Time, out output) error {
 		}
 	}
 	for _, op := range out.launches {
-		log.Info("mesos: launching", "agent", op.agentID, "offer", op.offerID.Value, "tasks", op.taskIDs())
-		c := calls.Accept(calls.OfferOperations{calls.OpLaunch(op.tasks...)}.WithOffers(op.offerID)).With(calls.RefuseSeconds(op.refuse))
+		ops := calls.OfferOperations(op.pre)
+		for _, o := range op.pre {
+			log.Info("mesos: offer operation", "agent", op.agentID, "offer", op.offerID.Value, "operation", o.GetType(), "resources", describeOperation(o))
+		}
+		if len(op.tasks) > 0 {
+			log.Info("mesos: launching", "agent", op.agentID, "offer", op.offerID.Value, "tasks", op.taskIDs())
+			ops = append(ops, calls.OpLaunch(op.tasks...))
+		}
+		c := calls.Accept(ops.WithOffers(op.offerID)).With(calls.RefuseSeconds(op.refuse))
 		if err := call(c); err != nil {
 			// Skipped or failed, the tasks may or may not exist: the
 			// machine reconciles them before relaunching.

@@ -64,6 +64,12 @@ type machine struct {
 	membersErr   string
 	activeNodes  map[slotKey][]string
 
+	// doomed are the persistent volumes to destroy (ID → agent): their
+	// slots are gone (volumes.go); hadDoomed is whether there were any at
+	// the end of the last input.
+	doomed    map[string]string
+	hadDoomed bool
+
 	offers   offerHistory
 	problems []mesosstatus.Problem
 	sub      mesosstatus.SubscriptionStatus
@@ -75,7 +81,9 @@ type machine struct {
 // machineConfig is what the machine needs from Config.
 type machineConfig struct {
 	cluster, nodeConsul, nodeBinary string
-	killGrace                       time.Duration
+	// role and principal of the framework's reservations (volumes).
+	role, principal string
+	killGrace       time.Duration
 	// launchSettle is how long after its launch a task the master says it
 	// does not know may still be on its way (CallTimeout).
 	launchSettle             time.Duration
@@ -92,6 +100,7 @@ type machineConfig struct {
 func machineConfigFrom(c *Config) machineConfig {
 	return machineConfig{
 		cluster: c.Cluster, nodeConsul: c.NodeConsul, nodeBinary: c.NodeBinary,
+		role: firstRole(c.Roles), principal: c.Principal,
 		killGrace: c.KillGracePeriod, launchSettle: c.CallTimeout,
 		relaunchMin: c.RelaunchBackoffMin, relaunchMax: c.RelaunchBackoffMax,
 		backoffReset:      c.BackoffReset,
@@ -125,6 +134,7 @@ type slot struct {
 	lastReason   string    // why its last task ended
 	pendingSince time.Time // since when it has no live task
 	last         *task     // its last ended task, for the status
+	volume       *slotVolume
 }
 
 // task is the scheduler's view of one Mesos task.
@@ -177,9 +187,12 @@ type output struct {
 	acks      []ackOp
 }
 
+// launchOp is an ACCEPT: the operations pre (RESERVE, CREATE, DESTROY,
+// UNRESERVE of persistent volumes), then LAUNCH of tasks (if any).
 type launchOp struct {
 	offerID mesos.OfferID
 	agentID string
+	pre     []mesos.Offer_Operation
 	tasks   []mesos.TaskInfo
 	refuse  time.Duration
 }
@@ -217,6 +230,7 @@ func newMachine(cfg machineConfig, now time.Time) *machine {
 		slots:     map[slotKey]*slot{},
 		tasks:     map[string]*task{},
 		agents:    map[string]string{},
+		doomed:    map[string]string{},
 		offers:    offerHistory{max: 4096},
 		sub:       mesosstatus.SubscriptionStatus{State: mesosstatus.Disconnected},
 	}
@@ -280,7 +294,7 @@ func (m *machine) setPools(now time.Time, pools []Pool) output {
 	// Forget slots no longer wanted once their tasks are gone.
 	for k := range m.slots {
 		if !m.desired(k) && m.liveTask(k) == nil {
-			delete(m.slots, k)
+			m.forgetSlot(k)
 			m.dirty = true
 		}
 	}
@@ -490,11 +504,17 @@ func (m *machine) finish(now time.Time, out *output) {
 		}
 	}
 	m.wasPending = pendingNow
+	// Volumes to destroy need offers from their agents too.
+	cleanup := len(m.doomed) > 0
+	if cleanup && !m.hadDoomed {
+		newly = true
+	}
+	m.hadDoomed = cleanup
 	switch {
 	case newly && (m.suppressed || m.declined):
 		out.revive = true
 		m.suppressed, m.declined = false, false
-	case len(pending) == 0 && !m.suppressed:
+	case len(pending) == 0 && !cleanup && !m.suppressed:
 		out.suppress = true
 		m.suppressed = true
 	}
@@ -511,4 +531,11 @@ func isTerminal(s mesos.TaskState) bool {
 		return true
 	}
 	return false
+}
+
+func firstRole(roles []string) string {
+	if len(roles) == 0 {
+		return "*"
+	}
+	return roles[0]
 }

@@ -61,10 +61,17 @@ type offerSpace struct {
 	offer mesos.Offer
 	avail []int64   // scalars, per offer.Resources index; 0 for others
 	ports []portSet // ports, per offer.Resources index
+	// volumes are this cluster's persistent volumes in the offer that
+	// slots may use (persistence ID → index), used those taken.
+	volumes map[string]int
+	used    map[int]bool
+	// pre are the operations before LAUNCH (volumes.go).
+	pre []mesos.Offer_Operation
 }
 
 func newOfferSpace(o mesos.Offer) *offerSpace {
-	s := &offerSpace{offer: o, avail: make([]int64, len(o.Resources)), ports: make([]portSet, len(o.Resources))}
+	s := &offerSpace{offer: o, avail: make([]int64, len(o.Resources)), ports: make([]portSet, len(o.Resources)),
+		volumes: map[string]int{}, used: map[int]bool{}}
 	for i := range o.Resources {
 		r := &o.Resources[i]
 		switch {
@@ -143,6 +150,39 @@ func (s *offerSpace) take(need res) ([]mesos.Resource, []uint64) {
 	return out, ports
 }
 
+// unreservedDisk is the plain unreserved disk left.
+func (s *offerSpace) unreservedDisk() int64 {
+	var n int64
+	for i, v := range s.avail {
+		if r := &s.offer.Resources[i]; r.Name == "disk" && !isReserved(r) {
+			n += v
+		}
+	}
+	return n
+}
+
+// takeUnreservedDisk removes n of plain unreserved disk (n ≤
+// unreservedDisk) and returns it as one resource, with the offer's
+// allocation info.
+func (s *offerSpace) takeUnreservedDisk(n int64) mesos.Resource {
+	var out mesos.Resource
+	left := n
+	for i := range s.offer.Resources {
+		r := &s.offer.Resources[i]
+		if left == 0 || r.Name != "disk" || isReserved(r) || s.avail[i] == 0 {
+			continue
+		}
+		if out.Name == "" {
+			out = *r
+		}
+		take := min(left, s.avail[i])
+		s.avail[i] -= take
+		left -= take
+	}
+	out.Scalar = &mesos.Value_Scalar{Value: unfixed(n)}
+	return out
+}
+
 func isReserved(r *mesos.Resource) bool {
 	return len(r.Reservations) > 0 || r.Reservation != nil || (r.Role != nil && *r.Role != "*" && *r.Role != "")
 }
@@ -167,6 +207,7 @@ func (m *machine) offersEvent(now time.Time, offers []mesos.Offer) output {
 		spaces = append(spaces, s)
 	}
 	m.offers.prune(now.Add(-m.cfg.pendingWindow))
+	m.scanVolumes(now, spaces)
 
 	// load[pool][agent] counts the pool's live tasks per agent.
 	load := map[string]map[string]int{}
@@ -184,7 +225,7 @@ func (m *machine) offersEvent(now time.Time, offers []mesos.Offer) output {
 		need := needOf(&ps.spec)
 		best := -1
 		for i, s := range spaces {
-			if !s.left().fits(need) {
+			if !s.left().fits(need) || !m.volumeFits(k, &ps.spec, s, need) {
 				continue
 			}
 			if best < 0 {
@@ -210,6 +251,9 @@ func (m *machine) offersEvent(now time.Time, offers []mesos.Offer) output {
 		s := spaces[best]
 		t := m.newTask(now, k, s.offer)
 		resources, ports := s.take(need)
+		if ps.spec.Volume != nil {
+			resources = append(resources, m.attachVolume(k, &ps.spec, s))
+		}
 		t.ports = ports
 		placed[best] = append(placed[best], m.taskInfo(t, &ps.spec, resources))
 		if load[k.pool] == nil {
@@ -224,11 +268,11 @@ func (m *machine) offersEvent(now time.Time, offers []mesos.Offer) output {
 	}
 	var decline []mesos.OfferID
 	for i, s := range spaces {
-		if len(placed[i]) == 0 {
+		if len(placed[i]) == 0 && len(s.pre) == 0 {
 			decline = append(decline, s.offer.ID)
 			continue
 		}
-		out.launches = append(out.launches, launchOp{offerID: s.offer.ID, agentID: s.offer.AgentID.Value, tasks: placed[i], refuse: refuse})
+		out.launches = append(out.launches, launchOp{offerID: s.offer.ID, agentID: s.offer.AgentID.Value, pre: s.pre, tasks: placed[i], refuse: refuse})
 		m.dirty = true
 	}
 	if len(decline) > 0 {
@@ -294,6 +338,8 @@ func (m *machine) pendingReason(now time.Time, k slotKey, s *slot) string {
 			s.nextLaunch.UTC().Format(time.RFC3339), s.failures, s.lastReason)
 	case m.memberReason(k) != "":
 		return m.memberReason(k)
+	case m.volumeReason(k) != "":
+		return m.volumeReason(k)
 	}
 	from := now.Add(-m.cfg.pendingWindow)
 	if m.start.After(from) {

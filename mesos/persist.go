@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -22,6 +23,8 @@ type persisted struct {
 	Tasks       []persistedTask   `json:"tasks,omitempty"`
 	Slots       []persistedSlot   `json:"slots,omitempty"`
 	FailedPools []persistedFailed `json:"failed_pools,omitempty"`
+	// Destroy are the persistent volumes to destroy: ID → agent.
+	Destroy map[string]string `json:"destroy_volumes,omitempty"`
 }
 
 type persistedTask struct {
@@ -45,6 +48,11 @@ type persistedSlot struct {
 	Restarts   int       `json:"restarts,omitempty"`
 	NextLaunch time.Time `json:"next_launch,omitzero"`
 	LastReason string    `json:"last_reason,omitempty"`
+	// Volume is the slot's persistent volume (persistence ID), on
+	// VolumeAgent; VolumeCreated once it is known to exist.
+	Volume        string `json:"volume,omitempty"`
+	VolumeAgent   string `json:"volume_agent,omitempty"`
+	VolumeCreated bool   `json:"volume_created,omitempty"`
 }
 
 type persistedFailed struct {
@@ -69,15 +77,22 @@ func (m *machine) snapshot() persisted {
 	}
 	slices.SortFunc(p.Tasks, func(a, b persistedTask) int { return cmp.Compare(a.ID, b.ID) })
 	for k, s := range m.slots {
-		if s.failures == 0 && s.restarts == 0 && s.nextLaunch.IsZero() {
+		if s.failures == 0 && s.restarts == 0 && s.nextLaunch.IsZero() && s.volume == nil {
 			continue
 		}
-		p.Slots = append(p.Slots, persistedSlot{Pool: k.pool, Instance: k.index, Failures: s.failures,
-			Restarts: s.restarts, NextLaunch: s.nextLaunch, LastReason: s.lastReason})
+		ps := persistedSlot{Pool: k.pool, Instance: k.index, Failures: s.failures,
+			Restarts: s.restarts, NextLaunch: s.nextLaunch, LastReason: s.lastReason}
+		if v := s.volume; v != nil {
+			ps.Volume, ps.VolumeAgent, ps.VolumeCreated = v.id, v.agentID, v.created
+		}
+		p.Slots = append(p.Slots, ps)
 	}
 	slices.SortFunc(p.Slots, func(a, b persistedSlot) int {
 		return cmp.Or(cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Instance, b.Instance))
 	})
+	if len(m.doomed) > 0 {
+		p.Destroy = maps.Clone(m.doomed)
+	}
 	for _, name := range m.order {
 		if ps := m.pools[name]; ps.failed {
 			p.FailedPools = append(p.FailedPools, persistedFailed{Pool: name, Spec: ps.fp, Reason: ps.failedReason, At: ps.failedAt})
@@ -109,7 +124,11 @@ func (m *machine) restore(p persisted) error {
 	for _, ps := range p.Slots {
 		s := m.slot(slotKey{ps.Pool, ps.Instance}, m.start)
 		s.failures, s.restarts, s.nextLaunch, s.lastReason = ps.Failures, ps.Restarts, ps.NextLaunch, ps.LastReason
+		if ps.Volume != "" {
+			s.volume = &slotVolume{id: ps.Volume, agentID: ps.VolumeAgent, created: ps.VolumeCreated}
+		}
 	}
+	maps.Copy(m.doomed, p.Destroy)
 	for _, f := range p.FailedPools {
 		m.pools[f.Pool] = &poolState{fp: f.Spec, failed: true, failedReason: f.Reason, failedAt: f.At}
 	}

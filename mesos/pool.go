@@ -57,10 +57,30 @@ type Pool struct {
 	// itself (they cannot be set here), and SLUICE_DATA_DIR from DataDir.
 	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	// DataDir is the node's data directory (SLUICE_DATA_DIR), a relative
-	// path inside the sandbox, e.g. the container path of a persistent
-	// volume that the agent mounts there. Empty: the node's default,
-	// $MESOS_SANDBOX/data.
+	// path inside the sandbox. Empty: the node's default,
+	// $MESOS_SANDBOX/data, or Volume.Path with a Volume.
 	DataDir string `json:"data_dir,omitempty" yaml:"data_dir,omitempty"`
+	// Volume, if set, keeps each instance's data directory on a
+	// persistent volume, reserved and created on the agent where the
+	// instance first runs and reused when it is relaunched there
+	// (volumes.go). It needs a framework role (Config.Roles).
+	Volume *VolumeSpec `json:"volume,omitempty" yaml:"volume,omitempty"`
+}
+
+// VolumeSpec is the persistent volume of each instance of a pool.
+type VolumeSpec struct {
+	// Size of the volume in MB (reserved disk).
+	Size float64 `json:"size" yaml:"size"`
+	// Path is the volume's container path in the sandbox, which becomes
+	// the node's data directory (SLUICE_DATA_DIR). Default "data".
+	Path string `json:"path,omitempty" yaml:"path,omitempty"`
+}
+
+func (v *VolumeSpec) path() string {
+	if v.Path == "" {
+		return "data"
+	}
+	return v.Path
 }
 
 // Command is how a task runs its node.
@@ -160,6 +180,17 @@ func (p *Pool) Validate(field string) error {
 	if p.DataDir != "" && (path.IsAbs(p.DataDir) || !isLocal(p.DataDir) || strings.ContainsRune(p.DataDir, 0)) {
 		return fieldErr(f("data_dir"), "%q must be a relative path inside the sandbox (e.g. the container path of a persistent volume); host paths would be shared by the nodes of an agent", p.DataDir)
 	}
+	if v := p.Volume; v != nil {
+		if math.IsNaN(v.Size) || v.Size < 1 || v.Size > maxScalar {
+			return fieldErr(f("volume.size"), "%v: a volume needs at least 1 MB", v.Size)
+		}
+		if v.Path != "" && (path.IsAbs(v.Path) || !isLocal(v.Path) || strings.ContainsRune(v.Path, 0)) {
+			return fieldErr(f("volume.path"), "%q must be a relative path inside the sandbox (the volume's container path)", v.Path)
+		}
+		if p.DataDir != "" && path.Clean(p.DataDir) != path.Clean(v.path()) {
+			return fieldErr(f("data_dir"), "%q differs from volume.path %q: with a volume the data directory is the volume; leave data_dir out", p.DataDir, v.path())
+		}
+	}
 	return nil
 }
 
@@ -192,6 +223,10 @@ func (p *Pool) fingerprint() string {
 
 // clone returns a deep copy of p.
 func (p Pool) clone() Pool {
+	if p.Volume != nil {
+		v := *p.Volume
+		p.Volume = &v
+	}
 	p.Command.Args = slices.Clone(p.Command.Args)
 	p.URIs = slices.Clone(p.URIs)
 	if p.Env != nil {

@@ -86,6 +86,9 @@ func (s *Scheduler) SetPools(pools []Pool) error {
 		if pools[i].GPUs > 0 && !s.cfg.GPUResources {
 			return fieldErr(fmt.Sprintf("pools[%d].gpus", i), "%v: the scheduler must declare GPU_RESOURCES to be offered GPUs; set --gpu-resources", pools[i].GPUs)
 		}
+		if pools[i].Volume != nil && len(s.cfg.Roles) == 0 {
+			return fieldErr(fmt.Sprintf("pools[%d].volume", i), "persistent volumes are reserved for the framework's role; give the scheduler one (--role)")
+		}
 	}
 	cp := make([]Pool, len(pools))
 	for i := range pools {

@@ -38,6 +38,9 @@ func (m *machine) status(now time.Time) mesosstatus.Status {
 			}
 			pst.Restarts += s.restarts
 			ts := mesosstatus.TaskStatus{Pool: name, Instance: i, Restarts: s.restarts, Failures: s.failures}
+			if s.volume != nil {
+				ts.Volume = s.volume.id
+			}
 			if t := kept[k]; t != nil {
 				fillTask(&ts, t)
 				switch t.state {

@@ -239,6 +239,9 @@ func (s *subscriber) frameworkInfo() *mesos.FrameworkInfo {
 			// TASK_UNREACHABLE, TASK_GONE, TASK_GONE_BY_OPERATOR and
 			// TASK_UNKNOWN instead of TASK_LOST (partition.go).
 			{Type: mesos.FrameworkInfo_Capability_PARTITION_AWARE},
+			// Reservations as the "reservations" stack, as volumes.go
+			// makes them (Mesos 1.4+).
+			{Type: mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT},
 		},
 	}
 	if c.GPUResources {

@@ -26,7 +26,10 @@ func (m *machine) taskInfo(t *task, p *Pool, resources []mesos.Resource) mesos.T
 		env["SLUICE_BIND"], env["SLUICE_ADVERTISE"] = actor, actor
 		env["SLUICE_HTTP"] = net.JoinHostPort(t.hostname, strconv.FormatUint(t.ports[1], 10))
 	}
-	if p.DataDir != "" {
+	switch {
+	case p.Volume != nil:
+		env["SLUICE_DATA_DIR"] = p.Volume.path()
+	case p.DataDir != "":
 		env["SLUICE_DATA_DIR"] = p.DataDir
 	}
 	vars := make([]mesos.Environment_Variable, 0, len(env))

@@ -73,6 +73,9 @@ func (m *machine) update(now time.Time, st mesos.TaskStatus) output {
 	if state == mesos.TASK_RUNNING && t.runningSince.IsZero() {
 		t.runningSince = now
 	}
+	if t.reported && state != mesos.TASK_STAGING && state != mesos.TASK_UNREACHABLE {
+		m.volumeStarted(t)
+	}
 	if msg := st.GetMessage(); msg != "" && !reconciled {
 		t.message = msg
 	}
@@ -166,12 +169,13 @@ func (m *machine) ended(now time.Time, t *task, state mesos.TaskState, reason, m
 		s.pendingSince = now
 	}
 	kind := m.classify(t, state, reason)
+	m.volumeEnded(t, state, kind)
 	s.last = t
 	why := describeEnd(state, reason, t.message)
 	switch kind {
 	case endWanted:
 		if !m.desired(t.key) {
-			delete(m.slots, t.key)
+			m.forgetSlot(t.key)
 		}
 		return
 	case endNotLaunched:

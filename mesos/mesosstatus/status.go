@@ -159,6 +159,8 @@ type TaskStatus struct {
 	// Ports are the ports allocated to the task: the node's actor
 	// endpoint, then its control API, both on Host.
 	Ports []uint64 `json:"ports,omitempty"`
+	// Volume is the persistence ID of the instance's persistent volume.
+	Volume string `json:"volume,omitempty"`
 	// State is the Mesos task state (TASK_RUNNING …) or PENDING.
 	State string `json:"state"`
 	// Message is the last status message of the task, or of the
