@@ -112,7 +112,7 @@ func (e *env) startProc(id, poolsFile string) *proc {
 	p.cmd = exec.Command(schedBinary,
 		"--master", e.master.URL(), "--consul", e.consul.Addr(), "--cluster", e.cluster, "--id", id,
 		"--pools", poolsFile, "--node-binary", nodeBinary, "--http", "127.0.0.1:0", "--log-level", "debug",
-		"--failover-timeout", "60s", "--session-ttl", "10s", "--kill-grace", "5s",
+		"--failover-timeout", "60s", "--session-ttl", "10s", "--lock-delay", "5s", "--kill-grace", "5s",
 		"--relaunch-backoff-min", "200ms", "--relaunch-backoff-max", "1s",
 		"--subscribe-backoff-min", "100ms", "--subscribe-backoff-max", "1s",
 		"--reconcile-retry", "3s", "--decline-refuse", "1s", "--status-interval", "1s")
