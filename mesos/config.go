@@ -84,7 +84,8 @@ type Config struct {
 	Secret string
 	// FailoverTimeout is FrameworkInfo.failover_timeout: how long the
 	// master keeps the framework's tasks running while no scheduler is
-	// subscribed. It must cover a leader change (at least 3×SessionTTL).
+	// subscribed. It must cover a leader change (at least 3×SessionTTL +
+	// LockDelay).
 	// Default DefaultFailoverTimeout.
 	FailoverTimeout time.Duration
 	// Checkpoint is FrameworkInfo.checkpoint: agents checkpoint the tasks
@@ -284,9 +285,9 @@ func (c *Config) Validate() error {
 	if c.SessionTTL < 10*time.Second || c.SessionTTL > 24*time.Hour {
 		return fieldErr("SessionTTL", "%v: Consul accepts 10s to 24h", c.SessionTTL)
 	}
-	if c.FailoverTimeout < 3*c.SessionTTL {
-		return fieldErr("FailoverTimeout", "%v is shorter than a leader change can take (3×SessionTTL = %v): the master would kill every task before a standby takes over; use at least %v",
-			c.FailoverTimeout, 3*c.SessionTTL, 3*c.SessionTTL)
+	if takeover := 3*c.SessionTTL + c.LockDelay; c.FailoverTimeout < takeover {
+		return fieldErr("FailoverTimeout", "%v is shorter than a leader change can take (3×SessionTTL + LockDelay = %v): the master would kill every task before a standby takes over; use at least %v",
+			c.FailoverTimeout, takeover, takeover)
 	}
 	for _, d := range []struct {
 		name string
