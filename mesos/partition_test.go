@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
+	"github.com/sluicehq/sluice/mesos/mesostest"
 )
 
 // TestPartitionedAgentComesBack partitions the agent of one of two node
@@ -97,7 +98,9 @@ func TestPartitionedAgentComesBack(t *testing.T) {
 // it, and hears that the task is unknown. It must not relaunch the slot
 // (and then kill one of the two): one task per slot, no KILL.
 func TestNoRelaunchOnEarlyUnknownAnswer(t *testing.T) {
-	e := newEnv(t, twoAgents()...)
+	// A third agent has offers to spare while the ACCEPTs are pending (the
+	// master holds the resources of an ACCEPT until it applies it).
+	e := newEnv(t, append(twoAgents(), mesostest.AgentSpec{ID: "agent-3", CPUs: 2, Mem: 2048})...)
 	e.master.SetAcceptDelay(2 * time.Second)
 	cfg := e.config("s1")
 	cfg.ReconcileInterval = 300 * time.Millisecond
