@@ -124,6 +124,12 @@ func TestNeverTwoCopies(t *testing.T) {
 			}
 		}
 		log = append(log, action)
+		if v, _ := ids.result(); len(v) > 0 {
+			t.Fatalf("after %s: node identities active twice in Consul:\n%s", strings.Join(log, "; "), strings.Join(v, "\n"))
+		}
+		if pv := procs(); len(pv) > 0 {
+			t.Fatalf("after %s: two processes of one slot at once:\n%s", strings.Join(log, "; "), strings.Join(pv, "\n"))
+		}
 		// Let things happen for a random while: 1-40 allocation rounds
 		// (50 ms each), sometimes until the pool has recovered.
 		up := 0

@@ -26,7 +26,8 @@ type AgentSpec struct {
 	// Ports are the agent's unreserved "ports" ranges.
 	Ports []PortRange
 	// FreePorts, if positive, adds that many ports, picked by FreePorts
-	// when the agent registers, to Ports.
+	// when the agent registers, to Ports; none of them is a port of
+	// another agent.
 	FreePorts int
 	// Reserved are statically reserved resources (an agent started with
 	// --resources='cpus(role):2;…'): offered only to frameworks of the
@@ -115,8 +116,18 @@ func (m *Master) AddAgentSpec(spec AgentSpec) error {
 	if spec.Hostname == "" {
 		spec.Hostname = spec.ID
 	}
+	m.mu.Lock()
+	defer m.unlock()
+	if m.closed {
+		return ErrClosed
+	}
 	if spec.FreePorts > 0 {
-		free, err := FreePorts(spec.FreePorts)
+		// All agents run on this machine: none gets another's ports.
+		var taken rangeSet
+		for _, a := range m.agents {
+			taken = taken.union(rangeSet(a.spec.Ports))
+		}
+		free, err := freePorts(spec.FreePorts, taken.union(rangeSet(spec.Ports).normalize()))
 		if err != nil {
 			return fmt.Errorf("mesostest: adding agent %s: %w", spec.ID, err)
 		}
@@ -132,11 +143,6 @@ func (m *Master) AddAgentSpec(spec AgentSpec) error {
 			total.addScalar(kind{name: name, role: r.Role, static: true}, toFixed(v))
 		}
 		total.addRanges(kind{name: "ports", role: r.Role, static: true}, rangeSet(r.Ports).normalize())
-	}
-	m.mu.Lock()
-	defer m.unlock()
-	if m.closed {
-		return ErrClosed
 	}
 	if a, ok := m.agents[spec.ID]; ok {
 		if a.state != agentRegistered {

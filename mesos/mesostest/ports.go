@@ -102,7 +102,10 @@ func (s rangeSet) String() string {
 // programs are not handed them in the meantime), as ranges for
 // AgentSpec.Ports. They are picked at random from 10000 up to the start of
 // the ephemeral range, each checked by binding it.
-func FreePorts(n int) ([]PortRange, error) {
+func FreePorts(n int) ([]PortRange, error) { return freePorts(n, nil) }
+
+// freePorts is FreePorts, not picking any port of exclude.
+func freePorts(n int, exclude rangeSet) ([]PortRange, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -113,7 +116,7 @@ func FreePorts(n int) ([]PortRange, error) {
 	var picked rangeSet
 	for tries := 0; len(picked) < n && tries < 100*n; tries++ {
 		p := lo + rand.Uint64N(hi-lo)
-		if (rangeSet{{p, p}}).minus(picked) == nil {
+		if (rangeSet{{p, p}}).minus(picked) == nil || exclude.contains(rangeSet{{p, p}}) {
 			continue
 		}
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.FormatUint(p, 10)))
