@@ -12,8 +12,8 @@ import (
 )
 
 // TestMasterFailover runs the scheduler against three masters, configured
-// with the URL of one that does not lead: it follows the redirect to the
-// leader. Then the leader fails over: the new leader answers 503 while it
+// with the URL of one that does not lead, or with all three: it follows
+// the redirect to the leader. Then the leader fails over: the new leader answers 503 while it
 // recovers, and one agent re-registers late, so the master does not answer
 // about its task at first. The scheduler follows the old leader's redirect,
 // waits out the 503s on the new leader, and keeps asking about the
@@ -21,11 +21,23 @@ import (
 // the default 30 s), so that every task is confirmed soon after its agent
 // is back; nothing is launched again.
 func TestMasterFailover(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		master func(urls []string) string
+	}{
+		{"one master that does not lead", func(urls []string) string { return urls[2] }},
+		{"every master", func(urls []string) string { return strings.Join(urls, ",") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testMasterFailover(t, tc.master) })
+	}
+}
+
+func testMasterFailover(t *testing.T, master func(urls []string) string) {
 	e := newEnvWith(t, mesostest.Config{Masters: 3, Agents: twoAgents()})
 	peak := e.watchProcesses()
 	urls := e.master.URLs()
 	cfg := e.config("s1")
-	cfg.Master = urls[2]
+	cfg.Master = master(urls)
 	cfg.ReconcileRetryMin, cfg.ReconcileRetry = time.Second, mesos.DefaultReconcileRetry
 	s := e.start(cfg, shellPool("p", 2, "sleep 600", 3))
 	endpoint := func(i int) string { return urls[i] + "/api/v1/scheduler" }
