@@ -127,3 +127,22 @@ func TestUnreachableIsWaitedFor(t *testing.T) {
 		t.Fatalf("relaunch after TASK_GONE_BY_OPERATOR = %v, pool failed %v", got, h.m.pools["p"].failed)
 	}
 }
+
+// TestUnreachableAnswerAdoptsNothing: a launch dropped because its agent
+// was lost (invalid offer), then the answer to a question sent before,
+// "unreachable", about the task that never was: nothing is adopted, the
+// slot is relaunched.
+func TestUnreachableAnswerAdoptsNothing(t *testing.T) {
+	h := newHarness(t, pool("p", 1, 1, 128, 3))
+	h.subscribe()
+	id := launched(h.offers(offer("a1", 2, 1024, 0)))[0]
+	h.m.failure(h.now, "a1", "")
+	h.update(withReason(status(id, "a1", mesos.TASK_DROPPED, false), mesos.REASON_INVALID_OFFERS, "Task launched with invalid offers"))
+	h.update(withReason(status(id, "a1", mesos.TASK_UNREACHABLE, false), mesos.REASON_RECONCILIATION, "Reconciliation: Task is unreachable"))
+	if live := liveIDs(h.m); len(live) != 0 {
+		t.Fatalf("live tasks %v, want none", live)
+	}
+	if got := launched(h.offers(offer("a2", 2, 1024, 0))); len(got) != 1 {
+		t.Fatalf("relaunch = %v, want one task", got)
+	}
+}

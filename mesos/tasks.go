@@ -38,7 +38,11 @@ func (m *machine) update(now time.Time, st mesos.TaskStatus) output {
 	}
 	t := m.tasks[id]
 	if t == nil {
-		if !isTerminal(state) {
+		// A task the scheduler does not know is adopted when the master
+		// knows it. TASK_UNREACHABLE says only that the agent named in
+		// the question is: no proof that the task exists (it may be a
+		// launch that was dropped, whose answer crossed the question).
+		if !isTerminal(state) && state != mesos.TASK_UNREACHABLE {
 			m.adopt(now, st)
 		}
 		m.finish(now, &out)
