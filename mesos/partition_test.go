@@ -37,6 +37,7 @@ func TestPartitionedAgentComesBack(t *testing.T) {
 			before := slices.Sorted(maps.Keys(e.running()))
 			victim := e.running()[before[0]]
 
+			launchedBefore := len(e.master.Tasks())
 			if err := e.master.PartitionAgent(victim.AgentID, isolate); err != nil {
 				t.Fatal(err)
 			}
@@ -55,8 +56,8 @@ func TestPartitionedAgentComesBack(t *testing.T) {
 			// several of its ticks.
 			rounds := e.master.AllocationRounds()
 			e.waitMaster(20*time.Second, "40 allocation rounds", func() bool { return e.master.AllocationRounds() >= rounds+40 })
-			if n := len(e.master.Tasks()); n != 2 {
-				t.Fatalf("%d tasks launched during the partition, want none beyond the 2", n-2)
+			if n := len(e.master.Tasks()) - launchedBefore; n != 0 {
+				t.Fatalf("%d tasks launched during the partition, want none", n)
 			}
 			st := s.Status()
 			if !slices.ContainsFunc(st.Tasks, func(ts mesosstatus.TaskStatus) bool {
@@ -81,8 +82,8 @@ func TestPartitionedAgentComesBack(t *testing.T) {
 					t.Errorf("a task was killed: %+v", c)
 				}
 			}
-			if p := peak(); p != 2 {
-				t.Errorf("peak of %d task processes, want 2", p)
+			if p := peak(); p > 2 {
+				t.Errorf("peak of %d task processes, want at most 2", p)
 			}
 			ids.stop()
 			if v, n := ids.result(); len(v) > 0 || n < 3 {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -243,6 +244,13 @@ func (m *Master) command(t *task) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
+// forkMu keeps processes from being forked while an executable is being
+// written: a child forked then inherits the file open for writing until it
+// execs, and exec of that file fails with ETXTBSY ("text file busy",
+// golang.org/issue/22315). Fetching a URI holds it exclusively, starting a
+// command shared.
+var forkMu sync.RWMutex
+
 // startCommand starts cmd with stdout and stderr redirected to the files
 // "stdout" and "stderr" of the sandbox.
 func startCommand(cmd *exec.Cmd, sandbox string) error {
@@ -257,7 +265,10 @@ func startCommand(cmd *exec.Cmd, sandbox string) error {
 	}
 	defer stderr.Close()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
+	forkMu.RLock()
+	err = cmd.Start()
+	forkMu.RUnlock()
+	if err != nil {
 		return fmt.Errorf("failed to launch command: %w", err)
 	}
 	return nil
@@ -322,6 +333,8 @@ func fetchURI(sandbox string, u mesos.CommandInfo_URI) error {
 		return fmt.Errorf("URI %q: output file %q must be a relative path inside the sandbox", u.Value, name)
 	}
 	dst := filepath.Join(sandbox, name)
+	forkMu.Lock()
+	defer forkMu.Unlock()
 	if err := copyFile(src, dst); err != nil {
 		return fmt.Errorf("fetching %q: %w", u.Value, err)
 	}
