@@ -99,8 +99,9 @@ func (s *subscriber) run(ctx context.Context) {
 	retry := jittered(s.cfg.SubscribeBackoffMin, s.cfg.SubscribeBackoffMax)
 	failures, next, hops := 0, 0, 0
 	endpoint := s.endpoints[0]
+	redirected := false // the last attempt was redirected: no backoff
 	for attempt := 1; ctx.Err() == nil; attempt++ {
-		if failures > 0 && !sleep(ctx, retry.Next()) {
+		if failures > 0 && !redirected && !sleep(ctx, retry.Next()) {
 			return
 		}
 		if ok, err := s.holds(ctx); err != nil || !ok {
@@ -110,6 +111,7 @@ func (s *subscriber) run(ctx context.Context) {
 				return
 			}
 			failures++
+			redirected = false
 			s.send(ctx, input{kind: inEnded, attempt: attempt, err: err})
 			continue
 		}
@@ -120,7 +122,8 @@ func (s *subscriber) run(ctx context.Context) {
 			return
 		}
 		leader, unavailable := probe.after()
-		from, redirected := endpoint, false
+		from := endpoint
+		redirected = false
 		switch {
 		case leader != "" && leader != endpoint && hops < maxRedirects:
 			// Not the leader: go to the one it names, at once.
