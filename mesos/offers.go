@@ -207,7 +207,7 @@ func (m *machine) offersEvent(now time.Time, offers []mesos.Offer) output {
 		spaces = append(spaces, s)
 	}
 	m.offers.prune(now.Add(-m.cfg.pendingWindow))
-	m.scanVolumes(now, spaces)
+	m.scanVolumes(spaces)
 
 	// load[pool][agent] counts the pool's live tasks per agent.
 	load := map[string]map[string]int{}

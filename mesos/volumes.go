@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
-	"time"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler/calls"
@@ -71,7 +70,7 @@ func isVolume(r *mesos.Resource) bool { return r.GetDisk().GetPersistence() != n
 // scanVolumes looks at the volumes of this cluster in the offers: those a
 // slot remembers become usable (and known to exist), unknown ones are
 // adopted by their slot or destroyed.
-func (m *machine) scanVolumes(now time.Time, spaces []*offerSpace) {
+func (m *machine) scanVolumes(spaces []*offerSpace) {
 	for _, s := range spaces {
 		for i := range s.offer.Resources {
 			r := &s.offer.Resources[i]
