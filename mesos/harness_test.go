@@ -100,6 +100,8 @@ func newEnvWith(t *testing.T, cfg mesostest.Config) *env {
 		cfg.KillGracePeriod = 2 * time.Second
 	}
 	cfg.Logf = logf(t)
+	// The scheduler must keep the allocation_info it is offered.
+	cfg.StrictAllocationInfo = true
 	for i := range cfg.Agents {
 		cfg.Agents[i] = localAgent(cfg.Agents[i])
 	}

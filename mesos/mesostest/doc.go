@@ -144,7 +144,8 @@
 // with a directory on the agent that tasks see at the container path),
 // LAUNCH and LAUNCH_GROUP. Resources without allocation_info get the
 // offer's (protobuf::injectAllocationInfo: a launch that leaves it out is
-// valid on a real master); resources allocated to another role, or kinds
+// valid on a real master; Config.StrictAllocationInfo refuses it, to test
+// that a scheduler keeps it); resources allocated to another role, or kinds
 // not in the offer (a reservation that does not exist, ports that were not
 // offered), make a task invalid. An invalid RESERVE, UNRESERVE, CREATE or
 // DESTROY is dropped (operation feedback is not modelled). SetAcceptDelay

@@ -97,6 +97,14 @@ type Config struct {
 	// DefaultPortsWatchInterval.
 	PortsWatchInterval time.Duration
 
+	// StrictAllocationInfo makes the master stricter than Mesos, which
+	// gives operation resources without allocation_info the offer's
+	// (protobuf::injectAllocationInfo): an operation of a MULTI_ROLE
+	// framework (whose offers carry allocation_info) with a resource
+	// without it is invalid, and a task using one fails (TASK_ERROR). For
+	// testing that a scheduler keeps the allocation_info it was offered.
+	StrictAllocationInfo bool
+
 	// Logf, if non-nil, receives diagnostic messages (e.g. testing.T.Logf).
 	// It may be called from any goroutine until Close returns, sometimes
 	// with the master's lock held, so it must not call the Master.

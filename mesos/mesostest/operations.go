@@ -183,10 +183,15 @@ func (m *Master) applyOperationsLocked(fw *framework, agentID string, offered re
 
 // opResources converts the resources of an operation of fw, giving those
 // without allocation_info the offer's (the framework's role) and refusing
-// resources allocated to another role.
-func opResources(fw *framework, rs []mesos.Resource) (resources, error) {
+// resources allocated to another role; with Config.StrictAllocationInfo a
+// MULTI_ROLE framework must keep the allocation_info it was offered.
+func (m *Master) opResources(fw *framework, rs []mesos.Resource) (resources, error) {
 	for i := range rs {
-		if ai := rs[i].AllocationInfo; ai != nil && ai.GetRole() != fw.role {
+		ai := rs[i].AllocationInfo
+		switch {
+		case ai == nil && m.cfg.StrictAllocationInfo && fw.multiRole:
+			return resources{}, fmt.Errorf("resource %s has no allocation_info (mesostest StrictAllocationInfo: keep the offer's)", rs[i].Name)
+		case ai != nil && ai.GetRole() != fw.role:
 			return resources{}, fmt.Errorf("resource %s is allocated to role '%s' but the offer is allocated to role '%s'",
 				rs[i].Name, ai.GetRole(), fw.role)
 		}
@@ -199,7 +204,7 @@ func opResources(fw *framework, rs []mesos.Resource) (resources, error) {
 // framework's role, by its principal (if it has one), of resources that
 // are in the offer. Persistent volumes cannot be unreserved.
 func (m *Master) reserveLocked(fw *framework, a *agent, remaining *resources, rs []mesos.Resource, reserve bool) error {
-	res, err := opResources(fw, rs)
+	res, err := m.opResources(fw, rs)
 	if err != nil {
 		return err
 	}
@@ -254,7 +259,7 @@ func (m *Master) reserveLocked(fw *framework, a *agent, remaining *resources, rs
 // must be in the offer (so no task uses it). The volume's directory on the
 // agent is created, or removed.
 func (m *Master) createLocked(fw *framework, a *agent, remaining *resources, rs []mesos.Resource, create bool) error {
-	res, err := opResources(fw, rs)
+	res, err := m.opResources(fw, rs)
 	if err != nil {
 		return err
 	}
@@ -357,7 +362,7 @@ func (m *Master) validateTaskLocked(fw *framework, a *agent, ti *mesos.TaskInfo,
 	if !ti.Command.GetShell() && ti.Command.GetValue() == "" {
 		return resources{}, "Command value must be set when 'shell' is false"
 	}
-	res, err := opResources(fw, ti.Resources)
+	res, err := m.opResources(fw, ti.Resources)
 	if err != nil {
 		return resources{}, "Invalid resources: " + err.Error()
 	}
@@ -388,7 +393,7 @@ func (m *Master) launchGroupLocked(fw *framework, a *agent, lg *mesos.Offer_Oper
 		fail("Executor ID is invalid: " + err.Error())
 		return
 	}
-	execRes, err := opResources(fw, lg.Executor.Resources)
+	execRes, err := m.opResources(fw, lg.Executor.Resources)
 	if err != nil {
 		fail("Invalid executor resources: " + err.Error())
 		return

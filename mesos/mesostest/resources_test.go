@@ -234,3 +234,35 @@ func TestReservationsAndVolumes(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestStrictAllocationInfo: a MULTI_ROLE framework that drops the
+// allocation_info it was offered fails its launch on a strict master;
+// Mesos (and the default master) would give it the offer's.
+func TestStrictAllocationInfo(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprint("strict=", strict), func(t *testing.T) {
+			m := newMaster(t, mesostest.Config{StrictAllocationInfo: strict, Agents: []mesostest.AgentSpec{{ID: "a1", CPUs: 1, Mem: 512}}})
+			info := fwInfo("roles", mesos.FrameworkInfo_Capability_MULTI_ROLE)
+			info.Roles = []string{"r"}
+			s := subscribe(t, m, protobufCodec, info)
+			o := s.offer("a1")
+			kept := shellTask("kept", o.AgentID, "true", 0, 0)
+			for _, r := range o.Resources {
+				if r.Name == "cpus" {
+					r.Scalar = &mesos.Value_Scalar{Value: 0.1}
+					kept.Resources = []mesos.Resource{r} // with the offer's allocation_info
+				}
+			}
+			dropped := shellTask("dropped", o.AgentID, "true", 0.1, 0) // no allocation_info
+			s.launch(o, 0, kept, dropped)
+			s.expectAck("kept", mesos.TASK_STARTING)
+			if strict {
+				if st := s.expectUpdate("dropped", mesos.TASK_ERROR); !strings.Contains(st.GetMessage(), "no allocation_info") {
+					t.Errorf("dropped = %v", st)
+				}
+			} else {
+				s.expectAck("dropped", mesos.TASK_STARTING)
+			}
+		})
+	}
+}
