@@ -78,11 +78,11 @@ func TestSeveralMasters(t *testing.T) {
 		s.expectAck(id, mesos.TASK_RUNNING)
 	}
 
+	failedOver := time.Now() // before: the recovery is counted from inside FailOver
 	if err := m.FailOver(mesostest.Failover{To: 1, Recovery: 300 * time.Millisecond, LateAgents: map[string]time.Duration{"a2": time.Hour}}); err != nil {
 		t.Fatal(err)
 	}
 	s.waitEnded()
-	failedOver := time.Now()
 	if status, _, body := rawPost(t, endpoint(1)); status != http.StatusServiceUnavailable || body != "Master has not finished recovery" {
 		t.Fatalf("SUBSCRIBE at the recovering leader: %d %q", status, body)
 	}
