@@ -9,7 +9,7 @@ import (
 	consul "github.com/hashicorp/consul/api"
 
 	"github.com/sluicehq/sluice/control/api"
-	"github.com/sluicehq/sluice/mesos"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // ShowMesos makes the cluster status include the Mesos framework's tasks
@@ -24,8 +24,8 @@ func (s *Server) ShowMesos(consulAddr, cluster string) error {
 	s.mesos = func(ctx context.Context) ([]api.LaunchedView, []string) {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		st, err := mesos.ReadStatus(ctx, c, cluster)
-		if errors.Is(err, mesos.ErrNoStatus) {
+		st, err := mesosstatus.ReadStatus(ctx, c, cluster)
+		if errors.Is(err, mesosstatus.ErrNoStatus) {
 			return nil, nil // no Mesos framework in this cluster
 		}
 		if err != nil {
@@ -38,7 +38,7 @@ func (s *Server) ShowMesos(consulAddr, cluster string) error {
 
 // mesosViews turns the framework's status into launcher entries and
 // pending reasons.
-func mesosViews(st mesos.Status) ([]api.LaunchedView, []string) {
+func mesosViews(st mesosstatus.Status) ([]api.LaunchedView, []string) {
 	var launched []api.LaunchedView
 	var pending []string
 	for _, t := range st.Tasks {

@@ -4,18 +4,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/mesos"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 func TestMesosViews(t *testing.T) {
-	st := mesos.Status{
+	st := mesosstatus.Status{
 		Master:       "http://m:5050",
-		Subscription: mesos.SubscriptionStatus{State: "subscribed"},
-		Pools: []mesos.PoolStatus{
+		Subscription: mesosstatus.SubscriptionStatus{State: "subscribed"},
+		Pools: []mesosstatus.PoolStatus{
 			{Name: "big", Desired: 1, Pending: 1, PendingReasons: []string{"no offer with 8 cpus seen in 60 s; largest offer: 4 cpus"}},
 			{Name: "bad", Failed: true, FailedReason: "Command exited with status 3"},
 		},
-		Tasks: []mesos.TaskStatus{
+		Tasks: []mesosstatus.TaskStatus{
 			{Pool: "small", Instance: 0, ID: "small.0.ab", Agent: "a1", State: "TASK_RUNNING"},
 			{Pool: "big", Instance: 0, State: "PENDING", Pending: "no offer with 8 cpus seen in 60 s; largest offer: 4 cpus"},
 		},

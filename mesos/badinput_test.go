@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
 
@@ -40,7 +41,7 @@ func TestPendingReason(t *testing.T) {
 		st, err := e.readStatus()
 		return err == nil && slices.ContainsFunc(pending(st), want.MatchString)
 	})
-	var hst mesos.Status
+	var hst mesosstatus.Status
 	if err := getJSON("http://"+s.HTTPAddr()+"/v1/mesos/status", &hst); err != nil || !slices.ContainsFunc(pending(hst), want.MatchString) {
 		t.Errorf("GET /v1/mesos/status: %v, %+v", err, hst.Tasks)
 	}
@@ -70,7 +71,7 @@ func TestMasterUnreachable(t *testing.T) {
 	s := e.start(cfg, shellPool("p", 1, "sleep 600", 3))
 	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the error in the status, retried", func() bool {
 		st := s.Status()
-		return st.Role == mesos.RoleLeader && st.Subscription.Attempts >= 3 && st.Subscription.State != mesos.Subscribed &&
+		return st.Role == mesosstatus.RoleLeader && st.Subscription.Attempts >= 3 && st.Subscription.State != mesosstatus.Subscribed &&
 			strings.Contains(st.Subscription.LastError, "connection refused")
 	})
 	st := s.Status()
@@ -100,8 +101,8 @@ func TestRejectedSubscription(t *testing.T) {
 	e.master.RejectSubscribe(mesostest.SubscribeRejection{Message: "Framework is not authorized"})
 	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the ERROR event in the status", func() bool {
 		st := s.Status()
-		return slices.ContainsFunc(st.Problems, func(p mesos.Problem) bool {
-			return p.Kind == mesos.ProblemMaster && strings.Contains(p.Message, "Framework is not authorized")
+		return slices.ContainsFunc(st.Problems, func(p mesosstatus.Problem) bool {
+			return p.Kind == mesosstatus.ProblemMaster && strings.Contains(p.Message, "Framework is not authorized")
 		})
 	})
 	if len(e.master.Tasks()) != 0 {
@@ -128,8 +129,8 @@ func TestRefusedAccept(t *testing.T) {
 			s := e.start(e.config("s1"), shellPool("p", 2, "sleep 600", 0))
 			sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "refused ACCEPTs in the status", func() bool {
 				st := s.Status()
-				return st.Subscription.RefusedAccepts >= 2 && slices.ContainsFunc(st.Problems, func(p mesos.Problem) bool {
-					return p.Kind == mesos.ProblemAccept
+				return st.Subscription.RefusedAccepts >= 2 && slices.ContainsFunc(st.Problems, func(p mesosstatus.Problem) bool {
+					return p.Kind == mesosstatus.ProblemAccept
 				})
 			})
 			if len(e.master.Tasks()) != 0 {
@@ -139,7 +140,7 @@ func TestRefusedAccept(t *testing.T) {
 			e.waitMaster(waitTimeout, "2 running tasks", func() bool { return len(e.running()) == 2 })
 			sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "both confirmed", func() bool {
 				st := s.Status()
-				return st.Pools[0].Running == 2 && !st.Pools[0].Failed && st.Subscription.State == mesos.Subscribed
+				return st.Pools[0].Running == 2 && !st.Pools[0].Failed && st.Subscription.State == mesosstatus.Subscribed
 			})
 			if n := len(e.master.Tasks()); n != 2 || peak() != 2 {
 				t.Errorf("%d tasks launched, peak %d processes; want 2 and 2", n, peak())
@@ -169,7 +170,7 @@ func TestRescindedOffer(t *testing.T) {
 		}
 	}
 	st := s.Status()
-	if !slices.ContainsFunc(st.Problems, func(p mesos.Problem) bool { return p.Kind == mesos.ProblemRescind }) {
+	if !slices.ContainsFunc(st.Problems, func(p mesosstatus.Problem) bool { return p.Kind == mesosstatus.ProblemRescind }) {
 		t.Errorf("problems = %+v", st.Problems)
 	}
 	fits := shellPool("p", 1, "sleep 600", 3)

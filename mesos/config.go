@@ -21,15 +21,17 @@ const (
 	DefaultEncoding        = "protobuf"
 
 	DefaultSessionTTL          = 10 * time.Second
-	DefaultLockDelay           = time.Millisecond
+	DefaultLockDelay           = 15 * time.Second
 	DefaultLockWait            = 5 * time.Second
 	DefaultCallTimeout         = 15 * time.Second
+	DefaultMasterTimeout       = 5 * time.Minute
 	DefaultSubscribeBackoffMin = 500 * time.Millisecond
 	DefaultSubscribeBackoffMax = 30 * time.Second
 	DefaultRelaunchBackoffMin  = time.Second
 	DefaultRelaunchBackoffMax  = 5 * time.Minute
 	DefaultBackoffReset        = 10 * time.Minute
 	DefaultReconcileInterval   = 5 * time.Minute
+	DefaultReconcileRetryMin   = time.Second
 	DefaultReconcileRetry      = 30 * time.Second
 	DefaultKillGracePeriod     = 30 * time.Second
 	DefaultDeclineRefuse       = 5 * time.Second
@@ -46,9 +48,11 @@ const (
 type Config struct {
 	// Master is the Mesos master's URL, "http://HOST:5050" (the scheduler
 	// API path /api/v1/scheduler is added when the URL has no path), or
-	// several separated by commas: the masters of an HA Mesos, tried in
-	// turn until one (the leading master) accepts the subscription.
-	// Required. https URLs are used as given.
+	// several separated by commas: masters of an HA Mesos. Any master
+	// will do: one that does not lead redirects to the leader, which the
+	// scheduler follows (and sends every call of the subscription to); one
+	// that does not answer is skipped for the next. Required. https URLs
+	// are used as given.
 	Master string
 	// Consul is the address (host:port) of the Consul agent the scheduler
 	// uses for leader election and its state. Default DefaultConsul.
@@ -80,7 +84,8 @@ type Config struct {
 	Secret string
 	// FailoverTimeout is FrameworkInfo.failover_timeout: how long the
 	// master keeps the framework's tasks running while no scheduler is
-	// subscribed. It must cover a leader change (at least 3×SessionTTL).
+	// subscribed. It must cover a leader change (at least 3×SessionTTL +
+	// LockDelay).
 	// Default DefaultFailoverTimeout.
 	FailoverTimeout time.Duration
 	// Checkpoint is FrameworkInfo.checkpoint: agents checkpoint the tasks
@@ -88,6 +93,11 @@ type Config struct {
 	Checkpoint bool
 	// Encoding of the scheduler API: "protobuf" (default) or "json".
 	Encoding string
+	// GPUResources declares the GPU_RESOURCES capability: the master then
+	// also offers agents with GPUs, which pools with gpus need (tasks
+	// without GPUs are placed on other agents when possible). Off by
+	// default: a framework that declares it holds GPU agents' resources.
+	GPUResources bool
 
 	// NodeBinary is the URI of the node executable, fetched into the
 	// sandbox of every pool without a command of its own, which then runs
@@ -110,11 +120,18 @@ type Config struct {
 	// 10s. Default DefaultSessionTTL.
 	SessionTTL time.Duration
 	// LockDelay is the Consul lock-delay of the session: how long the lock
-	// cannot be taken after the session is invalidated. The Mesos master
-	// fences the old leader (a SUBSCRIBE with the framework ID cuts the
-	// previous subscription) and state writes check the session, so it
-	// is short. Default DefaultLockDelay.
+	// cannot be taken after the session is invalidated (a leader that
+	// crashed, or lost Consul). A leader makes calls to the master only
+	// within a lease of SessionTTL/2 after Consul last confirmed its lock,
+	// so LockDelay must be at least that: then a successor cannot act
+	// while the previous leader still may. Default DefaultLockDelay
+	// (Consul's own default).
 	LockDelay time.Duration
+	// MasterTimeout: a leader that has had no subscription to any master
+	// for this long steps down (releases the lock), so that a standby
+	// that can reach a master takes over; it campaigns again after
+	// SessionTTL. Default DefaultMasterTimeout.
+	MasterTimeout time.Duration
 	// LockWait bounds each blocking query of a standby waiting for the
 	// lock, and so how long stopping a standby can take. Default
 	// DefaultLockWait.
@@ -136,11 +153,13 @@ type Config struct {
 	// ReconcileInterval is the period of the full task reconciliation.
 	// Default DefaultReconcileInterval.
 	ReconcileInterval time.Duration
-	// ReconcileRetry is how long the scheduler waits for the master's
-	// answer about a task before asking again (explicit reconciliation),
-	// and before repeating an unanswered KILL. Default
-	// DefaultReconcileRetry.
-	ReconcileRetry time.Duration
+	// ReconcileRetryMin and ReconcileRetry bound the truncated
+	// exponential backoff of explicit reconciliation: how long the
+	// scheduler waits for the master's answer about a task before asking
+	// again, ReconcileRetryMin first, doubling up to ReconcileRetry.
+	// ReconcileRetry is also the period of repeating an unanswered KILL.
+	// Defaults DefaultReconcileRetryMin, DefaultReconcileRetry.
+	ReconcileRetryMin, ReconcileRetry time.Duration
 	// DeclineRefuse is the refuse filter of offers declined (or left
 	// unused) while tasks are pending. Default DefaultDeclineRefuse.
 	DeclineRefuse time.Duration
@@ -204,12 +223,14 @@ func (c *Config) fillDefaults() {
 	dur(&c.LockDelay, DefaultLockDelay)
 	dur(&c.LockWait, DefaultLockWait)
 	dur(&c.CallTimeout, DefaultCallTimeout)
+	dur(&c.MasterTimeout, DefaultMasterTimeout)
 	dur(&c.SubscribeBackoffMin, DefaultSubscribeBackoffMin)
 	dur(&c.SubscribeBackoffMax, DefaultSubscribeBackoffMax)
 	dur(&c.RelaunchBackoffMin, DefaultRelaunchBackoffMin)
 	dur(&c.RelaunchBackoffMax, DefaultRelaunchBackoffMax)
 	dur(&c.BackoffReset, DefaultBackoffReset)
 	dur(&c.ReconcileInterval, DefaultReconcileInterval)
+	dur(&c.ReconcileRetryMin, DefaultReconcileRetryMin)
 	dur(&c.ReconcileRetry, DefaultReconcileRetry)
 	dur(&c.DeclineRefuse, DefaultDeclineRefuse)
 	dur(&c.IdleRefuse, DefaultIdleRefuse)
@@ -218,9 +239,14 @@ func (c *Config) fillDefaults() {
 	dur(&c.StatusDebounce, DefaultStatusDebounce)
 }
 
-// nameRE is what cluster names, scheduler IDs and pool names must match:
-// safe in Consul service names, KV paths and Mesos task IDs.
+// nameRE is what pool names must match: safe in KV paths and Mesos task
+// IDs.
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// clusterRE is what cluster names must match: the nodes register the
+// cluster's Consul service under it, which must be a DNS label
+// (cluster/consul).
+var clusterRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,63}$`)
 
 // Validate reports the first invalid field, as a *ConfigError. It expects
 // defaults to be filled in (as DefaultConfig and New do).
@@ -234,8 +260,8 @@ func (c *Config) Validate() error {
 	if c.Consul == "" || strings.ContainsAny(c.Consul, " \t\n") {
 		return fieldErr("Consul", "%q is not a Consul address; use host:port, e.g. 127.0.0.1:8500", c.Consul)
 	}
-	if !nameRE.MatchString(c.Cluster) {
-		return fieldErr("Cluster", "%q must be 1-64 characters of A-Z a-z 0-9 _ -", c.Cluster)
+	if !clusterRE.MatchString(c.Cluster) {
+		return fieldErr("Cluster", "%q must be 1-63 characters of A-Z a-z 0-9 - (the nodes' Consul service name, a DNS label)", c.Cluster)
 	}
 	if strings.ContainsAny(c.ID, "\n\r") || len(c.ID) > 256 {
 		return fieldErr("ID", "must be a single line of at most 256 bytes")
@@ -259,18 +285,19 @@ func (c *Config) Validate() error {
 	if c.SessionTTL < 10*time.Second || c.SessionTTL > 24*time.Hour {
 		return fieldErr("SessionTTL", "%v: Consul accepts 10s to 24h", c.SessionTTL)
 	}
-	if c.FailoverTimeout < 3*c.SessionTTL {
-		return fieldErr("FailoverTimeout", "%v is shorter than a leader change can take (3×SessionTTL = %v): the master would kill every task before a standby takes over; use at least %v",
-			c.FailoverTimeout, 3*c.SessionTTL, 3*c.SessionTTL)
+	if takeover := 3*c.SessionTTL + c.LockDelay; c.FailoverTimeout < takeover {
+		return fieldErr("FailoverTimeout", "%v is shorter than a leader change can take (3×SessionTTL + LockDelay = %v): the master would kill every task before a standby takes over; use at least %v",
+			c.FailoverTimeout, takeover, takeover)
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{
-		{"LockDelay", c.LockDelay}, {"LockWait", c.LockWait}, {"CallTimeout", c.CallTimeout},
+		{"LockDelay", c.LockDelay}, {"LockWait", c.LockWait}, {"CallTimeout", c.CallTimeout}, {"MasterTimeout", c.MasterTimeout},
 		{"SubscribeBackoffMin", c.SubscribeBackoffMin}, {"SubscribeBackoffMax", c.SubscribeBackoffMax},
 		{"RelaunchBackoffMin", c.RelaunchBackoffMin}, {"RelaunchBackoffMax", c.RelaunchBackoffMax},
-		{"BackoffReset", c.BackoffReset}, {"ReconcileInterval", c.ReconcileInterval}, {"ReconcileRetry", c.ReconcileRetry},
+		{"BackoffReset", c.BackoffReset}, {"ReconcileInterval", c.ReconcileInterval},
+		{"ReconcileRetryMin", c.ReconcileRetryMin}, {"ReconcileRetry", c.ReconcileRetry},
 		{"KillGracePeriod", c.KillGracePeriod}, {"DeclineRefuse", c.DeclineRefuse}, {"IdleRefuse", c.IdleRefuse},
 		{"PendingWindow", c.PendingWindow}, {"StatusInterval", c.StatusInterval}, {"StatusDebounce", c.StatusDebounce},
 	} {
@@ -278,8 +305,15 @@ func (c *Config) Validate() error {
 			return fieldErr(d.name, "%v is negative", d.v)
 		}
 	}
+	if c.LockDelay < c.SessionTTL/2 {
+		return fieldErr("LockDelay", "%v is shorter than the leader's lease (SessionTTL/2 = %v): a successor could act while the old leader still may; use at least %v",
+			c.LockDelay, c.SessionTTL/2, c.SessionTTL/2)
+	}
 	if c.SubscribeBackoffMax < c.SubscribeBackoffMin {
 		return fieldErr("SubscribeBackoffMax", "%v is less than SubscribeBackoffMin (%v)", c.SubscribeBackoffMax, c.SubscribeBackoffMin)
+	}
+	if c.ReconcileRetry < c.ReconcileRetryMin {
+		return fieldErr("ReconcileRetry", "%v is less than ReconcileRetryMin (%v)", c.ReconcileRetry, c.ReconcileRetryMin)
 	}
 	if c.RelaunchBackoffMax < c.RelaunchBackoffMin {
 		return fieldErr("RelaunchBackoffMax", "%v is less than RelaunchBackoffMin (%v)", c.RelaunchBackoffMax, c.RelaunchBackoffMin)

@@ -19,6 +19,7 @@ func TestConfigValidate(t *testing.T) {
 		{"master without scheme", func(c *Config) { c.Master = "m1:5050" }, "Master"},
 		{"bad second master", func(c *Config) { c.Master = "http://m1:5050,ftp://x" }, "Master"},
 		{"cluster", func(c *Config) { c.Cluster = "a/b" }, "Cluster"},
+		{"cluster not a DNS label", func(c *Config) { c.Cluster = "a_b" }, "Cluster"},
 		{"role", func(c *Config) { c.Roles = []string{"ok", "-bad"} }, "Roles[1]"},
 		{"nested role", func(c *Config) { c.Roles = []string{"eng/streams"} }, ""},
 		{"secret without principal", func(c *Config) { c.Secret = "s" }, "Secret"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
 
@@ -45,7 +46,7 @@ func TestLaunchJoinAndProcess(t *testing.T) {
 	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the count growing", func() bool { return e.processed("count") > first })
 
 	st := s.Status()
-	if st.Role != mesos.RoleLeader || st.Subscription.State != mesos.Subscribed || st.FrameworkID == "" {
+	if st.Role != mesosstatus.RoleLeader || st.Subscription.State != mesosstatus.Subscribed || st.FrameworkID == "" {
 		t.Errorf("status = %+v", st)
 	}
 	if p := st.Pools[0]; p.Desired != 3 || p.Running != 3 || p.Pending != 0 || p.Restarts != 0 {
@@ -94,7 +95,10 @@ func TestRelaunch(t *testing.T) {
 		return st.Pools[0].Restarts == 1 && st.Pools[0].Running == 3
 	})
 
-	// Lose the agent with the most tasks: they move to the other one.
+	// Lose the agent with the most tasks: the master cannot tell a dead
+	// agent from a partitioned one (TASK_UNREACHABLE), so its tasks are
+	// waited for, not replaced; once an operator marks the agent gone they
+	// move to the other one.
 	counts := map[string]int{}
 	for _, tk := range e.running() {
 		counts[tk.AgentID]++
@@ -104,6 +108,19 @@ func TestRelaunch(t *testing.T) {
 		lost, other = other, lost
 	}
 	if err := e.master.LoseAgent(lost); err != nil {
+		t.Fatal(err)
+	}
+	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "the lost tasks unreachable", func() bool {
+		p := s.Status().Pools[0]
+		return p.Unreachable == counts[lost] && p.Pending == 0
+	})
+	launchedBefore := len(e.master.Tasks())
+	rounds := e.master.AllocationRounds()
+	e.waitMaster(10*time.Second, "20 allocation rounds", func() bool { return e.master.AllocationRounds() >= rounds+20 })
+	if n := len(e.master.Tasks()); n != launchedBefore {
+		t.Fatalf("%d tasks launched while the lost ones were unreachable", n-launchedBefore)
+	}
+	if err := e.master.MarkAgentGone(lost); err != nil {
 		t.Fatal(err)
 	}
 	e.waitMaster(waitTimeout, "all tasks on "+other, func() bool {
@@ -128,7 +145,7 @@ func TestRelaunch(t *testing.T) {
 	if p := st.Pools[0]; p.Running != 3 || p.Restarts != 1+counts[lost] || p.Failed {
 		t.Errorf("pool status = %+v", p)
 	}
-	if !slices.ContainsFunc(st.Problems, func(p mesos.Problem) bool { return p.Kind == mesos.ProblemAgent }) {
+	if !slices.ContainsFunc(st.Problems, func(p mesosstatus.Problem) bool { return p.Kind == mesosstatus.ProblemAgent }) {
 		t.Errorf("agent loss not in problems: %+v", st.Problems)
 	}
 }
@@ -180,7 +197,7 @@ func TestRetriesExhausted(t *testing.T) {
 	s2 := e.start(e.config("s2"), shellPool("crash", 1, "echo starting; exit 3", 2), shellPool("ok", 1, "sleep 600", 0))
 	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the new scheduler subscribed", func() bool {
 		st := s2.Status()
-		return st.Subscription.State == mesos.Subscribed && len(st.Pools) == 2 && st.Pools[1].Running == 1
+		return st.Subscription.State == mesosstatus.Subscribed && len(st.Pools) == 2 && st.Pools[1].Running == 1
 	})
 	if st := s2.Status(); !st.Pools[0].Failed {
 		t.Errorf("failed pool relaunched by the next scheduler: %+v", st.Pools[0])

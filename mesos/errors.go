@@ -13,9 +13,9 @@ var (
 	// because this scheduler no longer holds the leader lock: another
 	// scheduler has taken over.
 	ErrNotLeader = errors.New("mesos: not the leader")
-	// ErrNoStatus is returned by ReadStatus when no scheduler has published
-	// a status for the cluster yet.
-	ErrNoStatus = errors.New("mesos: no scheduler status published")
+	// ErrNoMaster is returned (wrapped) when a leader stepped down because
+	// it could not subscribe to any master for Config.MasterTimeout.
+	ErrNoMaster = errors.New("mesos: no master reachable")
 )
 
 // ConfigError reports an invalid field of a Config or a Pool, naming the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // TestRestartResubscribes stops the scheduler (it steps down without
@@ -34,7 +35,7 @@ func TestRestartResubscribes(t *testing.T) {
 		fw := e.master.Frameworks()
 		return len(fw) == 1 && !fw[0].Connected && !fw[0].Removed
 	})
-	if st, err := e.readStatus(); err != nil || st.Role != mesos.RoleStopped {
+	if st, err := e.readStatus(); err != nil || st.Role != mesosstatus.RoleStopped {
 		t.Errorf("status after the leader stopped: %+v, %v", st.Role, err)
 	}
 	if n := e.master.RunningProcesses(); n != 3 {
@@ -44,7 +45,7 @@ func TestRestartResubscribes(t *testing.T) {
 	s2 := e.start(e.config("s2"), pools...)
 	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "s2 leading with the tasks confirmed", func() bool {
 		st := s2.Status()
-		if st.Subscription.State != mesos.Subscribed || len(st.Pools) != 1 || st.Pools[0].Running != 3 {
+		if st.Subscription.State != mesosstatus.Subscribed || len(st.Pools) != 1 || st.Pools[0].Running != 3 {
 			return false
 		}
 		for _, ts := range st.Tasks {
@@ -111,7 +112,7 @@ func (e *env) startProc(id, poolsFile string) *proc {
 	p.cmd = exec.Command(schedBinary,
 		"--master", e.master.URL(), "--consul", e.consul.Addr(), "--cluster", e.cluster, "--id", id,
 		"--pools", poolsFile, "--node-binary", nodeBinary, "--http", "127.0.0.1:0", "--log-level", "debug",
-		"--failover-timeout", "60s", "--session-ttl", "10s", "--kill-grace", "5s",
+		"--failover-timeout", "60s", "--session-ttl", "10s", "--lock-delay", "5s", "--kill-grace", "5s",
 		"--relaunch-backoff-min", "200ms", "--relaunch-backoff-max", "1s",
 		"--subscribe-backoff-min", "100ms", "--subscribe-backoff-max", "1s",
 		"--reconcile-retry", "3s", "--decline-refuse", "1s", "--status-interval", "1s")
@@ -174,8 +175,8 @@ func (p *proc) httpAddr(t *testing.T) string {
 	return addr
 }
 
-func (p *proc) status(t *testing.T) mesos.Status {
-	var st mesos.Status
+func (p *proc) status(t *testing.T) mesosstatus.Status {
+	var st mesosstatus.Status
 	if err := getJSON("http://"+p.httpAddr(t)+"/v1/mesos/status", &st); err != nil {
 		t.Logf("status of %s: %v", p.id, err)
 	}
@@ -208,10 +209,10 @@ func TestHAFailover(t *testing.T) {
 	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "s1 leading with 3 running tasks", func() bool {
 		st, err := e.readStatus()
 		fid = st.FrameworkID
-		return err == nil && st.Scheduler == "s1" && st.Role == mesos.RoleLeader && len(st.Pools) == 1 && st.Pools[0].Running == 3
+		return err == nil && st.Scheduler == "s1" && st.Role == mesosstatus.RoleLeader && len(st.Pools) == 1 && st.Pools[0].Running == 3
 	})
 	s2 := e.startProc("s2", poolsFile)
-	if st := s2.status(t); st.Role != mesos.RoleStandby {
+	if st := s2.status(t); st.Role != mesosstatus.RoleStandby {
 		t.Fatalf("s2 role %q, want standby", st.Role)
 	}
 	e.waitMembersAreTasks()
@@ -221,7 +222,7 @@ func TestHAFailover(t *testing.T) {
 	s1.kill()
 	sluicetest.WaitEvery(t, 60*time.Second, 20*time.Millisecond, "s2 leading with the tasks confirmed", func() bool {
 		st, err := e.readStatus()
-		if err != nil || st.Scheduler != "s2" || st.Role != mesos.RoleLeader || st.Subscription.State != mesos.Subscribed ||
+		if err != nil || st.Scheduler != "s2" || st.Role != mesosstatus.RoleLeader || st.Subscription.State != mesosstatus.Subscribed ||
 			len(st.Pools) != 1 || st.Pools[0].Running != 3 {
 			return false
 		}
@@ -249,7 +250,7 @@ func TestHAFailover(t *testing.T) {
 	// A clean stop hands over at once: the lock is released, the
 	// framework stays.
 	s3 := e.startProc("s3", poolsFile)
-	if st := s3.status(t); st.Role != mesos.RoleStandby {
+	if st := s3.status(t); st.Role != mesosstatus.RoleStandby {
 		t.Fatalf("s3 role %q, want standby", st.Role)
 	}
 	stopped := time.Now()
@@ -267,7 +268,7 @@ func TestHAFailover(t *testing.T) {
 	}
 	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "s3 leading", func() bool {
 		st, err := e.readStatus()
-		return err == nil && st.Scheduler == "s3" && st.Subscription.State == mesos.Subscribed && st.Pools[0].Running == 3
+		return err == nil && st.Scheduler == "s3" && st.Subscription.State == mesosstatus.Subscribed && st.Pools[0].Running == 3
 	})
 	t.Logf("s3 took over %v after s2 was stopped", time.Since(stopped).Round(time.Millisecond))
 	if time.Since(stopped) > 10*time.Second {

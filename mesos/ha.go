@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // High availability: every scheduler process of a cluster campaigns for
@@ -28,11 +30,10 @@ import (
 // cleanly releases the lock at once.
 
 // KV layout under sluice/<cluster>/mesos/.
-func keyPrefix(cluster string) string    { return "sluice/" + cluster + "/mesos/" }
-func leaderKey(cluster string) string    { return keyPrefix(cluster) + "leader" }
-func stateKey(cluster string) string     { return keyPrefix(cluster) + "state" }
-func statusKey(cluster string) string    { return keyPrefix(cluster) + "status" }
-func frameworkKey(cluster string) string { return keyPrefix(cluster) + "framework-id" }
+// The status key is mesosstatus.Key.
+func leaderKey(cluster string) string    { return mesosstatus.KeyPrefix(cluster) + "leader" }
+func stateKey(cluster string) string     { return mesosstatus.KeyPrefix(cluster) + "state" }
+func frameworkKey(cluster string) string { return mesosstatus.KeyPrefix(cluster) + "framework-id" }
 
 // leaderInfo is the value of the leader key.
 type leaderInfo struct {

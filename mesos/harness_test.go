@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
 
@@ -78,15 +79,33 @@ type env struct {
 
 func newEnv(t *testing.T, agents ...mesostest.AgentSpec) *env {
 	t.Helper()
+	return newEnvWith(t, mesostest.Config{Agents: agents})
+}
+
+// newEnvWith is newEnv with a master configuration; zero timings get the
+// short ones of newEnv.
+func newEnvWith(t *testing.T, cfg mesostest.Config) *env {
+	t.Helper()
 	c := consultest.Start(t)
-	m, err := mesostest.New(mesostest.Config{
-		HeartbeatInterval:         time.Second,
-		AllocationInterval:        50 * time.Millisecond,
-		StatusUpdateRetryInterval: 2 * time.Second,
-		KillGracePeriod:           2 * time.Second,
-		Agents:                    agents,
-		Logf:                      logf(t),
-	})
+	if cfg.HeartbeatInterval == 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.AllocationInterval == 0 {
+		cfg.AllocationInterval = 50 * time.Millisecond
+	}
+	if cfg.StatusUpdateRetryInterval == 0 {
+		cfg.StatusUpdateRetryInterval = 2 * time.Second
+	}
+	if cfg.KillGracePeriod == 0 {
+		cfg.KillGracePeriod = 2 * time.Second
+	}
+	cfg.Logf = logf(t)
+	// The scheduler must keep the allocation_info it is offered.
+	cfg.StrictAllocationInfo = true
+	for i := range cfg.Agents {
+		cfg.Agents[i] = localAgent(cfg.Agents[i])
+	}
+	m, err := mesostest.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +155,7 @@ func (w logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-var nonName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var nonName = regexp.MustCompile(`[^A-Za-z0-9-]+`)
 
 func clusterName(t *testing.T) string {
 	n := nonName.ReplaceAllString(t.Name(), "-")
@@ -272,10 +291,10 @@ func (e *env) watchProcesses() func() int {
 }
 
 // readStatus reads the status the leader published to Consul.
-func (e *env) readStatus() (mesos.Status, error) {
+func (e *env) readStatus() (mesosstatus.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return mesos.ReadStatus(ctx, e.consul.Client(), e.cluster)
+	return mesosstatus.ReadStatus(ctx, e.consul.Client(), e.cluster)
 }
 
 // members returns the nodes registered and passing in Consul.
@@ -366,7 +385,7 @@ func (e *env) processed(op string) int64 {
 }
 
 // pending returns the pending reasons in a status.
-func pending(st mesos.Status) []string {
+func pending(st mesosstatus.Status) []string {
 	var out []string
 	for _, ts := range st.Tasks {
 		if ts.Pending != "" {
@@ -374,4 +393,31 @@ func pending(st mesos.Status) []string {
 		}
 	}
 	return out
+}
+
+// contextUntil returns a context that ends when stop is closed or cancel
+// is called.
+func contextUntil(stop <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// localAgent completes an agent for tests whose tasks are nodes: the
+// tasks run on this machine, so the agent's hostname (where nodes bind)
+// is 127.0.0.1, and it offers ports (10 free ones) unless it has some.
+func localAgent(a mesostest.AgentSpec) mesostest.AgentSpec {
+	if a.Hostname == "" {
+		a.Hostname = "127.0.0.1"
+	}
+	if len(a.Ports) == 0 && a.FreePorts == 0 {
+		a.FreePorts = 10
+	}
+	return a
 }

@@ -1,9 +1,7 @@
 package mesos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,10 +12,16 @@ import (
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler/calls"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // errSkipped: a call not made because the subscription is gone.
 var errSkipped = errors.New("mesos: not subscribed")
+
+// errSaveLater: the state was not saved because saving it failed a moment
+// ago.
+var errSaveLater = errors.New("mesos: state not saved: Consul failed a moment ago")
 
 // tickInterval is how often the leader loop looks at the clock (backoff
 // expiry, reconciliation and kill retries, heartbeats).
@@ -42,11 +46,23 @@ type term struct {
 	// status: the subscription itself only ends with "context canceled".
 	dropped error
 	since   time.Time
+
+	// confirmed is when Consul last confirmed the lock (lease.go);
+	// withholding is set while calls are withheld outside the lease, and
+	// heldDeclines are the offers to decline when it is confirmed again.
+	confirmed    time.Time
+	withholding  bool
+	heldDeclines []mesos.OfferID
+	// contact is when a master last sent an event (or the term began).
+	contact time.Time
+	// saveFailed is when saving the state last failed.
+	saveFailed time.Time
 }
 
-// lead runs one leadership term until ctx ends, the lock is lost, or the
-// state cannot be loaded. Its goroutines (subscriber, publisher) are
-// stopped and waited for before it returns.
+// lead runs one leadership term until ctx ends, the lock is lost (or no
+// longer confirmed), or the state cannot be loaded. Its goroutines
+// (subscriber, publisher, members watcher, lease keeper) are stopped and
+// waited for before it returns.
 func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.RoundTripper) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -54,13 +70,14 @@ func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.Roun
 	p, err := loadState(lctx, s.consul, s.cfg.Cluster)
 	lcancel()
 	if err != nil {
-		s.standbyProblem(err)
+		s.standbyProblem(mesosstatus.ProblemConsul, err)
 		return err
 	}
 	now := time.Now()
-	t := &term{s: s, l: l, m: newMachine(machineConfigFrom(&s.cfg), now), since: now}
+	// The lock was just acquired and read back: the lease starts now.
+	t := &term{s: s, l: l, m: newMachine(machineConfigFrom(&s.cfg), now), since: now, confirmed: now, contact: now}
 	if err := t.m.restore(p); err != nil {
-		s.standbyProblem(err)
+		s.standbyProblem(mesosstatus.ProblemConsul, err)
 		return err
 	}
 	t.fid.Store(t.m.frameworkID)
@@ -72,10 +89,16 @@ func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.Roun
 		frameworkID: func() string { return t.fid.Load().(string) },
 		holds:       l.holds, in: in, log: s.log,
 	}
+	members := make(chan membership)
+	leases := make(chan leaseCheck)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Add(2)
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		s.keepLease(ctx, l, leases)
+	}()
 	go func() {
 		defer wg.Done()
 		sub.run(ctx)
@@ -83,6 +106,10 @@ func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.Roun
 	go func() {
 		defer wg.Done()
 		s.publish(ctx, l)
+	}()
+	go func() {
+		defer wg.Done()
+		s.watchMembers(ctx, members)
 	}()
 
 	if pools, ok := s.currentPools(); ok {
@@ -105,8 +132,23 @@ func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.Roun
 			out = t.m.setPools(now, pools)
 		case <-ticker.C:
 			now = time.Now()
+			if err := t.checkLease(now); err != nil {
+				return err
+			}
+			if err := t.checkMaster(now); err != nil {
+				return err
+			}
 			t.watchdog(now)
 			out = t.m.tick(now)
+		case c := <-leases:
+			now = time.Now()
+			if c.lost {
+				return fmt.Errorf("mesos: leader lock held by another session: %w", ErrNotLeader)
+			}
+			t.confirm(c.at)
+		case mb := <-members:
+			now = time.Now()
+			out = t.m.members(now, mb)
 		case i := <-in:
 			now = time.Now()
 			var err error
@@ -128,7 +170,7 @@ func (t *term) input(now time.Time, i input) (output, error) {
 	case inAttempt:
 		t.attempt, t.caller, t.cancel = i.attempt, i.caller, i.cancel
 		t.lastEvent, t.heartbeat, t.dropped = now, 0, nil
-		m.subscribing(now)
+		m.subscribing(now, i.endpoint)
 		log.Info("mesos: subscribing", "master", i.endpoint, "framework_id", m.frameworkID, "attempt", i.attempt)
 	case inEnded:
 		if errors.Is(i.err, ErrNotLeader) {
@@ -140,10 +182,14 @@ func (t *term) input(now time.Time, i input) (output, error) {
 				i.err = fmt.Errorf("subscription dropped after: %w", t.dropped)
 			}
 		}
-		if i.subscribed {
+		switch {
+		case i.redirected:
+			log.Info("mesos: following the leading master", "err", i.err)
+			m.disconnected(now, nil)
+		case i.subscribed:
 			log.Warn("mesos: subscription ended", "err", i.err)
 			m.disconnected(now, i.err)
-		} else {
+		default:
 			log.Warn("mesos: subscription failed", "master", i.endpoint, "err", i.err)
 			m.subscribeFailed(now, i.err)
 		}
@@ -151,7 +197,7 @@ func (t *term) input(now time.Time, i input) (output, error) {
 		if i.attempt != t.attempt {
 			return output{}, nil
 		}
-		t.lastEvent = now
+		t.lastEvent, t.contact = now, now
 		return t.event(now, i.ev), nil
 	}
 	return output{}, nil
@@ -206,6 +252,18 @@ func (t *term) event(now time.Time, e *scheduler.Event) output {
 	return out
 }
 
+// checkMaster steps down when no master has been subscribed to for
+// MasterTimeout: another scheduler may reach one.
+func (t *term) checkMaster(now time.Time) error {
+	if t.m.subscribed {
+		return nil
+	}
+	if d := now.Sub(t.contact); d > t.s.cfg.MasterTimeout {
+		return fmt.Errorf("mesos: no subscription to a master for %v (last error: %s): %w", d.Round(time.Second), t.m.sub.LastError, ErrNoMaster)
+	}
+	return nil
+}
+
 // watchdog ends a subscription whose master has been silent for three
 // heartbeat intervals: the connection is presumed dead, and the
 // subscriber resubscribes.
@@ -216,177 +274,9 @@ func (t *term) watchdog(now time.Time) {
 	if silent := now.Sub(t.lastEvent); silent > 3*t.heartbeat+time.Second {
 		err := fmt.Errorf("no event from the master for %v (heartbeat interval %v): resubscribing", silent.Round(time.Second), t.heartbeat)
 		t.s.log.Warn("mesos: missed heartbeats", "err", err)
-		t.m.problem(now, ProblemSubscription, err.Error())
+		t.m.problem(now, mesosstatus.ProblemSubscription, err.Error())
 		t.dropped = err
 		t.cancel()
 		t.cancel = nil
 	}
 }
-
-// apply carries out an output: persist (always before launches; launches
-// that cannot be persisted are not sent, their offers are declined), then
-// the calls, acknowledgements last and only if the state was saved, then
-// the status. It returns an error only when leadership is lost.
-func (t *term) apply(ctx context.Context, now time.Time, out output) error {
-	m, log := t.m, t.s.log
-	saved := true
-	if m.dirty || len(out.launches) > 0 {
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err := t.l.saveState(wctx, m.snapshot())
-		cancel()
-		if errors.Is(err, ErrNotLeader) {
-			return err
-		}
-		if err != nil {
-			saved = false
-			log.Error("mesos: persisting state", "err", err)
-			for _, op := range out.launches {
-				m.launchAborted(now, op, err)
-				out.declines = append(out.declines, declineOp{offerIDs: []mesos.OfferID{op.offerID}, refuse: t.s.cfg.DeclineRefuse})
-			}
-			out.launches = nil
-		} else {
-			m.dirty = false
-		}
-	}
-	fid := m.frameworkID
-	// call makes a call in the current subscription. httpsched ends the
-	// subscription on any failed call, so after one failure the rest are
-	// skipped (errSkipped): what they would do is redone after the
-	// resubscription (reconciliation, kills, REVIVE/SUPPRESS; offers are
-	// withdrawn; updates are resent until acknowledged).
-	call := func(c *scheduler.Call) error {
-		if t.caller == nil {
-			return errSkipped
-		}
-		c.FrameworkID = &mesos.FrameworkID{Value: fid}
-		err := calls.CallNoData(ctx, t.caller, c)
-		if err != nil {
-			t.caller = nil
-			t.dropped = fmt.Errorf("%s failed: %w", c.GetType(), err)
-		}
-		return err
-	}
-	failed := func(what string, err error) {
-		if !errors.Is(err, errSkipped) && ctx.Err() == nil {
-			log.Warn("mesos: call failed", "call", what, "err", err)
-			m.callFailed(now, what, err)
-		}
-	}
-	for _, op := range out.launches {
-		log.Info("mesos: launching", "agent", op.agentID, "offer", op.offerID.Value, "tasks", op.taskIDs())
-		c := calls.Accept(calls.OfferOperations{calls.OpLaunch(op.tasks...)}.WithOffers(op.offerID)).With(calls.RefuseSeconds(op.refuse))
-		if err := call(c); err != nil {
-			// Skipped or failed, the tasks may or may not exist: the
-			// machine reconciles them before relaunching.
-			log.Error("mesos: ACCEPT failed", "offer", op.offerID.Value, "tasks", op.taskIDs(), "err", err)
-			m.launchFailed(now, op, err)
-		}
-	}
-	for _, op := range out.declines {
-		if err := call(calls.Decline(op.offerIDs...).With(calls.RefuseSeconds(op.refuse))); err != nil {
-			failed("DECLINE", err)
-		}
-	}
-	for _, op := range out.kills {
-		log.Info("mesos: killing task", "task", op.taskID, "agent", op.agentID)
-		if err := call(calls.Kill(op.taskID, op.agentID)); err != nil {
-			failed("KILL", err)
-		}
-	}
-	for _, op := range out.reconcile {
-		log.Debug("mesos: reconciling", "tasks", len(op.tasks))
-		if err := call(calls.Reconcile(calls.ReconcileTasks(op.tasks))); err != nil {
-			failed("RECONCILE", err)
-		}
-	}
-	if out.revive {
-		log.Debug("mesos: reviving offers")
-		if err := call(calls.Revive()); err != nil {
-			failed("REVIVE", err)
-		}
-	}
-	if out.suppress {
-		log.Debug("mesos: suppressing offers")
-		if err := call(calls.Suppress()); err != nil {
-			failed("SUPPRESS", err)
-		}
-	}
-	for _, a := range out.acks {
-		if !saved {
-			// Not acknowledged: the agent sends the update again, and it
-			// is processed again once the state can be saved.
-			break
-		}
-		if err := call(calls.Acknowledge(a.agentID, a.taskID, a.uuid)); err != nil {
-			// The update is sent again; it is acknowledged then.
-			failed("ACKNOWLEDGE", err)
-		}
-	}
-	t.s.setStatus(t.status(now))
-	return nil
-}
-
-// status is the leader's full status.
-func (t *term) status(now time.Time) Status {
-	st := t.m.status(now)
-	st.Cluster, st.Scheduler, st.Role, st.Master = t.s.cfg.Cluster, t.s.cfg.ID, RoleLeader, t.s.cfg.Master
-	st.LeaderSince, st.Updated = t.since, now
-	return st
-}
-
-// publish writes the status to Consul while leading: StatusDebounce after
-// a change, and every StatusInterval.
-func (s *Scheduler) publish(ctx context.Context, l *leadership) {
-	interval := time.NewTicker(s.cfg.StatusInterval)
-	defer interval.Stop()
-	var (
-		last     []byte // last written, without Updated
-		debounce <-chan time.Time
-		failing  bool
-	)
-	write := func(force bool) {
-		st := s.Status()
-		if st.Role != RoleLeader {
-			return
-		}
-		cmp := st
-		cmp.Updated = time.Time{}
-		key, _ := json.Marshal(cmp)
-		if !force && bytes.Equal(key, last) {
-			return
-		}
-		b, err := marshalStatus(st)
-		if err != nil {
-			return
-		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = l.write(wctx, map[string][]byte{statusKey(s.cfg.Cluster): b})
-		cancel()
-		switch {
-		case err != nil && ctx.Err() == nil && !failing:
-			failing = true
-			s.log.Warn("mesos: publishing status", "err", err)
-		case err == nil:
-			failing = false
-			last = key
-		}
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.statusNotify:
-			if debounce == nil {
-				debounce = time.After(s.cfg.StatusDebounce)
-			}
-		case <-debounce:
-			debounce = nil
-			write(false)
-		case <-interval.C:
-			write(true)
-		}
-	}
-}
-
-func marshalStatus(st Status) ([]byte, error) { return json.Marshal(st) }

@@ -3,6 +3,7 @@ package mesos
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,9 @@ import (
 	"time"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+	"github.com/mesos/mesos-go/api/v1/lib/httpcli/apierrors"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // machine is the scheduler's decision logic. It takes what happens — events
@@ -54,9 +58,21 @@ type machine struct {
 	tasks  map[string]*task
 	agents map[string]string // agent ID → hostname, from offers
 
+	// membersKnown is set while the cluster's members in Consul are
+	// known; activeNodes are the active members by slot (members.go).
+	membersKnown bool
+	membersErr   string
+	activeNodes  map[slotKey][]string
+
+	// doomed are the persistent volumes to destroy (ID → agent): their
+	// slots are gone (volumes.go); hadDoomed is whether there were any at
+	// the end of the last input.
+	doomed    map[string]string
+	hadDoomed bool
+
 	offers   offerHistory
-	problems []Problem
-	sub      SubscriptionStatus
+	problems []mesosstatus.Problem
+	sub      mesosstatus.SubscriptionStatus
 	// dirty is set when the persisted part of the state changed; the
 	// driver persists and clears it.
 	dirty bool
@@ -65,22 +81,30 @@ type machine struct {
 // machineConfig is what the machine needs from Config.
 type machineConfig struct {
 	cluster, nodeConsul, nodeBinary string
-	killGrace                       time.Duration
-	relaunchMin, relaunchMax        time.Duration
-	backoffReset                    time.Duration
-	reconcileInterval               time.Duration
-	reconcileRetry                  time.Duration
-	declineRefuse, idleRefuse       time.Duration
-	pendingWindow                   time.Duration
+	// role and principal of the framework's reservations (volumes).
+	role, principal string
+	killGrace       time.Duration
+	// launchSettle is how long after its launch a task the master says it
+	// does not know may still be on its way (CallTimeout).
+	launchSettle             time.Duration
+	relaunchMin, relaunchMax time.Duration
+	backoffReset             time.Duration
+	reconcileInterval        time.Duration
+	// reconcileRetryMin..reconcileRetry bound the truncated exponential
+	// backoff of explicit reconciliation.
+	reconcileRetryMin, reconcileRetry time.Duration
+	declineRefuse, idleRefuse         time.Duration
+	pendingWindow                     time.Duration
 }
 
 func machineConfigFrom(c *Config) machineConfig {
 	return machineConfig{
 		cluster: c.Cluster, nodeConsul: c.NodeConsul, nodeBinary: c.NodeBinary,
-		killGrace:   c.KillGracePeriod,
+		role: firstRole(c.Roles), principal: c.Principal,
+		killGrace: c.KillGracePeriod, launchSettle: c.CallTimeout,
 		relaunchMin: c.RelaunchBackoffMin, relaunchMax: c.RelaunchBackoffMax,
 		backoffReset:      c.BackoffReset,
-		reconcileInterval: c.ReconcileInterval, reconcileRetry: c.ReconcileRetry,
+		reconcileInterval: c.ReconcileInterval, reconcileRetryMin: c.ReconcileRetryMin, reconcileRetry: c.ReconcileRetry,
 		declineRefuse: c.DeclineRefuse, idleRefuse: c.IdleRefuse,
 		pendingWindow: c.PendingWindow,
 	}
@@ -110,6 +134,7 @@ type slot struct {
 	lastReason   string    // why its last task ended
 	pendingSince time.Time // since when it has no live task
 	last         *task     // its last ended task, for the status
+	volume       *slotVolume
 }
 
 // task is the scheduler's view of one Mesos task.
@@ -118,6 +143,7 @@ type task struct {
 	key          slotKey
 	agentID      string
 	hostname     string
+	ports        []uint64 // allocated: actor endpoint, control API
 	state        mesos.TaskState
 	message      string
 	reason       string
@@ -131,9 +157,19 @@ type task struct {
 	// last (re)subscription (or the task was launched in it).
 	confirmed bool
 	asked     time.Time // last explicit reconciliation of the task
-	kill      bool      // the scheduler wants it dead
-	killSent  time.Time
-	ended     time.Time
+	// asks counts the explicit reconciliations of the task the master
+	// has not answered: the next one waits the asks-th delay of the
+	// reconciliation backoff.
+	asks     int
+	kill     bool // the scheduler wants it dead
+	killSent time.Time
+	ended    time.Time
+	// unreachableSince is when the master reported the task's agent
+	// unreachable (zero while reachable).
+	unreachableSince time.Time
+	// acceptRefused: the master refused the ACCEPT of the task (an HTTP
+	// error answer), so it was never launched.
+	acceptRefused bool
 }
 
 func (t *task) terminal() bool { return isTerminal(t.state) }
@@ -151,9 +187,12 @@ type output struct {
 	acks      []ackOp
 }
 
+// launchOp is an ACCEPT: the operations pre (RESERVE, CREATE, DESTROY,
+// UNRESERVE of persistent volumes), then LAUNCH of tasks (if any).
 type launchOp struct {
 	offerID mesos.OfferID
 	agentID string
+	pre     []mesos.Offer_Operation
 	tasks   []mesos.TaskInfo
 	refuse  time.Duration
 }
@@ -191,8 +230,9 @@ func newMachine(cfg machineConfig, now time.Time) *machine {
 		slots:     map[slotKey]*slot{},
 		tasks:     map[string]*task{},
 		agents:    map[string]string{},
+		doomed:    map[string]string{},
 		offers:    offerHistory{max: 4096},
-		sub:       SubscriptionStatus{State: Disconnected},
+		sub:       mesosstatus.SubscriptionStatus{State: mesosstatus.Disconnected},
 	}
 }
 
@@ -254,7 +294,7 @@ func (m *machine) setPools(now time.Time, pools []Pool) output {
 	// Forget slots no longer wanted once their tasks are gone.
 	for k := range m.slots {
 		if !m.desired(k) && m.liveTask(k) == nil {
-			delete(m.slots, k)
+			m.forgetSlot(k)
 			m.dirty = true
 		}
 	}
@@ -291,7 +331,7 @@ func (m *machine) subscribedEvent(now time.Time, frameworkID string, heartbeat t
 	m.suppressed = false // a SUBSCRIBE without suppressed_roles unsuppresses
 	m.declined = true    // filters of a previous subscription may remain
 	m.wasPending = nil
-	m.sub.State, m.sub.Since, m.sub.Heartbeat = Subscribed, now, heartbeat
+	m.sub.State, m.sub.Since, m.sub.Heartbeat = mesosstatus.Subscribed, now, heartbeat
 	var out output
 	explicit := map[string]string{}
 	for _, t := range m.tasks {
@@ -299,7 +339,7 @@ func (m *machine) subscribedEvent(now time.Time, frameworkID string, heartbeat t
 			continue
 		}
 		t.confirmed = false
-		t.asked = now
+		t.asked, t.asks = now, 1
 		t.killSent = time.Time{} // a kill of the last subscription may be lost
 		explicit[t.id] = t.agentID
 	}
@@ -315,25 +355,26 @@ func (m *machine) subscribedEvent(now time.Time, frameworkID string, heartbeat t
 // disconnected records the end of a subscription.
 func (m *machine) disconnected(now time.Time, err error) {
 	if m.subscribed {
-		m.sub.State = Disconnected
+		m.sub.State = mesosstatus.Disconnected
 		m.sub.Since = now
 	}
 	m.subscribed = false
 	if err != nil {
-		m.problem(now, ProblemSubscription, err.Error())
+		m.problem(now, mesosstatus.ProblemSubscription, err.Error())
 	}
 }
 
-// subscribing records the start of a subscription attempt.
-func (m *machine) subscribing(now time.Time) {
-	m.sub.State = Subscribing
+// subscribing records the start of a subscription attempt at endpoint.
+func (m *machine) subscribing(now time.Time, endpoint string) {
+	m.sub.State = mesosstatus.Subscribing
+	m.sub.Leader = endpoint
 	m.sub.Attempts++
 }
 
 // subscribeFailed records a failed subscription attempt.
 func (m *machine) subscribeFailed(now time.Time, err error) {
-	m.sub.State = Disconnected
-	m.problem(now, ProblemSubscription, err.Error())
+	m.sub.State = mesosstatus.Disconnected
+	m.problem(now, mesosstatus.ProblemSubscription, err.Error())
 }
 
 // errorEvent handles an ERROR event. "Framework has been removed" means
@@ -341,7 +382,7 @@ func (m *machine) subscribeFailed(now time.Time, err error) {
 // ID again: the ID is dropped (the next SUBSCRIBE registers a new
 // framework) and every task is relaunched.
 func (m *machine) errorEvent(now time.Time, msg string) output {
-	m.problem(now, ProblemMaster, "ERROR event: "+msg)
+	m.problem(now, mesosstatus.ProblemMaster, "ERROR event: "+msg)
 	var out output
 	if strings.Contains(msg, "removed") {
 		m.frameworkID = ""
@@ -361,7 +402,7 @@ func (m *machine) errorEvent(now time.Time, msg string) output {
 // TASK_LOST (REASON_INVALID_OFFERS) and is retried.
 func (m *machine) rescind(now time.Time, offerID string) {
 	m.sub.Rescinded++
-	m.problem(now, ProblemRescind, "offer "+offerID+" rescinded by the master")
+	m.problem(now, mesosstatus.ProblemRescind, "offer "+offerID+" rescinded by the master")
 }
 
 // failure handles FAILURE: a lost agent's tasks are asked about at once
@@ -372,11 +413,11 @@ func (m *machine) failure(now time.Time, agentID, executorID string) output {
 	if agentID == "" || executorID != "" {
 		return out
 	}
-	m.problem(now, ProblemAgent, "agent "+agentID+" lost")
+	m.problem(now, mesosstatus.ProblemAgent, "agent "+agentID+" lost")
 	ask := map[string]string{}
 	for _, t := range m.tasks {
 		if t.agentID == agentID && !t.terminal() {
-			t.asked = now
+			t.asked, t.asks = now, t.asks+1
 			ask[t.id] = t.agentID
 		}
 	}
@@ -404,11 +445,13 @@ func (m *machine) tick(now time.Time) output {
 // until reconciliation (after the resubscription that follows) tells.
 func (m *machine) launchFailed(now time.Time, op launchOp, err error) {
 	m.sub.RefusedAccepts++
-	m.problem(now, ProblemAccept, fmt.Sprintf("ACCEPT of offer %s (tasks %s) failed: %v", op.offerID.Value, strings.Join(op.taskIDs(), ", "), err))
+	m.problem(now, mesosstatus.ProblemAccept, fmt.Sprintf("ACCEPT of offer %s (tasks %s) failed: %v", op.offerID.Value, strings.Join(op.taskIDs(), ", "), err))
+	var refused *apierrors.Error
 	for _, id := range op.taskIDs() {
 		if t := m.tasks[id]; t != nil {
 			t.confirmed = false
-			t.asked = time.Time{}
+			t.asked, t.asks = time.Time{}, 0
+			t.acceptRefused = errors.As(err, &refused)
 		}
 	}
 }
@@ -416,7 +459,7 @@ func (m *machine) launchFailed(now time.Time, op launchOp, err error) {
 // launchAborted forgets the tasks of a launch that was not sent (the state
 // could not be persisted first).
 func (m *machine) launchAborted(now time.Time, op launchOp, err error) {
-	m.problem(now, ProblemConsul, fmt.Sprintf("launch of %s not sent: %v", strings.Join(op.taskIDs(), ", "), err))
+	m.problem(now, mesosstatus.ProblemConsul, fmt.Sprintf("launch of %s not sent: %v", strings.Join(op.taskIDs(), ", "), err))
 	for _, id := range op.taskIDs() {
 		if t := m.tasks[id]; t != nil {
 			delete(m.tasks, id)
@@ -430,18 +473,18 @@ func (m *machine) launchAborted(now time.Time, op launchOp, err error) {
 // reconciliations are repeated by later inputs; a lost SUPPRESS or REVIVE
 // is corrected after the resubscription the failure causes.
 func (m *machine) callFailed(now time.Time, call string, err error) {
-	m.problem(now, ProblemCall, fmt.Sprintf("%s failed: %v", call, err))
+	m.problem(now, mesosstatus.ProblemCall, fmt.Sprintf("%s failed: %v", call, err))
 }
 
 // problem records something that went wrong, for the status.
-func (m *machine) problem(now time.Time, kind ProblemKind, msg string) {
+func (m *machine) problem(now time.Time, kind mesosstatus.ProblemKind, msg string) {
 	m.sub.LastError = msg
 	m.sub.LastErrorAt = now
 	const max = 20
 	if len(m.problems) == max {
 		m.problems = slices.Delete(m.problems, 0, 1)
 	}
-	m.problems = append(m.problems, Problem{At: now, Kind: kind, Message: msg})
+	m.problems = append(m.problems, mesosstatus.Problem{At: now, Kind: kind, Message: msg})
 }
 
 // finish is the common end of every input: it kills extra tasks and
@@ -461,21 +504,38 @@ func (m *machine) finish(now time.Time, out *output) {
 		}
 	}
 	m.wasPending = pendingNow
+	// Volumes to destroy need offers from their agents too.
+	cleanup := len(m.doomed) > 0
+	if cleanup && !m.hadDoomed {
+		newly = true
+	}
+	m.hadDoomed = cleanup
 	switch {
 	case newly && (m.suppressed || m.declined):
 		out.revive = true
 		m.suppressed, m.declined = false, false
-	case len(pending) == 0 && !m.suppressed:
+	case len(pending) == 0 && !cleanup && !m.suppressed:
 		out.suppress = true
 		m.suppressed = true
 	}
 }
 
+// isTerminal reports whether a task in state s is gone for good.
+// TASK_UNREACHABLE is not: its agent may come back, and the task with it.
+// TASK_UNKNOWN (the master knows neither the task nor its agent) is.
 func isTerminal(s mesos.TaskState) bool {
 	switch s {
 	case mesos.TASK_FINISHED, mesos.TASK_FAILED, mesos.TASK_KILLED, mesos.TASK_LOST,
-		mesos.TASK_ERROR, mesos.TASK_DROPPED, mesos.TASK_GONE, mesos.TASK_GONE_BY_OPERATOR:
+		mesos.TASK_ERROR, mesos.TASK_DROPPED, mesos.TASK_GONE, mesos.TASK_GONE_BY_OPERATOR,
+		mesos.TASK_UNKNOWN:
 		return true
 	}
 	return false
+}
+
+func firstRole(roles []string) string {
+	if len(roles) == 0 {
+		return "*"
+	}
+	return roles[0]
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+	"github.com/mesos/mesos-go/api/v1/lib/httpcli/apierrors"
 )
 
 // Unit tests of the decision logic: no I/O, a fake clock.
@@ -28,10 +29,10 @@ type harness struct {
 func testConfig() machineConfig {
 	return machineConfig{
 		cluster: "c1", nodeConsul: "127.0.0.1:8500",
-		killGrace:   5 * time.Second,
+		killGrace: 5 * time.Second, launchSettle: 15 * time.Second,
 		relaunchMin: time.Second, relaunchMax: 8 * time.Second,
 		backoffReset:      10 * time.Minute,
-		reconcileInterval: 5 * time.Minute, reconcileRetry: 30 * time.Second,
+		reconcileInterval: 5 * time.Minute, reconcileRetryMin: time.Second, reconcileRetry: 30 * time.Second,
 		declineRefuse: 5 * time.Second, idleRefuse: 2 * time.Minute,
 		pendingWindow: 60 * time.Second,
 	}
@@ -44,6 +45,7 @@ func newHarness(t *testing.T, pools ...Pool) *harness {
 		h.seq++
 		return fmt.Sprintf("%s.%d.t%d", pool, slot, h.seq)
 	}
+	h.m.members(t0, membership{}) // no node in the cluster
 	h.m.setPools(h.now, pools)
 	return h
 }
@@ -65,11 +67,18 @@ func scalarRes(name string, v float64) mesos.Resource {
 
 var offerSeq int
 
+func portsRes(begin, end uint64) mesos.Resource {
+	star := "*"
+	return mesos.Resource{Name: "ports", Type: mesos.RANGES.Enum(), Role: &star,
+		Ranges: &mesos.Value_Ranges{Range: []mesos.Value_Range{{Begin: begin, End: end}}}}
+}
+
+// offer is an offer of cpus, mem, disk and ports 31000-31099.
 func offer(agent string, cpus, mem, disk float64) mesos.Offer {
 	offerSeq++
 	return mesos.Offer{
 		ID: mesos.OfferID{Value: fmt.Sprintf("o%d", offerSeq)}, AgentID: mesos.AgentID{Value: agent}, Hostname: agent + ".example",
-		Resources: []mesos.Resource{scalarRes("cpus", cpus), scalarRes("mem", mem), scalarRes("disk", disk)},
+		Resources: []mesos.Resource{scalarRes("cpus", cpus), scalarRes("mem", mem), scalarRes("disk", disk), portsRes(31000, 31099)},
 	}
 }
 
@@ -209,6 +218,8 @@ func TestTaskResourcesFromOffer(t *testing.T) {
 		{Name: "cpus", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: 0.1}, Role: &star, AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role}},
 		{Name: "cpus", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: 0.2}, Role: &role, AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role}},
 		{Name: "mem", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: 1000}, Role: &star, AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role}},
+		{Name: "ports", Type: mesos.RANGES.Enum(), Role: &star, AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role},
+			Ranges: &mesos.Value_Ranges{Range: []mesos.Value_Range{{Begin: 4000, End: 4000}, {Begin: 4002, End: 4010}}}},
 		// A persistent volume is not plain disk.
 		{Name: "disk", Type: mesos.SCALAR.Enum(), Scalar: &mesos.Value_Scalar{Value: 500}, Role: &role,
 			Disk: &mesos.Resource_DiskInfo{Persistence: &mesos.Resource_DiskInfo_Persistence{ID: "v1"}}},
@@ -220,9 +231,13 @@ func TestTaskResourcesFromOffer(t *testing.T) {
 	rs := out.launches[0].tasks[0].Resources
 	var got []string
 	for _, r := range rs {
-		got = append(got, fmt.Sprintf("%s:%v(%s,%s)", r.Name, r.Scalar.Value, r.GetRole(), r.GetAllocationInfo().GetRole()))
+		v := fmt.Sprint(r.GetScalar().GetValue())
+		if r.Ranges != nil {
+			v = fmt.Sprint(r.Ranges.Range)
+		}
+		got = append(got, fmt.Sprintf("%s:%s(%s,%s)", r.Name, v, r.GetRole(), r.GetAllocationInfo().GetRole()))
 	}
-	want := []string{"cpus:0.2(sluice,sluice)", "cpus:0.1(*,sluice)", "mem:100(*,sluice)"}
+	want := []string{"cpus:0.2(sluice,sluice)", "cpus:0.1(*,sluice)", "mem:100(*,sluice)", "ports:[{4000 4000} {4002 4002}](*,sluice)"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("task resources = %v, want %v (reserved first, roles and allocation info kept, no volume)", got, want)
 	}
@@ -508,7 +523,7 @@ func TestPendingReasonTogether(t *testing.T) {
 	h.subscribe()
 	h.offers(offer("a1", 4, 1024, 0), offer("a2", 1, 4096, 0))
 	got := h.m.status(h.now).Tasks[0].Pending
-	if !strings.Contains(got, "no offer with 2 cpus, 2048 MB mem and 0 MB disk together") {
+	if !strings.Contains(got, "no offer with 2 cpus, 2048 MB mem, 0 MB disk and 2 ports together") {
 		t.Errorf("pending = %q", got)
 	}
 }
@@ -518,7 +533,7 @@ func TestFailedAcceptIsReconciled(t *testing.T) {
 	h.subscribe()
 	out := h.offers(offer("a1", 2, 1024, 0))
 	op := out.launches[0]
-	h.m.launchFailed(h.now, op, fmt.Errorf("malformed request: boom"))
+	h.m.launchFailed(h.now, op, apierrors.CodeMalformedRequest.Error("boom"))
 	st := h.m.status(h.now)
 	if st.Subscription.RefusedAccepts != 1 || !strings.Contains(st.Subscription.LastError, "boom") {
 		t.Errorf("subscription status = %+v", st.Subscription)
@@ -663,7 +678,8 @@ func TestTaskInfo(t *testing.T) {
 	for _, v := range c.Environment.Variables {
 		env[v.Name] = v.GetValue()
 	}
-	want := map[string]string{"A": "1", "SLUICE_CLUSTER": "c1", "SLUICE_CONSUL": "127.0.0.1:8500", "HOST": "a1.example", "SLUICE_DATA_DIR": "vol/data"}
+	want := map[string]string{"A": "1", "SLUICE_CLUSTER": "c1", "SLUICE_CONSUL": "127.0.0.1:8500", "HOST": "a1.example", "SLUICE_DATA_DIR": "vol/data",
+		"SLUICE_BIND": "a1.example:31000", "SLUICE_ADVERTISE": "a1.example:31000", "SLUICE_HTTP": "a1.example:31001"}
 	if fmt.Sprint(env) != fmt.Sprint(want) {
 		t.Errorf("env = %v, want %v", env, want)
 	}
@@ -720,6 +736,13 @@ func TestPersistedButNeverLaunched(t *testing.T) {
 	if got := launched(b.offers(offer("a1", 2, 1024, 0))); len(got) != 0 {
 		t.Fatalf("launched %v before the master answered about %s", got, id)
 	}
+	// An answer right after the launch may come before the master
+	// processed the ACCEPT: not believed yet.
+	b.update(withReason(status(id, "", mesos.TASK_LOST, false), mesos.REASON_RECONCILIATION, "Reconciliation: Task is unknown"))
+	if got := launched(b.offers(offer("a1", 2, 1024, 0))); len(got) != 0 {
+		t.Fatalf("launched %v on an early answer about %s", got, id)
+	}
+	b.advance(20 * time.Second) // the takeover took a while
 	b.update(withReason(status(id, "", mesos.TASK_LOST, false), mesos.REASON_RECONCILIATION, "Reconciliation: Task is unknown"))
 	if b.m.pools["p"].failed {
 		t.Fatal("a task that never ran failed the pool")

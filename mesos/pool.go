@@ -40,6 +40,8 @@ type Pool struct {
 	CPUs float64 `json:"cpus" yaml:"cpus"`
 	Mem  float64 `json:"mem" yaml:"mem"`
 	Disk float64 `json:"disk" yaml:"disk"`
+	// GPUs each task needs (Mesos "gpus"); needs Config.GPUResources.
+	GPUs float64 `json:"gpus,omitempty" yaml:"gpus,omitempty"`
 	// Retries is how many times a slot is relaunched after consecutive
 	// failures before the pool is marked failed. 0 means the first failure
 	// fails the pool. A pools file that leaves it out gets DefaultRetries.
@@ -50,14 +52,35 @@ type Pool struct {
 	// URIs are fetched into the sandbox before the command runs.
 	URIs []URI `json:"uris,omitempty" yaml:"uris,omitempty"`
 	// Env is added to the task's environment. The scheduler sets
-	// SLUICE_CLUSTER, SLUICE_CONSUL and HOST itself (they cannot be set
-	// here), and SLUICE_DATA_DIR from DataDir.
+	// SLUICE_CLUSTER, SLUICE_CONSUL, HOST, and SLUICE_BIND,
+	// SLUICE_ADVERTISE and SLUICE_HTTP from the ports Mesos allocated,
+	// itself (they cannot be set here), and SLUICE_DATA_DIR from DataDir.
 	Env map[string]string `json:"env,omitempty" yaml:"env,omitempty"`
 	// DataDir is the node's data directory (SLUICE_DATA_DIR), a relative
-	// path inside the sandbox, e.g. the container path of a persistent
-	// volume that the agent mounts there. Empty: the node's default,
-	// $MESOS_SANDBOX/data.
+	// path inside the sandbox. Empty: the node's default,
+	// $MESOS_SANDBOX/data, or Volume.Path with a Volume.
 	DataDir string `json:"data_dir,omitempty" yaml:"data_dir,omitempty"`
+	// Volume, if set, keeps each instance's data directory on a
+	// persistent volume, reserved and created on the agent where the
+	// instance first runs and reused when it is relaunched there
+	// (volumes.go). It needs a framework role (Config.Roles).
+	Volume *VolumeSpec `json:"volume,omitempty" yaml:"volume,omitempty"`
+}
+
+// VolumeSpec is the persistent volume of each instance of a pool.
+type VolumeSpec struct {
+	// Size of the volume in MB (reserved disk).
+	Size float64 `json:"size" yaml:"size"`
+	// Path is the volume's container path in the sandbox, which becomes
+	// the node's data directory (SLUICE_DATA_DIR). Default "data".
+	Path string `json:"path,omitempty" yaml:"path,omitempty"`
+}
+
+func (v *VolumeSpec) path() string {
+	if v.Path == "" {
+		return "data"
+	}
+	return v.Path
 }
 
 // Command is how a task runs its node.
@@ -89,7 +112,7 @@ type URI struct {
 }
 
 // reservedEnv are the variables the scheduler sets on every task.
-var reservedEnv = []string{"SLUICE_CLUSTER", "SLUICE_CONSUL", "HOST"}
+var reservedEnv = []string{"SLUICE_CLUSTER", "SLUICE_CONSUL", "HOST", "SLUICE_BIND", "SLUICE_ADVERTISE", "SLUICE_HTTP"}
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -112,7 +135,7 @@ func (p *Pool) Validate(field string) error {
 	for _, r := range []struct {
 		name string
 		v    float64
-	}{{"cpus", p.CPUs}, {"mem", p.Mem}, {"disk", p.Disk}} {
+	}{{"cpus", p.CPUs}, {"mem", p.Mem}, {"disk", p.Disk}, {"gpus", p.GPUs}} {
 		if math.IsNaN(r.v) || r.v < 0 || r.v > maxScalar {
 			return fieldErr(f(r.name), "%v must be a non-negative number", r.v)
 		}
@@ -145,7 +168,7 @@ func (p *Pool) Validate(field string) error {
 			return fieldErr(f("env"), "%q is not a valid environment variable name", k)
 		}
 		if slices.Contains(reservedEnv, k) {
-			return fieldErr(f("env."+k), "is set by the scheduler; remove it (use the scheduler's --cluster / --node-consul)")
+			return fieldErr(f("env."+k), "is set by the scheduler (cluster and Consul from --cluster and --node-consul, addresses from the ports Mesos allocates on the agent); remove it")
 		}
 		if k == "SLUICE_DATA_DIR" {
 			return fieldErr(f("env."+k), "use data_dir instead")
@@ -156,6 +179,17 @@ func (p *Pool) Validate(field string) error {
 	}
 	if p.DataDir != "" && (path.IsAbs(p.DataDir) || !isLocal(p.DataDir) || strings.ContainsRune(p.DataDir, 0)) {
 		return fieldErr(f("data_dir"), "%q must be a relative path inside the sandbox (e.g. the container path of a persistent volume); host paths would be shared by the nodes of an agent", p.DataDir)
+	}
+	if v := p.Volume; v != nil {
+		if math.IsNaN(v.Size) || v.Size < 1 || v.Size > maxScalar {
+			return fieldErr(f("volume.size"), "%v: a volume needs at least 1 MB", v.Size)
+		}
+		if v.Path != "" && (path.IsAbs(v.Path) || !isLocal(v.Path) || strings.ContainsRune(v.Path, 0)) {
+			return fieldErr(f("volume.path"), "%q must be a relative path inside the sandbox (the volume's container path)", v.Path)
+		}
+		if p.DataDir != "" && path.Clean(p.DataDir) != path.Clean(v.path()) {
+			return fieldErr(f("data_dir"), "%q differs from volume.path %q: with a volume the data directory is the volume; leave data_dir out", p.DataDir, v.path())
+		}
 	}
 	return nil
 }
@@ -189,6 +223,10 @@ func (p *Pool) fingerprint() string {
 
 // clone returns a deep copy of p.
 func (p Pool) clone() Pool {
+	if p.Volume != nil {
+		v := *p.Volume
+		p.Volume = &v
+	}
 	p.Command.Args = slices.Clone(p.Command.Args)
 	p.URIs = slices.Clone(p.URIs)
 	if p.Env != nil {

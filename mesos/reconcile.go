@@ -13,8 +13,11 @@ import (
 // the master does not know are reported TASK_LOST (reason
 // REASON_RECONCILIATION) and relaunched; tasks the scheduler does not know
 // are adopted into their slot if it is free, else killed. Unanswered
-// questions are asked again every ReconcileRetry; the full reconciliation
-// repeats every ReconcileInterval.
+// questions are asked again with a truncated exponential backoff, as the
+// reconciliation doc asks (a master that just failed over does not answer
+// about tasks of agents that have not re-registered yet): after
+// ReconcileRetryMin, doubling up to ReconcileRetry. The full
+// reconciliation repeats every ReconcileInterval.
 
 // reconcileDue adds the reconciliations and kill retries that are due.
 func (m *machine) reconcileDue(now time.Time, out *output) {
@@ -31,8 +34,9 @@ func (m *machine) reconcileDue(now time.Time, out *output) {
 		// Unconfirmed after a (re)subscription or a failed ACCEPT, or
 		// launched without news for a while: ask again.
 		stale := !t.confirmed || (t.state == mesos.TASK_STAGING && !t.reported)
-		if full || stale && now.Sub(t.asked) >= m.cfg.reconcileRetry {
+		if full || stale && now.Sub(t.asked) >= m.askDelay(t) {
 			t.asked = now
+			t.asks++
 			ask[t.id] = t.agentID
 		}
 	}
@@ -43,4 +47,10 @@ func (m *machine) reconcileDue(now time.Time, out *output) {
 		out.reconcile = append(out.reconcile, reconcileOp{})
 		m.lastReconcile = now
 	}
+}
+
+// askDelay is how long to wait for the master's answer about t before
+// asking again.
+func (m *machine) askDelay(t *task) time.Duration {
+	return nthDelay(max(t.asks, 1), m.cfg.reconcileRetryMin, m.cfg.reconcileRetry)
 }

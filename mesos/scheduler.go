@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // Scheduler is a Mesos framework scheduler for one Sluice cluster. Create
@@ -34,7 +36,7 @@ type Scheduler struct {
 	mu           sync.Mutex
 	pools        []Pool
 	poolsSet     bool // SetPools was called
-	status       Status
+	status       mesosstatus.Status
 	httpAddr     string
 	poolsChanged chan struct{} // cap 1: SetPools → leader loop
 	statusNotify chan struct{} // cap 1: leader loop → publisher
@@ -67,7 +69,7 @@ func New(cfg Config) (*Scheduler, error) {
 		poolsChanged: make(chan struct{}, 1),
 		statusNotify: make(chan struct{}, 1),
 	}
-	s.status = s.baseStatus(RoleStopped)
+	s.status = s.baseStatus(mesosstatus.RoleStopped)
 	return s, nil
 }
 
@@ -79,6 +81,14 @@ func New(cfg Config) (*Scheduler, error) {
 func (s *Scheduler) SetPools(pools []Pool) error {
 	if err := ValidatePools(pools); err != nil {
 		return err
+	}
+	for i := range pools {
+		if pools[i].GPUs > 0 && !s.cfg.GPUResources {
+			return fieldErr(fmt.Sprintf("pools[%d].gpus", i), "%v: the scheduler must declare GPU_RESOURCES to be offered GPUs; set --gpu-resources", pools[i].GPUs)
+		}
+		if pools[i].Volume != nil && len(s.cfg.Roles) == 0 {
+			return fieldErr(fmt.Sprintf("pools[%d].volume", i), "persistent volumes are reserved for the framework's role; give the scheduler one (--role)")
+		}
 	}
 	cp := make([]Pool, len(pools))
 	for i := range pools {
@@ -106,7 +116,7 @@ func (s *Scheduler) currentPools() ([]Pool, bool) {
 
 // Status returns this process's view: the full status while it leads,
 // its role otherwise.
-func (s *Scheduler) Status() Status {
+func (s *Scheduler) Status() mesosstatus.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.status
@@ -124,13 +134,13 @@ func (s *Scheduler) HTTPAddr() string {
 	return s.httpAddr
 }
 
-func (s *Scheduler) baseStatus(role Role) Status {
-	return Status{Cluster: s.cfg.Cluster, Scheduler: s.cfg.ID, Role: role, Master: s.cfg.Master,
-		Subscription: SubscriptionStatus{State: Disconnected}, Updated: time.Now()}
+func (s *Scheduler) baseStatus(role mesosstatus.Role) mesosstatus.Status {
+	return mesosstatus.Status{Cluster: s.cfg.Cluster, Scheduler: s.cfg.ID, Role: role, Master: s.cfg.Master,
+		Subscription: mesosstatus.SubscriptionStatus{State: mesosstatus.Disconnected}, Updated: time.Now()}
 }
 
 // setStatus replaces the status and tells the publisher.
-func (s *Scheduler) setStatus(st Status) {
+func (s *Scheduler) setStatus(st mesosstatus.Status) {
 	s.mu.Lock()
 	s.status = st
 	s.mu.Unlock()
@@ -140,8 +150,9 @@ func (s *Scheduler) setStatus(st Status) {
 	}
 }
 
-// standbyProblem records a problem while not leading (campaign errors).
-func (s *Scheduler) standbyProblem(err error) {
+// standbyProblem records a problem while not leading (campaign errors,
+// the state cannot be read, no master reachable).
+func (s *Scheduler) standbyProblem(kind mesosstatus.ProblemKind, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
@@ -149,7 +160,7 @@ func (s *Scheduler) standbyProblem(err error) {
 	if len(s.status.Problems) >= 20 {
 		s.status.Problems = slices.Delete(slices.Clone(s.status.Problems), 0, 1)
 	}
-	s.status.Problems = append(s.status.Problems, Problem{At: now, Kind: ProblemConsul, Message: err.Error()})
+	s.status.Problems = append(s.status.Problems, mesosstatus.Problem{At: now, Kind: kind, Message: err.Error()})
 	s.status.Updated = now
 }
 
@@ -180,23 +191,25 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer transport.CloseIdleConnections()
 	defer s.consulTransport.CloseIdleConnections()
 
-	failures := 0
-	for ctx.Err() == nil {
-		st := s.baseStatus(RoleStandby)
+	retry := jittered(time.Second, 30*time.Second)
+	standby := func() {
+		st := s.baseStatus(mesosstatus.RoleStandby)
 		st.Problems = s.Status().Problems
 		s.setStatus(st)
+	}
+	for ctx.Err() == nil {
+		standby()
 		l, err := campaign(ctx, s.consul, &s.cfg, s.HTTPAddr())
 		if err != nil {
-			failures++
 			s.log.Warn("mesos: campaigning for leadership", "err", err)
-			s.standbyProblem(err)
-			sleep(ctx, backoffDelay(failures, time.Second, 30*time.Second))
+			s.standbyProblem(mesosstatus.ProblemConsul, err)
+			sleep(ctx, retry.Next())
 			continue
 		}
 		if l == nil {
 			break // ctx ended
 		}
-		failures = 0
+		retry.Reset()
 		s.log.Info("mesos: leading", "session", l.session)
 		err = s.lead(ctx, l, transport)
 		s.stepDown(l)
@@ -204,11 +217,19 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			break
 		}
 		s.log.Warn("mesos: no longer leading", "err", err)
+		standby()
 		// A leader that lost its lock waits a moment so that the new
 		// leader gets ahead; errors reading the state back off likewise.
-		sleep(ctx, time.Second)
+		// One that could not reach a master leaves the lock to the
+		// others for a session TTL.
+		pause := time.Second
+		if errors.Is(err, ErrNoMaster) {
+			pause = s.cfg.SessionTTL
+			s.standbyProblem(mesosstatus.ProblemSubscription, err)
+		}
+		sleep(ctx, pause)
 	}
-	s.setStatus(s.baseStatus(RoleStopped))
+	s.setStatus(s.baseStatus(mesosstatus.RoleStopped))
 	s.log.Info("mesos: scheduler stopped")
 	return nil
 }
@@ -217,23 +238,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // the lock.
 func (s *Scheduler) stepDown(l *leadership) {
 	st := s.Status()
-	st.Role = RoleStopped
-	st.Subscription.State = Disconnected
+	st.Role = mesosstatus.RoleStopped
+	st.Subscription.State = mesosstatus.Disconnected
 	st.Updated = time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if b, err := marshalStatus(st); err == nil {
-		_ = l.write(ctx, map[string][]byte{statusKey(s.cfg.Cluster): b})
+		_ = l.write(ctx, map[string][]byte{mesosstatus.Key(s.cfg.Cluster): b})
 	}
 	l.resign()
-}
-
-func backoffDelay(n int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < n && d < hi; i++ {
-		d *= 2
-	}
-	return min(d, hi)
 }
 
 // serveHTTP starts the status endpoint; the returned func stops it.

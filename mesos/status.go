@@ -2,171 +2,17 @@ package mesos
 
 import (
 	"cmp"
-	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"time"
 
-	"github.com/hashicorp/consul/api"
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
-
-// Role is a scheduler process's part in leader election.
-type Role string
-
-const (
-	// RoleStandby waits for the leader lock.
-	RoleStandby Role = "standby"
-	// RoleLeader holds the lock and runs the framework.
-	RoleLeader Role = "leader"
-	// RoleStopped is not running.
-	RoleStopped Role = "stopped"
-)
-
-func (r Role) String() string { return string(r) }
-
-// SubscriptionState is the state of the leader's subscription to the
-// master.
-type SubscriptionState string
-
-const (
-	Disconnected SubscriptionState = "disconnected"
-	Subscribing  SubscriptionState = "subscribing"
-	Subscribed   SubscriptionState = "subscribed"
-)
-
-func (s SubscriptionState) String() string { return string(s) }
-
-// ProblemKind classifies a Problem.
-type ProblemKind string
-
-const (
-	// ProblemSubscription: a SUBSCRIBE failed (master unreachable, HTTP
-	// error such as 401) or a subscription ended (stream error, missed
-	// heartbeats).
-	ProblemSubscription ProblemKind = "subscription"
-	// ProblemMaster: the master sent an ERROR event (e.g. framework not
-	// authorized, failed over, removed).
-	ProblemMaster ProblemKind = "master"
-	// ProblemAccept: an ACCEPT was refused (e.g. 400 or 403) or failed.
-	ProblemAccept ProblemKind = "accept"
-	// ProblemRescind: the master rescinded an offer.
-	ProblemRescind ProblemKind = "rescind"
-	// ProblemCall: another call to the master failed.
-	ProblemCall ProblemKind = "call"
-	// ProblemAgent: an agent was lost.
-	ProblemAgent ProblemKind = "agent"
-	// ProblemDeployment: a pool exceeded its retries and failed.
-	ProblemDeployment ProblemKind = "deployment"
-	// ProblemConsul: the scheduler could not read or write its state.
-	ProblemConsul ProblemKind = "consul"
-)
-
-func (k ProblemKind) String() string { return string(k) }
-
-// Status is what the scheduler reports: its role, its subscription, every
-// pool and every task (with, for a slot without a task, why it is
-// pending), and recent problems. The leader publishes it to Consul (see
-// ReadStatus) and serves it on GET /v1/mesos/status.
-type Status struct {
-	Cluster string `json:"cluster"`
-	// Scheduler is the ID of the scheduler process reporting.
-	Scheduler string `json:"scheduler"`
-	Role      Role   `json:"role"`
-	// LeaderSince is when this scheduler became leader.
-	LeaderSince  time.Time          `json:"leader_since,omitzero"`
-	Master       string             `json:"master"`
-	FrameworkID  string             `json:"framework_id,omitempty"`
-	Subscription SubscriptionStatus `json:"subscription"`
-	Pools        []PoolStatus       `json:"pools"`
-	Tasks        []TaskStatus       `json:"tasks"`
-	// Problems are the most recent problems, oldest first (at most 20).
-	Problems []Problem `json:"problems,omitempty"`
-	Updated  time.Time `json:"updated"`
-}
-
-// SubscriptionStatus describes the subscription to the master.
-type SubscriptionStatus struct {
-	State SubscriptionState `json:"state"`
-	// Since is when State was entered.
-	Since            time.Time     `json:"since,omitzero"`
-	Heartbeat        time.Duration `json:"-"`
-	HeartbeatSeconds float64       `json:"heartbeat_seconds,omitempty"`
-	// Attempts counts SUBSCRIBE calls of this leadership term.
-	Attempts int `json:"attempts"`
-	// Suppressed reports whether offers are suppressed (nothing pending).
-	Suppressed bool `json:"suppressed"`
-	// Rescinded counts offers the master rescinded.
-	Rescinded int `json:"rescinded_offers"`
-	// RefusedAccepts counts ACCEPT calls that failed.
-	RefusedAccepts int `json:"refused_accepts"`
-	// LastError is the most recent problem, of any kind.
-	LastError   string    `json:"last_error,omitempty"`
-	LastErrorAt time.Time `json:"last_error_at,omitzero"`
-}
-
-// PoolStatus sums up a pool.
-type PoolStatus struct {
-	Name string `json:"name"`
-	// Desired is the pool's instances; Running those with a TASK_RUNNING
-	// task; Starting those launched and not running yet; Pending those
-	// without a task.
-	Desired  int `json:"desired"`
-	Running  int `json:"running"`
-	Starting int `json:"starting"`
-	Pending  int `json:"pending"`
-	// Killing counts tasks being killed (scale-down, duplicates).
-	Killing int `json:"killing"`
-	// Restarts counts relaunches after tasks ended unexpectedly.
-	Restarts int `json:"restarts"`
-	// Failed is set when an instance failed more than the pool's retries
-	// in a row; FailedReason holds the last failure.
-	Failed       bool      `json:"failed"`
-	FailedReason string    `json:"failed_reason,omitempty"`
-	FailedAt     time.Time `json:"failed_at,omitzero"`
-	// PendingReasons are the distinct reasons of the pending instances.
-	PendingReasons []string `json:"pending_reasons,omitempty"`
-}
-
-// TaskStatus describes one instance of a pool (with its task, or pending)
-// or an extra task being killed.
-type TaskStatus struct {
-	Pool     string `json:"pool"`
-	Instance int    `json:"instance"`
-	// ID is the Mesos task ID, and the node ID; empty while pending.
-	ID    string `json:"id,omitempty"`
-	Agent string `json:"agent,omitempty"`
-	Host  string `json:"host,omitempty"`
-	// State is the Mesos task state (TASK_RUNNING …) or PENDING.
-	State string `json:"state"`
-	// Message is the last status message of the task, or of the
-	// instance's previous task.
-	Message string `json:"message,omitempty"`
-	// Pending says why a pending instance has no task.
-	Pending string `json:"pending,omitempty"`
-	// Unconfirmed is set while the master has not answered about the
-	// task since the scheduler (re)subscribed.
-	Unconfirmed bool `json:"unconfirmed,omitempty"`
-	// Killing is set for a task being killed.
-	Killing bool `json:"killing,omitempty"`
-	// Restarts counts relaunches of the instance; Failures its
-	// consecutive failures.
-	Restarts int       `json:"restarts"`
-	Failures int       `json:"failures"`
-	Since    time.Time `json:"since,omitzero"`
-}
-
-// Problem is something that went wrong.
-type Problem struct {
-	At      time.Time   `json:"at"`
-	Kind    ProblemKind `json:"kind"`
-	Message string      `json:"message"`
-}
 
 // status reports the machine's view.
-func (m *machine) status(now time.Time) Status {
-	st := Status{FrameworkID: m.frameworkID, Subscription: m.sub, Problems: slices.Clone(m.problems)}
+func (m *machine) status(now time.Time) mesosstatus.Status {
+	st := mesosstatus.Status{FrameworkID: m.frameworkID, Subscription: m.sub, Problems: slices.Clone(m.problems)}
 	st.Subscription.Suppressed = m.suppressed
 	st.Subscription.HeartbeatSeconds = m.sub.Heartbeat.Seconds()
 	kept := map[slotKey]*task{}
@@ -183,7 +29,7 @@ func (m *machine) status(now time.Time) Status {
 	}
 	for _, name := range m.order {
 		ps := m.pools[name]
-		pst := PoolStatus{Name: name, Desired: ps.spec.Instances, Failed: ps.failed, FailedReason: ps.failedReason, FailedAt: ps.failedAt}
+		pst := mesosstatus.PoolStatus{Name: name, Desired: ps.spec.Instances, Failed: ps.failed, FailedReason: ps.failedReason, FailedAt: ps.failedAt}
 		for i := 0; i < ps.spec.Instances; i++ {
 			k := slotKey{name, i}
 			s := m.slots[k]
@@ -191,12 +37,18 @@ func (m *machine) status(now time.Time) Status {
 				s = &slot{}
 			}
 			pst.Restarts += s.restarts
-			ts := TaskStatus{Pool: name, Instance: i, Restarts: s.restarts, Failures: s.failures}
+			ts := mesosstatus.TaskStatus{Pool: name, Instance: i, Restarts: s.restarts, Failures: s.failures}
+			if s.volume != nil {
+				ts.Volume = s.volume.id
+			}
 			if t := kept[k]; t != nil {
 				fillTask(&ts, t)
-				if t.state == mesos.TASK_RUNNING {
+				switch t.state {
+				case mesos.TASK_RUNNING:
 					pst.Running++
-				} else {
+				case mesos.TASK_UNREACHABLE:
+					pst.Unreachable++
+				default:
 					pst.Starting++
 				}
 			} else {
@@ -217,7 +69,7 @@ func (m *machine) status(now time.Time) Status {
 	}
 	slices.SortFunc(extras, func(a, b *task) int { return cmp.Compare(a.id, b.id) })
 	for _, t := range extras {
-		ts := TaskStatus{Pool: t.key.pool, Instance: t.key.index}
+		ts := mesosstatus.TaskStatus{Pool: t.key.pool, Instance: t.key.index}
 		fillTask(&ts, t)
 		st.Tasks = append(st.Tasks, ts)
 		for i := range st.Pools {
@@ -229,27 +81,8 @@ func (m *machine) status(now time.Time) Status {
 	return st
 }
 
-func fillTask(ts *TaskStatus, t *task) {
-	ts.ID, ts.Agent, ts.Host = t.id, t.agentID, t.hostname
+func fillTask(ts *mesosstatus.TaskStatus, t *task) {
+	ts.ID, ts.Agent, ts.Host, ts.Ports = t.id, t.agentID, t.hostname, slices.Clone(t.ports)
 	ts.State, ts.Message, ts.Since = t.state.String(), t.message, t.updated
 	ts.Unconfirmed, ts.Killing = !t.confirmed, t.kill
-}
-
-// ReadStatus returns the status the leading scheduler of cluster last
-// published to Consul (KV key sluice/<cluster>/mesos/status), or
-// ErrNoStatus. Status.Updated tells how fresh it is: the leader writes it
-// on every change and at least every StatusInterval (10 s by default).
-func ReadStatus(ctx context.Context, c *api.Client, cluster string) (Status, error) {
-	pair, _, err := c.KV().Get(statusKey(cluster), (&api.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return Status{}, fmt.Errorf("mesos: reading status of cluster %s: %w", cluster, err)
-	}
-	if pair == nil {
-		return Status{}, ErrNoStatus
-	}
-	var st Status
-	if err := json.Unmarshal(pair.Value, &st); err != nil {
-		return Status{}, fmt.Errorf("mesos: decoding status of cluster %s: %w", cluster, err)
-	}
-	return st, nil
 }

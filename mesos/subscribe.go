@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"time"
@@ -33,12 +32,27 @@ import (
 //     network error) as a lost subscription and cancels the stream: after
 //     a refused ACCEPT the framework resubscribes (failover_timeout > 0
 //     keeps its tasks) and reconciles;
-//   - with its default settings a failed SUBSCRIBE is retried 9 times with
-//     backoff (~55 s) before the error surfaces; MaxRedirects(0) turns
-//     that off so that errors reach the status at once and the backoff
-//     here (SubscribeBackoffMin..Max, jittered) applies. It also means a
-//     307 from a non-leading master is not followed: list every master in
-//     Config.Master and they are tried in turn.
+//   - it can follow a 307 for SUBSCRIBE only, and then sends every other
+//     call to the master it started from; with its default settings it
+//     also retries a failed SUBSCRIBE 9 times (~55 s) before the error
+//     surfaces. MaxRedirects(0) turns both off: the subscriber finds the
+//     leader itself.
+//
+// Finding the leading master (docs/high-availability.md, Mesos'
+// Master::Http::scheduler): every call of an attempt goes through a
+// masterProbe. A master that does not lead answers 307 with the leader in
+// Location: the next attempt goes there at once, and the whole
+// subscription (every call) uses that endpoint. A master that answers 503
+// is there but not ready (no leader elected yet, or elected and still
+// recovering its state after a failover): it is asked again after the
+// backoff. A master that does not answer at all is left for the next URL
+// of Config.Master. A subscription that ends goes back to the master it
+// had, which redirects if it no longer leads.
+
+// maxRedirects bounds the redirects followed in a row without a
+// subscription (masters that disagree about the leader); then the
+// subscriber backs off and starts again from Config.Master.
+const maxRedirects = 3
 
 // inputKind says what a loop input is.
 type inputKind int
@@ -60,6 +74,9 @@ type input struct {
 	err      error
 	// subscribed reports (inEnded) whether the attempt got SUBSCRIBED.
 	subscribed bool
+	// redirected reports (inEnded) that the master named another as the
+	// leader, where the next attempt goes at once: not a problem.
+	redirected bool
 }
 
 // subscriber runs SUBSCRIBE attempts one after the other until its
@@ -79,9 +96,12 @@ type subscriber struct {
 // run blocks until ctx ends or leadership is found lost (reported as an
 // inEnded input with an error wrapping ErrNotLeader).
 func (s *subscriber) run(ctx context.Context) {
-	failures, next := 0, 0
+	retry := jittered(s.cfg.SubscribeBackoffMin, s.cfg.SubscribeBackoffMax)
+	failures, next, hops := 0, 0, 0
+	endpoint := s.endpoints[0]
+	redirected := false // the last attempt was redirected: no backoff
 	for attempt := 1; ctx.Err() == nil; attempt++ {
-		if failures > 0 && !sleep(ctx, s.backoff(failures)) {
+		if failures > 0 && !redirected && !sleep(ctx, retry.Next()) {
 			return
 		}
 		if ok, err := s.holds(ctx); err != nil || !ok {
@@ -91,39 +111,58 @@ func (s *subscriber) run(ctx context.Context) {
 				return
 			}
 			failures++
+			redirected = false
 			s.send(ctx, input{kind: inEnded, attempt: attempt, err: err})
 			continue
 		}
-		endpoint := s.endpoints[next%len(s.endpoints)]
+		probe := &masterProbe{next: s.transport}
 		start := time.Now()
-		subscribed, err := s.attempt(ctx, attempt, endpoint)
+		subscribed, err := s.attempt(ctx, attempt, endpoint, probe)
 		if ctx.Err() != nil {
 			return
 		}
+		leader, unavailable := probe.after()
+		from := endpoint
+		redirected = false
 		switch {
+		case leader != "" && leader != endpoint && hops < maxRedirects:
+			// Not the leader: go to the one it names, at once.
+			hops++
+			endpoint, redirected = leader, true
+			err = fmt.Errorf("%s does not lead; redirected to %s", from, leader)
 		case subscribed && time.Since(start) >= s.stable():
-			failures = 0
+			failures, hops = 0, 0
+			retry.Reset()
 		case subscribed:
 			// A subscription that ends at once (e.g. a refused call ends it,
 			// and the next one is refused again) backs off like a failure.
 			failures++
-		default:
+			hops = 0
+		case unavailable != "" && leader == "":
+			// There, but not ready: ask it again after the backoff.
 			failures++
-			next++ // try the next master
+			err = fmt.Errorf("%s is unavailable: %s", from, unavailable)
+		default:
+			// Not answering, refusing, or redirecting in circles: the next
+			// master of the list.
+			failures++
+			hops = 0
+			next++
+			endpoint = s.endpoints[next%len(s.endpoints)]
 		}
 		if err == nil {
 			err = errors.New("subscription ended")
 		}
-		s.send(ctx, input{kind: inEnded, attempt: attempt, err: err, subscribed: subscribed, endpoint: endpoint})
+		s.send(ctx, input{kind: inEnded, attempt: attempt, err: err, subscribed: subscribed, redirected: redirected, endpoint: from})
 	}
 }
 
 // attempt subscribes once and processes the subscription's events until
 // it ends.
-func (s *subscriber) attempt(ctx context.Context, attempt int, endpoint string) (subscribed bool, err error) {
+func (s *subscriber) attempt(ctx context.Context, attempt int, endpoint string, probe *masterProbe) (subscribed bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	caller := s.newCaller(endpoint)
+	caller := s.newCaller(endpoint, probe)
 	if !s.send(ctx, input{kind: inAttempt, attempt: attempt, caller: caller, cancel: cancel, endpoint: endpoint}) {
 		return false, ctx.Err()
 	}
@@ -168,23 +207,14 @@ func (s *subscriber) send(ctx context.Context, in input) bool {
 // start without backoff.
 func (s *subscriber) stable() time.Duration { return max(s.cfg.SubscribeBackoffMax, 10*time.Second) }
 
-// backoff returns the jittered delay before the attempt after n failures.
-func (s *subscriber) backoff(n int) time.Duration {
-	d := s.cfg.SubscribeBackoffMin
-	for i := 1; i < n && d < s.cfg.SubscribeBackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, s.cfg.SubscribeBackoffMax)
-	return d/2 + rand.N(d/2+1)
-}
-
-// newCaller builds the mesos-go client for one subscription.
-func (s *subscriber) newCaller(endpoint string) calls.Caller {
+// newCaller builds the mesos-go client for one subscription, whose calls
+// all go to endpoint through probe.
+func (s *subscriber) newCaller(endpoint string, probe *masterProbe) calls.Caller {
 	codec := codecs.ByMediaType[codecs.MediaTypeProtobuf]
 	if s.cfg.Encoding == "json" {
 		codec = codecs.ByMediaType[codecs.MediaTypeJSON]
 	}
-	opts := []httpcli.ConfigOpt{httpcli.RoundTripper(s.transport)}
+	opts := []httpcli.ConfigOpt{httpcli.RoundTripper(probe)}
 	if s.cfg.Principal != "" && s.cfg.Secret != "" {
 		opts = append(opts, httpcli.BasicAuth(s.cfg.Principal, s.cfg.Secret))
 	}
@@ -209,7 +239,16 @@ func (s *subscriber) frameworkInfo() *mesos.FrameworkInfo {
 		Checkpoint:      &checkpoint,
 		Capabilities: []mesos.FrameworkInfo_Capability{
 			{Type: mesos.FrameworkInfo_Capability_TASK_KILLING_STATE},
+			// TASK_UNREACHABLE, TASK_GONE, TASK_GONE_BY_OPERATOR and
+			// TASK_UNKNOWN instead of TASK_LOST (partition.go).
+			{Type: mesos.FrameworkInfo_Capability_PARTITION_AWARE},
+			// Reservations as the "reservations" stack, as volumes.go
+			// makes them (Mesos 1.4+).
+			{Type: mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT},
 		},
+	}
+	if c.GPUResources {
+		info.Capabilities = append(info.Capabilities, mesos.FrameworkInfo_Capability{Type: mesos.FrameworkInfo_Capability_GPU_RESOURCES})
 	}
 	if c.Principal != "" {
 		info.Principal = ptr(c.Principal)

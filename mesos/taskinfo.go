@@ -2,22 +2,34 @@ package mesos
 
 import (
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
 )
 
 // taskInfo builds the TaskInfo launching t: the pool's command (with the
 // URIs to fetch, e.g. the node executable), its resources taken from the
-// offer, and the node's environment. The task ID doubles as the node ID
-// (the node takes $MESOS_TASK_ID), so a relaunched node is a new member.
+// offer, and the node's environment, with its addresses on the agent's
+// hostname and allocated ports (ports.go). The task ID doubles as the
+// node ID (the node takes $MESOS_TASK_ID), so a relaunched node is a new
+// member.
 func (m *machine) taskInfo(t *task, p *Pool, resources []mesos.Resource) mesos.TaskInfo {
 	env := map[string]string{}
 	maps.Copy(env, p.Env)
 	env["SLUICE_CLUSTER"] = m.cfg.cluster
 	env["SLUICE_CONSUL"] = m.cfg.nodeConsul
 	env["HOST"] = t.hostname
-	if p.DataDir != "" {
+	if len(t.ports) == nodePorts {
+		actor := net.JoinHostPort(t.hostname, strconv.FormatUint(t.ports[0], 10))
+		env["SLUICE_BIND"], env["SLUICE_ADVERTISE"] = actor, actor
+		env["SLUICE_HTTP"] = net.JoinHostPort(t.hostname, strconv.FormatUint(t.ports[1], 10))
+	}
+	switch {
+	case p.Volume != nil:
+		env["SLUICE_DATA_DIR"] = p.Volume.path()
+	case p.DataDir != "":
 		env["SLUICE_DATA_DIR"] = p.DataDir
 	}
 	vars := make([]mesos.Environment_Variable, 0, len(env))

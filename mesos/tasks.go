@@ -7,6 +7,8 @@ import (
 	"time"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
 // Task state: status updates, what a task's end means for its slot
@@ -36,13 +38,22 @@ func (m *machine) update(now time.Time, st mesos.TaskStatus) output {
 	}
 	t := m.tasks[id]
 	if t == nil {
-		if !isTerminal(state) {
+		// A task the scheduler does not know is adopted when the master
+		// knows it. TASK_UNREACHABLE says only that the agent named in
+		// the question is: no proof that the task exists (it may be a
+		// launch that was dropped, whose answer crossed the question).
+		if !isTerminal(state) && state != mesos.TASK_UNREACHABLE {
 			m.adopt(now, st)
 		}
 		m.finish(now, &out)
 		return out
 	}
-	t.confirmed = true
+	if m.settling(now, t, st) {
+		// Not believed yet; asked again after the reconciliation backoff.
+		m.finish(now, &out)
+		return out
+	}
+	t.confirmed, t.asks = true, 0
 	if a := st.GetAgentID().GetValue(); a != "" {
 		t.agentID = a
 	}
@@ -51,6 +62,7 @@ func (m *machine) update(now time.Time, st mesos.TaskStatus) output {
 		m.finish(now, &out)
 		return out
 	}
+	m.reachability(now, t, state, &out)
 	reconciled := st.GetReason() == mesos.REASON_RECONCILIATION
 	if !t.reported && (!reconciled || state != mesos.TASK_STAGING) {
 		t.reported = true
@@ -64,6 +76,9 @@ func (m *machine) update(now time.Time, st mesos.TaskStatus) output {
 	}
 	if state == mesos.TASK_RUNNING && t.runningSince.IsZero() {
 		t.runningSince = now
+	}
+	if t.reported && state != mesos.TASK_STAGING && state != mesos.TASK_UNREACHABLE {
+		m.volumeStarted(t)
 	}
 	if msg := st.GetMessage(); msg != "" && !reconciled {
 		t.message = msg
@@ -113,8 +128,9 @@ const (
 	// offer, or the master never heard of the task): relaunch soon, not a
 	// failure.
 	endNotLaunched
-	// endInterrupted: killed or removed by someone else: relaunch after
-	// the minimum backoff, not a failure.
+	// endInterrupted: killed or removed by someone else, or its agent is
+	// gone (TASK_GONE, TASK_GONE_BY_OPERATOR, TASK_UNKNOWN): relaunch
+	// after the minimum backoff, not a failure.
 	endInterrupted
 	// endFailed: the task failed, was lost or is gone: relaunch after
 	// backoff, counting towards Retries.
@@ -130,7 +146,10 @@ func (m *machine) classify(t *task, state mesos.TaskState, reason string) endKin
 		reason == mesos.REASON_RECONCILIATION.String() && !t.reported:
 		return endNotLaunched
 	case state == mesos.TASK_KILLED, state == mesos.TASK_GONE_BY_OPERATOR,
+		state == mesos.TASK_GONE, state == mesos.TASK_UNKNOWN,
 		reason == mesos.REASON_FRAMEWORK_REMOVED.String():
+		// Killed by someone else, or its agent is gone: not the node's
+		// fault.
 		return endInterrupted
 	}
 	return endFailed
@@ -154,12 +173,13 @@ func (m *machine) ended(now time.Time, t *task, state mesos.TaskState, reason, m
 		s.pendingSince = now
 	}
 	kind := m.classify(t, state, reason)
+	m.volumeEnded(t, state, kind)
 	s.last = t
 	why := describeEnd(state, reason, t.message)
 	switch kind {
 	case endWanted:
 		if !m.desired(t.key) {
-			delete(m.slots, t.key)
+			m.forgetSlot(t.key)
 		}
 		return
 	case endNotLaunched:
@@ -191,7 +211,7 @@ func (m *machine) ended(now time.Time, t *task, state mesos.TaskState, reason, m
 			ps.failedAt = now
 			ps.failedReason = fmt.Sprintf("instance %d failed %d time(s) in a row (retries: %d); last: %s",
 				t.key.index, s.failures, ps.spec.Retries, why)
-			m.problem(now, ProblemDeployment, "pool "+t.key.pool+" failed: "+ps.failedReason)
+			m.problem(now, mesosstatus.ProblemDeployment, "pool "+t.key.pool+" failed: "+ps.failedReason)
 		}
 		return
 	}
@@ -201,11 +221,7 @@ func (m *machine) ended(now time.Time, t *task, state mesos.TaskState, reason, m
 // backoff returns the relaunch delay after n consecutive failures:
 // RelaunchBackoffMin doubling per failure, at most RelaunchBackoffMax.
 func (m *machine) backoff(n int) time.Duration {
-	d := m.cfg.relaunchMin
-	for i := 1; i < n && d < m.cfg.relaunchMax; i++ {
-		d *= 2
-	}
-	return min(d, m.cfg.relaunchMax)
+	return nthDelay(n, m.cfg.relaunchMin, m.cfg.relaunchMax)
 }
 
 func describeEnd(state mesos.TaskState, reason, msg string) string {
@@ -227,9 +243,10 @@ func reasonName(st mesos.TaskStatus) string {
 }
 
 // pendingSlots returns the slots to launch now, in pool order: wanted, no
-// live task, pool not failed, backoff over, and subscribed.
+// live task, no active node in the cluster, pool not failed, backoff over,
+// and subscribed.
 func (m *machine) pendingSlots(now time.Time) []slotKey {
-	if !m.subscribed {
+	if !m.subscribed || !m.membersKnown {
 		return nil
 	}
 	busy := map[slotKey]bool{}
@@ -250,6 +267,9 @@ func (m *machine) pendingSlots(now time.Time) []slotKey {
 				continue
 			}
 			if s := m.slots[k]; s != nil && now.Before(s.nextLaunch) {
+				continue
+			}
+			if len(m.activeNodes[k]) > 0 {
 				continue
 			}
 			out = append(out, k)

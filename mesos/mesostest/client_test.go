@@ -59,8 +59,28 @@ func subscribe(t *testing.T, m *mesostest.Master, codec encoding.Codec, info mes
 }
 
 func trySubscribe(t *testing.T, m *mesostest.Master, codec encoding.Codec, info mesos.FrameworkInfo) (*sched, error) {
+	return trySubscribeAt(t, m, m.SchedulerEndpoint(), codec, info)
+}
+
+// subscribeAt subscribes at the given scheduler endpoint (one master of
+// several) and waits for SUBSCRIBED.
+func subscribeAt(t *testing.T, m *mesostest.Master, endpoint string, info mesos.FrameworkInfo) *sched {
+	t.Helper()
+	s, err := trySubscribeAt(t, m, endpoint, protobufCodec, info)
+	if err != nil {
+		t.Fatalf("SUBSCRIBE at %s: %v", endpoint, err)
+	}
+	ev := s.next("SUBSCRIBED", func(e *scheduler.Event) bool { return true })
+	if ev.Type != scheduler.Event_SUBSCRIBED {
+		t.Fatalf("first event = %v (%v), want SUBSCRIBED", ev.Type, ev)
+	}
+	s.fwID = ev.GetSubscribed().GetFrameworkID().GetValue()
+	return s
+}
+
+func trySubscribeAt(t *testing.T, m *mesostest.Master, endpoint string, codec encoding.Codec, info mesos.FrameworkInfo) (*sched, error) {
 	cli := httpcli.New(
-		httpcli.Endpoint(m.SchedulerEndpoint()),
+		httpcli.Endpoint(endpoint),
 		httpcli.Codec(codec),
 		httpcli.Do(httpcli.With(httpcli.Timeout(10*time.Second))),
 	)
@@ -305,4 +325,11 @@ func (s *sched) marker(id, forbidden string) {
 		}
 	}
 	s.low = i + 1
+}
+
+// received returns the number of events received so far.
+func (s *sched) received() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.events)
 }

@@ -14,21 +14,30 @@
 //	// point the scheduler at m.SchedulerEndpoint()
 //	err = m.WaitUntil(ctx, func() bool { return len(m.Tasks()) == 1 })
 //
-// Test control: AddAgent, AddAgentSpec, LoseAgent, KillTaskProcess,
-// RescindOffers, RejectSubscribe, FailAccept; snapshots: State, Agents,
-// Frameworks, Offers, Tasks, RunningProcesses, AllocationRounds; and
-// WaitUntil, which re-evaluates a condition after every state change so
-// tests never need to sleep.
+// Test control: AddAgent, AddAgentSpec (ports, static reservations),
+// LoseAgent, PartitionAgent, HealAgent, MarkAgentGone, KillTaskProcess,
+// FailOver (several masters: Config.Masters), StallSubscription,
+// DropSubscriptionSilently, SetAcceptDelay, RescindOffers,
+// RejectSubscribe, FailAccept; snapshots: State, Agents, Frameworks,
+// Offers, Tasks, Calls, RunningProcesses, AllocationRounds; and WaitUntil,
+// which re-evaluates a condition after every state change so tests never
+// need to sleep. FreePorts picks ports for agents at run time.
 //
 // # Protocol
 //
 // The behaviour follows the Mesos documentation, chiefly
-// docs/scheduler-http-api.md
+// docs/scheduler-http-api.md, docs/reconciliation.md, docs/high-availability.md
+// and docs/persistent-volume.md
 // (https://mesos.apache.org/documentation/latest/scheduler-http-api/), and,
 // where the documentation is silent, the Mesos master sources
 // (src/master/http.cpp Master::Http::scheduler, src/master/validation.cpp,
 // src/master/master.cpp):
 //
+//   - A master that does not lead answers 307 with Location
+//     "//<leader>/api/v1/scheduler" (a protocol-relative URL), or 503 "No
+//     leader elected"; a new leader answers 503 "Master has not finished
+//     recovery" for Failover.Recovery. These checks come first, as in
+//     Master::Http::scheduler. See masters.go.
 //   - POST /api/v1/scheduler only (405 otherwise). Content-Type must be
 //     exactly application/x-protobuf or application/json: missing is 400,
 //     anything else 415 Unsupported Media Type. Bodies that do not parse,
@@ -89,17 +98,32 @@
 //     what an authenticating master returns for bad credentials) or with
 //     an ERROR event on a 200 stream (what Mesos does for unauthorized or
 //     invalid FrameworkInfo).
+//   - FailOver changes the leading master (Config.Masters of them): every
+//     subscription closes and frameworks must subscribe again at the new
+//     leader, which, once recovered, knows each agent's tasks only after
+//     the agent re-registered (Failover.LateAgents); until then their
+//     explicit reconciliation goes unanswered and their updates wait.
+//   - StallSubscription silences a subscription stream (no events, no
+//     heartbeats) that stays open and subscribed; DropSubscriptionSilently
+//     makes it half-open: the master drops the subscription, the
+//     scheduler's connection is never closed nor written to.
 //
 // # Offers
 //
-// Agents have unreserved scalar cpus, mem and disk. In every allocation
-// round (each Config.AllocationInterval, and right after subscriptions,
-// new agents, task terminations, REVIVE and rescissions) the unused
-// resources of each agent are offered as one offer to one subscribed,
-// non-suppressed framework (frameworks take turns), provided they reach the
-// master's default minimum allocatable resources (cpus 0.01 or mem 32).
-// Offer resources carry role "*" and allocation_info with the framework's
-// role. All offers of a round for a framework arrive in one OFFERS event.
+// Agents have unreserved scalar cpus, mem and disk, "ports" ranges, and
+// static reservations for roles (AgentSpec). In every allocation round
+// (each Config.AllocationInterval, and right after subscriptions, new
+// agents, task terminations, REVIVE and rescissions) the unused resources
+// of each registered agent are offered to the subscribed, non-suppressed
+// frameworks in turn: one gets the unreserved resources and those reserved
+// for its role as one offer, the next what is left for its role, provided
+// a share reaches the master's default minimum allocatable resources (cpus
+// 0.01 or mem 32). Frameworks take turns across rounds. All offers of a
+// round for a framework arrive in one OFFERS event. Offers to MULTI_ROLE
+// frameworks carry allocation_info with the framework's role (to others
+// none, as MESOS-8237 strips it); reservations are shown in the
+// RESERVATION_REFINEMENT format ("reservations") to frameworks with that
+// capability, else as "role" and "reservation".
 //
 //   - DECLINE, and the unused part of an ACCEPT, refuse those resources to
 //     the framework for Filters.refuse_seconds (default 5, capped at one
@@ -112,9 +136,21 @@
 //
 // # Tasks
 //
-// ACCEPT with LAUNCH (and LAUNCH_GROUP) operations is validated as by
-// Master::accept; the call itself is always 202 (unless FailAccept is in
-// effect). Per docs/task-state-reasons.md:
+// ACCEPT is validated as by Master::accept and _accept (operations.go);
+// the call itself is always 202 (unless FailAccept is in effect). Its
+// operations are applied in order to the offered resources: RESERVE and
+// UNRESERVE (dynamic reservations for the framework's role, by its
+// principal), CREATE and DESTROY (persistent volumes on reserved disk,
+// with a directory on the agent that tasks see at the container path),
+// LAUNCH and LAUNCH_GROUP. Resources without allocation_info get the
+// offer's (protobuf::injectAllocationInfo: a launch that leaves it out is
+// valid on a real master; Config.StrictAllocationInfo refuses it, to test
+// that a scheduler keeps it); resources allocated to another role, or kinds
+// not in the offer (a reservation that does not exist, ports that were not
+// offered), make a task invalid. An invalid RESERVE, UNRESERVE, CREATE or
+// DESTROY is dropped (operation feedback is not modelled). SetAcceptDelay
+// applies the operations later, as Mesos does after authorizing them.
+// Per docs/task-state-reasons.md:
 //
 //   - Unknown, already used, rescinded or foreign offer IDs, or offers on
 //     different agents: every task of the call gets TASK_LOST
@@ -158,32 +194,54 @@
 // terminal update is generated; the master forgets a task once its
 // terminal update is acknowledged.
 //
-// KILL of an unknown task is answered like explicit reconciliation (the
-// HTTP API doc: "If the task is unknown to the master, a TASK_LOST will
-// be generated"). RECONCILE follows docs/reconciliation.md and
-// Master::_reconcileTasks: an empty list reports the latest state of every
-// task the master still tracks for the framework; an explicit list reports
-// each known task's latest state and, for unknown ones, TASK_LOST (for
+// KILL of an unknown task is answered like explicit reconciliation
+// (Master::kill). RECONCILE follows docs/reconciliation.md and
+// Master::reconcile (reconcile.go): an empty list reports the latest state
+// of every task the master knows for the framework; an explicit list
+// reports each known task's latest state and, for unknown ones, nothing
+// while their agent (or, without an agent ID, any agent) has not
+// re-registered after a master failover, else TASK_LOST (for
 // PARTITION_AWARE frameworks TASK_GONE if the agent is registered,
-// TASK_UNREACHABLE if it was lost, TASK_UNKNOWN otherwise); all with
-// REASON_RECONCILIATION, SOURCE_MASTER and no uuid.
+// TASK_UNREACHABLE if it is unreachable, TASK_GONE_BY_OPERATOR if it was
+// marked gone, TASK_UNKNOWN otherwise); all with REASON_RECONCILIATION,
+// SOURCE_MASTER and no uuid.
 //
-// LoseAgent does what the master does when an agent is removed (FAILURE
-// in scheduler-http-api.md): outstanding offers on it are rescinded, its
-// tasks get TASK_LOST (TASK_UNREACHABLE for PARTITION_AWARE frameworks,
-// reason REASON_AGENT_REMOVED, no uuid), every framework gets a FAILURE
-// event with the agent ID, and the task processes are killed.
-// KillTaskProcess SIGKILLs a task's process to simulate a crash.
+// With Config.EnforcePorts the agents run the network/ports isolator
+// (isolator.go): a task listening on a TCP port that is not in its "ports"
+// resources is killed, TASK_FAILED with REASON_CONTAINER_LIMITATION.
+//
+// # Agents that go away and come back
+//
+// PartitionAgent and LoseAgent make the master mark an agent unreachable
+// (Master::markUnreachable): outstanding offers on it are rescinded, its
+// tasks get TASK_UNREACHABLE (TASK_LOST for frameworks that are not
+// PARTITION_AWARE; reason REASON_AGENT_REMOVED, no uuid, not retried),
+// every framework gets a FAILURE event with the agent ID, and the master
+// no longer knows the tasks (reconciliation answers TASK_UNREACHABLE, KILL
+// is not remembered). After LoseAgent the machine is dead: its processes
+// are killed and it never comes back. After PartitionAgent it lives on:
+// its processes keep running (or are stopped with SIGSTOP when the
+// partition isolates it from everything), updates they cause wait, and
+// HealAgent re-registers it as Mesos 1.5+ does for every framework: each
+// task is reported again with its latest state (reason
+// REASON_AGENT_REREGISTERED, no uuid), nothing is killed, waiting updates
+// follow. MarkAgentGone is the operator's MARK_AGENT_GONE: its tasks get
+// TASK_GONE_BY_OPERATOR (REASON_AGENT_REMOVED_BY_OPERATOR) and whatever
+// still runs there is killed. KillTaskProcess SIGKILLs a task's process to
+// simulate a crash.
 //
 // # Simplifications
 //
-// Not modelled: master or agent failover and the registry, 307 redirects
-// to a leading master, authentication (other than RejectSubscribe),
-// reservations, persistent volumes and all offer operations other than
-// LAUNCH and LAUNCH_GROUP (ignored), ports and other non-scalar resources,
-// multiple roles per framework (MULTI_ROLE frameworks are offered
-// resources for their first role only), DRF (one framework gets all of an
-// agent's unused resources), custom executors (TaskInfo.executor is
+// Not modelled: agent restarts and checkpoint recovery, the registry's
+// garbage collection of unreachable agents and the agent re-registration
+// timeout after a master failover, authentication (other than
+// RejectSubscribe), reservation refinement (stacked reservations), shared
+// and revocable resources, resource providers, SET resources, operation
+// feedback and all offer operations other than RESERVE, UNRESERVE, CREATE,
+// DESTROY, LAUNCH and LAUNCH_GROUP (ignored), multiple roles per framework
+// (MULTI_ROLE frameworks are offered resources for their first role only),
+// DRF (one framework gets all of an agent's unused resources), custom
+// executors (TaskInfo.executor is
 // rejected with TASK_ERROR) and therefore MESSAGE and SHUTDOWN (accepted
 // and dropped), containers and ContainerInfo (ignored), CommandInfo.user
 // (tasks run as the test's user), secrets, URI extraction and caching

@@ -190,55 +190,6 @@ func TestProcessFailure(t *testing.T) {
 	}
 }
 
-func TestLoseAgent(t *testing.T) {
-	for _, pa := range []bool{false, true} {
-		name, want := "TASK_LOST", mesos.TASK_LOST
-		var caps []mesos.FrameworkInfo_Capability_Type
-		if pa {
-			name, want = "PARTITION_AWARE", mesos.TASK_UNREACHABLE
-			caps = append(caps, mesos.FrameworkInfo_Capability_PARTITION_AWARE)
-		}
-		t.Run(name, func(t *testing.T) {
-			m := newMaster(t, mesostest.Config{})
-			if err := m.AddAgent("doomed", 1, 512, 0); err != nil {
-				t.Fatal(err)
-			}
-			s := subscribe(t, m, protobufCodec, fwInfo("lose", caps...))
-			task := s.runSleep("doomed", "victim")
-			// The rest of the agent is re-offered (refuse_seconds 0).
-			rest := s.offer("doomed")
-
-			if err := m.LoseAgent("doomed"); err != nil {
-				t.Fatal(err)
-			}
-			rescind := s.next("RESCIND", isType(scheduler.Event_RESCIND))
-			if rescind.GetRescind().OfferID != rest.ID {
-				t.Errorf("rescinded %v, want %v", rescind.GetRescind().OfferID, rest.ID)
-			}
-			st := s.expectUpdate("victim", want)
-			if len(st.UUID) != 0 || st.GetReason() != mesos.REASON_AGENT_REMOVED || st.GetSource() != mesos.SOURCE_MASTER {
-				t.Errorf("agent loss status = %v", st)
-			}
-			failure := s.next("FAILURE", isType(scheduler.Event_FAILURE))
-			if failure.GetFailure().GetAgentID().GetValue() != "doomed" {
-				t.Errorf("FAILURE = %v", failure)
-			}
-			waitFor(t, m, "process killed", func() bool { return m.RunningProcesses() == 0 })
-			if err := syscall.Kill(task.PID, 0); !errors.Is(err, syscall.ESRCH) {
-				t.Errorf("process %d still exists: %v", task.PID, err)
-			}
-			// Reconciling the task later reports it the same way.
-			s.mustCall(calls.Reconcile(calls.ReconcileTasks(map[string]string{"victim": ""})))
-			if st := s.expectUpdate("victim", want); st.GetReason() != mesos.REASON_RECONCILIATION {
-				t.Errorf("reconciliation of lost task = %v", st)
-			}
-			if err := m.AddAgent("doomed", 1, 1, 1); err == nil {
-				t.Error("a lost agent re-registered")
-			}
-		})
-	}
-}
-
 func TestDeclineFilters(t *testing.T) {
 	m := newMaster(t, mesostest.Config{})
 	if err := m.AddAgent("a1", 1, 512, 0); err != nil {

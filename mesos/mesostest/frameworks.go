@@ -20,6 +20,8 @@ type framework struct {
 	role           string
 	partitionAware bool
 	killingState   bool
+	multiRole      bool
+	refinement     bool // RESERVATION_REFINEMENT
 
 	stream           *stream // nil while disconnected
 	failoverDeadline time.Time
@@ -35,8 +37,7 @@ func (fw *framework) setInfo(info mesos.FrameworkInfo, suppressedRoles []string)
 	if fw.role == "" {
 		fw.role = "*"
 	}
-	fw.partitionAware, fw.killingState = false, false
-	multiRole := false
+	fw.partitionAware, fw.killingState, fw.multiRole, fw.refinement = false, false, false, false
 	for _, c := range info.Capabilities {
 		switch c.Type {
 		case mesos.FrameworkInfo_Capability_PARTITION_AWARE:
@@ -44,10 +45,12 @@ func (fw *framework) setInfo(info mesos.FrameworkInfo, suppressedRoles []string)
 		case mesos.FrameworkInfo_Capability_TASK_KILLING_STATE:
 			fw.killingState = true
 		case mesos.FrameworkInfo_Capability_MULTI_ROLE:
-			multiRole = true
+			fw.multiRole = true
+		case mesos.FrameworkInfo_Capability_RESERVATION_REFINEMENT:
+			fw.refinement = true
 		}
 	}
-	if multiRole && len(info.Roles) > 0 {
+	if fw.multiRole && len(info.Roles) > 0 {
 		fw.role = info.Roles[0]
 	}
 	fw.suppressed = false
@@ -136,7 +139,8 @@ func (m *Master) subscribeLocked(sub *scheduler.Call_Subscribe, s *stream) (*fra
 
 // masterInfo describes this master as in SUBSCRIBED.master_info.
 func (m *Master) masterInfo() *mesos.MasterInfo {
-	host, portStr, _ := net.SplitHostPort(m.ln.Addr().String())
+	addr := m.masters[max(m.leader, 0)].ln.Addr().String()
+	host, portStr, _ := net.SplitHostPort(addr)
 	port64, _ := strconv.ParseUint(portStr, 10, 32)
 	port := uint32(port64)
 	var ip uint32
@@ -146,7 +150,7 @@ func (m *Master) masterInfo() *mesos.MasterInfo {
 		ip = uint32(v4[0]) | uint32(v4[1])<<8 | uint32(v4[2])<<16 | uint32(v4[3])<<24
 	}
 	version := "1.11.0"
-	pid := "master@" + m.ln.Addr().String()
+	pid := "master@" + addr
 	return &mesos.MasterInfo{
 		ID:       m.id,
 		IP:       ip,
@@ -160,14 +164,20 @@ func (m *Master) masterInfo() *mesos.MasterInfo {
 
 // streamEnded is called by the handler goroutine when the subscription
 // response ends. If s is still fw's current stream the framework is now
-// disconnected: its offers are dropped and its failover timeout starts;
-// a zero failover timeout removes it at once.
+// disconnected.
 func (m *Master) streamEnded(fw *framework, s *stream) {
 	m.mu.Lock()
 	defer m.unlock()
 	if fw.stream != s || m.closed {
 		return
 	}
+	m.disconnectLocked(fw)
+}
+
+// disconnectLocked disconnects fw from its stream: its offers are dropped
+// and its failover timeout starts; a zero failover timeout removes it at
+// once.
+func (m *Master) disconnectLocked(fw *framework) {
 	fw.stream = nil
 	m.dropFrameworkOffersLocked(fw)
 	timeout := fw.failoverTimeout()

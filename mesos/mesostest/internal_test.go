@@ -3,6 +3,7 @@ package mesostest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"testing/iotest"
@@ -125,43 +126,91 @@ func TestAcceptsMediaType(t *testing.T) {
 	}
 }
 
-func TestScalars(t *testing.T) {
-	offer := newScalars(1, 128, 0)
-	task := scalars{"cpus": toFixed(0.1), "mem": toFixed(64)}
+func TestResources(t *testing.T) {
+	offer := newResources(1, 128, 0, nil)
+	var task resources
+	task.addScalar(kind{name: "cpus"}, toFixed(0.1))
+	task.addScalar(kind{name: "mem"}, toFixed(64))
+	var tenth resources
+	tenth.addScalar(kind{name: "cpus"}, toFixed(0.1))
 	for i := 0; i < 10; i++ {
 		if !offer.contains(task) {
 			t.Fatalf("after %d tasks offer %s should contain %s", i, offer, task)
 		}
-		offer.sub(scalars{"cpus": toFixed(0.1)})
+		offer.sub(tenth)
 	}
 	if offer.contains(task) {
 		t.Fatalf("offer %s should not contain %s", offer, task)
 	}
-	if got := newScalars(1.5, 64, 0).String(); got != "cpus:1.5;mem:64" {
+	if got := newResources(1.5, 64, 0, []PortRange{{31000, 31002}, {31003, 31005}}).String(); got != "cpus:1.5;mem:64;ports:[31000-31005]" {
 		t.Fatalf("String() = %q", got)
 	}
-	if (scalars{"disk": 5000}).allocatable() {
+	var disk resources
+	disk.addScalar(kind{name: "disk"}, 5000)
+	if disk.allocatable() {
 		t.Fatal("disk-only resources must not be allocatable")
+	}
+	// Reserved resources are a different kind: unreserved ones do not
+	// satisfy them, and they are offered only to their role.
+	var reserved resources
+	reserved.addScalar(kind{name: "cpus", role: "r", principal: "p"}, toFixed(1))
+	if newResources(4, 0, 0, nil).contains(reserved) {
+		t.Fatal("unreserved cpus satisfied reserved ones")
+	}
+	both := newResources(1, 0, 0, nil)
+	both.add(reserved)
+	if got := both.forRole("other").total("cpus"); got != toFixed(1) {
+		t.Errorf("offered to another role: %d thousandths of cpus, want only the unreserved 1000", got)
+	}
+	if got := both.forRole("r").total("cpus"); got != toFixed(2) {
+		t.Errorf("offered to the role: %d thousandths of cpus, want 2000", got)
+	}
+}
+
+func TestRangeSet(t *testing.T) {
+	s := rangeSet{{10, 20}, {30, 40}}.normalize()
+	for _, tc := range []struct {
+		name string
+		got  rangeSet
+		want rangeSet
+	}{
+		{"minus inside", s.minus(rangeSet{{12, 13}}), rangeSet{{10, 11}, {14, 20}, {30, 40}}},
+		{"minus across", s.minus(rangeSet{{15, 35}}), rangeSet{{10, 14}, {36, 40}}},
+		{"minus all", s.minus(rangeSet{{0, 100}}), nil},
+		{"union adjacent", rangeSet{{1, 2}}.union(rangeSet{{3, 4}}), rangeSet{{1, 4}}},
+		{"union overlapping, unsorted", rangeSet{{5, 9}, {1, 6}}.normalize(), rangeSet{{1, 9}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if fmt.Sprint(tc.got) != fmt.Sprint(tc.want) {
+				t.Errorf("got %v, want %v", tc.got, tc.want)
+			}
+		})
+	}
+	if !s.contains(rangeSet{{10, 10}, {35, 40}}) || s.contains(rangeSet{{20, 21}}) {
+		t.Error("contains")
+	}
+	if s.count() != 22 {
+		t.Errorf("count = %d, want 22", s.count())
 	}
 }
 
 func TestOfferFilterSemantics(t *testing.T) {
 	now := time.Now()
 	fw := &framework{filters: map[string][]offerFilter{}}
-	fw.addFilter("a", newScalars(1, 512, 0), time.Minute, now)
-	if !fw.filtered("a", newScalars(1, 512, 0), now) || !fw.filtered("a", newScalars(0.5, 256, 0), now) {
+	fw.addFilter("a", newResources(1, 512, 0, nil), time.Minute, now)
+	if !fw.filtered("a", newResources(1, 512, 0, nil), now) || !fw.filtered("a", newResources(0.5, 256, 0, nil), now) {
 		t.Fatal("resources within the refused ones must be filtered")
 	}
-	if fw.filtered("a", newScalars(2, 512, 0), now) {
+	if fw.filtered("a", newResources(2, 512, 0, nil), now) {
 		t.Fatal("more resources than refused must not be filtered")
 	}
-	if fw.filtered("b", newScalars(1, 512, 0), now) {
+	if fw.filtered("b", newResources(1, 512, 0, nil), now) {
 		t.Fatal("filters are per agent")
 	}
-	if fw.filtered("a", newScalars(1, 512, 0), now.Add(time.Minute)) || len(fw.filters) != 0 {
+	if fw.filtered("a", newResources(1, 512, 0, nil), now.Add(time.Minute)) || len(fw.filters) != 0 {
 		t.Fatal("expired filters must be dropped")
 	}
-	fw.addFilter("a", newScalars(1, 512, 0), 0, now)
+	fw.addFilter("a", newResources(1, 512, 0, nil), 0, now)
 	if len(fw.filters) != 0 {
 		t.Fatal("refuse_seconds 0 must not install a filter")
 	}

@@ -31,6 +31,10 @@ const (
 	// used when neither the KILL call nor the TaskInfo has a KillPolicy
 	// (the Mesos command executor's default).
 	DefaultKillGracePeriod = 3 * time.Second
+	// DefaultPortsWatchInterval is how often the ports isolator checks
+	// (Mesos' default --container_ports_watch_interval is 30s; the test
+	// master is faster so that tests are).
+	DefaultPortsWatchInterval = 200 * time.Millisecond
 )
 
 // housekeepingTick is the granularity of time-based work (failover
@@ -78,6 +82,29 @@ type Config struct {
 	// Agents are registered before New returns.
 	Agents []AgentSpec
 
+	// Masters is the number of masters of the simulated HA Mesos, each
+	// with its own URL (URLs); master 0 leads at first. Non-leading
+	// masters redirect (307) to the leader. Default 1.
+	Masters int
+
+	// EnforcePorts turns on the agents' network/ports isolator with
+	// --enforce_container_ports: every PortsWatchInterval the listening
+	// TCP sockets of each task's processes are checked, and a task
+	// listening on a port not allocated to it (its "ports" resources) is
+	// killed: TASK_FAILED, REASON_CONTAINER_LIMITATION. Linux only.
+	EnforcePorts bool
+	// PortsWatchInterval is --container_ports_watch_interval. Default
+	// DefaultPortsWatchInterval.
+	PortsWatchInterval time.Duration
+
+	// StrictAllocationInfo makes the master stricter than Mesos, which
+	// gives operation resources without allocation_info the offer's
+	// (protobuf::injectAllocationInfo): an operation of a MULTI_ROLE
+	// framework (whose offers carry allocation_info) with a resource
+	// without it is invalid, and a task using one fails (TASK_ERROR). For
+	// testing that a scheduler keeps the allocation_info it was offered.
+	StrictAllocationInfo bool
+
 	// Logf, if non-nil, receives diagnostic messages (e.g. testing.T.Logf).
 	// It may be called from any goroutine until Close returns, sometimes
 	// with the master's lock held, so it must not call the Master.
@@ -106,20 +133,24 @@ func (c *Config) setDefaults() {
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()
 	}
+	if c.Masters <= 0 {
+		c.Masters = 1
+	}
+	if c.PortsWatchInterval <= 0 {
+		c.PortsWatchInterval = DefaultPortsWatchInterval
+	}
 }
 
 // ErrClosed is returned by control methods called after Close.
 var ErrClosed = errors.New("mesostest: master closed")
 
-// Master is an in-process Mesos master speaking the v1 scheduler HTTP API
-// on 127.0.0.1, with simulated agents whose tasks run as local processes.
-// All methods are safe for concurrent use.
+// Master is an in-process Mesos master (or several: Config.Masters, of
+// which one leads) speaking the v1 scheduler HTTP API on 127.0.0.1, with
+// simulated agents whose tasks run as local processes. All methods are
+// safe for concurrent use.
 type Master struct {
 	cfg     Config
-	id      string
-	ln      net.Listener
-	srv     *http.Server
-	baseURL string
+	masters []*masterProc
 	rootDir string
 
 	done      chan struct{} // closed by Close
@@ -128,45 +159,47 @@ type Master struct {
 	closeErr  error
 	wg        sync.WaitGroup // every goroutine the master starts
 
-	mu         sync.Mutex
-	closed     bool
-	changed    chan struct{} // closed and replaced on every state change
-	agents     map[string]*agent
-	agentOrder []string
-	frameworks map[string]*framework
-	fwOrder    []string
-	offers     map[string]*offer
-	tasks      map[taskKey]*task // active: not yet terminal-and-acknowledged
-	allTasks   []*task           // every task ever launched, for snapshots
-	nextFwSeq  int
-	nextOffer  int
-	nextRun    int
-	rounds     uint64
-	nextAlloc  time.Time
-	rrStart    int
-	procs      int
-	subReject  SubscribeRejection
-	acceptFail int
+	mu      sync.Mutex
+	closed  bool
+	changed chan struct{} // closed and replaced on every state change
+	// id is the ID of the leading master (the last one if none leads).
+	id string
+	// leader is the index of the leading master, -1 while none is
+	// elected; it answers 503 until recoveredAt.
+	leader      int
+	recoveredAt time.Time
+
+	agents         map[string]*agent
+	agentOrder     []string
+	frameworks     map[string]*framework
+	fwOrder        []string
+	offers         map[string]*offer
+	tasks          map[taskKey]*task // active: not yet terminal-and-acknowledged
+	allTasks       []*task           // every task ever launched, for snapshots
+	nextFwSeq      int
+	nextOffer      int
+	nextRun        int
+	rounds         uint64
+	nextAlloc      time.Time
+	rrStart        int
+	procs          int
+	subReject      SubscribeRejection
+	acceptFail     int
+	acceptDelay    time.Duration
+	pendingAccepts []*pendingAccept
+	calls          []Call
 }
 
-// New starts a test master listening on 127.0.0.1 at a port picked by the
-// kernel. Call Close to stop it.
+// New starts a test master (Config.Masters of them) listening on
+// 127.0.0.1 at ports picked by the kernel. Call Close to stop it.
 func New(cfg Config) (*Master, error) {
 	cfg.setDefaults()
 	root, err := os.MkdirTemp(cfg.WorkDir, "mesostest-")
 	if err != nil {
 		return nil, fmt.Errorf("mesostest: creating work directory: %w", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		_ = os.RemoveAll(root)
-		return nil, fmt.Errorf("mesostest: listening on 127.0.0.1: %w", err)
-	}
 	m := &Master{
 		cfg:        cfg,
-		id:         formatUUID(newUUID()),
-		ln:         ln,
-		baseURL:    "http://" + ln.Addr().String(),
 		rootDir:    root,
 		done:       make(chan struct{}),
 		kick:       make(chan struct{}, 1),
@@ -176,42 +209,65 @@ func New(cfg Config) (*Master, error) {
 		offers:     make(map[string]*offer),
 		tasks:      make(map[taskKey]*task),
 	}
-	m.srv = &http.Server{
-		Handler:           m.routes(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+	fail := func(err error) (*Master, error) {
+		for _, p := range m.masters {
+			_ = p.ln.Close()
+		}
+		_ = os.RemoveAll(root)
+		return nil, err
 	}
+	for i := 0; i < cfg.Masters; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fail(fmt.Errorf("mesostest: listening on 127.0.0.1: %w", err))
+		}
+		p := &masterProc{id: formatUUID(newUUID()), ln: ln, url: "http://" + ln.Addr().String()}
+		p.srv = &http.Server{Handler: m.routes(i), ReadHeaderTimeout: 10 * time.Second}
+		m.masters = append(m.masters, p)
+	}
+	m.id = m.masters[0].id
 	for _, spec := range cfg.Agents {
 		if err := m.AddAgentSpec(spec); err != nil {
-			_ = ln.Close()
-			_ = os.RemoveAll(root)
-			return nil, err
+			return fail(err)
 		}
 	}
-	m.wg.Add(2)
-	go func() {
-		defer m.wg.Done()
-		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			m.logf("mesostest: HTTP server stopped: %v", err)
-		}
-	}()
+	for _, p := range m.masters {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			if err := p.srv.Serve(p.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				m.logf("mesostest: HTTP server stopped: %v", err)
+			}
+		}()
+	}
+	m.wg.Add(1)
 	go m.housekeepingLoop()
+	if cfg.EnforcePorts {
+		m.wg.Add(1)
+		go m.portsIsolator()
+	}
 	return m, nil
 }
 
-// ID returns the master's ID. Framework IDs it assigns are prefixed by it.
-func (m *Master) ID() string { return m.id }
+// ID returns the leading master's ID (the last leader's while none
+// leads). Framework and offer IDs it assigns are prefixed by it.
+func (m *Master) ID() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.id
+}
 
-// URL returns the master's base URL, "http://127.0.0.1:<port>".
-func (m *Master) URL() string { return m.baseURL }
+// URL returns the base URL of the first master, "http://127.0.0.1:<port>"
+// (the leader unless FailOver changed it).
+func (m *Master) URL() string { return m.masters[0].url }
 
-// Addr returns the master's "127.0.0.1:<port>" listen address.
-func (m *Master) Addr() string { return m.ln.Addr().String() }
+// Addr returns the first master's "127.0.0.1:<port>" listen address.
+func (m *Master) Addr() string { return m.masters[0].ln.Addr().String() }
 
-// SchedulerEndpoint returns the v1 scheduler API endpoint,
+// SchedulerEndpoint returns the first master's v1 scheduler API endpoint,
 // URL()+"/api/v1/scheduler", the address to give mesos-go's
 // httpcli.Endpoint.
-func (m *Master) SchedulerEndpoint() string { return m.baseURL + schedulerPath }
+func (m *Master) SchedulerEndpoint() string { return m.masters[0].url + schedulerPath }
 
 // WorkDir returns the private directory holding task sandboxes. It is
 // removed by Close.
@@ -239,9 +295,11 @@ func (m *Master) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		var errs []error
-		if err := m.srv.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("mesostest: shutting down HTTP server: %w", err))
-			_ = m.srv.Close()
+		for _, p := range m.masters {
+			if err := p.srv.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("mesostest: shutting down HTTP server: %w", err))
+				_ = p.srv.Close()
+			}
 		}
 		m.wg.Wait()
 		if err := os.RemoveAll(m.rootDir); err != nil {
@@ -326,6 +384,12 @@ func (m *Master) housekeeping(forceAllocation bool) {
 	}
 	now := time.Now()
 	changed := m.expireFrameworksLocked(now)
+	if m.recoverDueLocked(now) {
+		changed = true
+	}
+	if m.applyDueAcceptsLocked(now) {
+		changed = true
+	}
 	if m.expireOffersLocked(now) {
 		changed = true
 	}

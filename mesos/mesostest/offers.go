@@ -25,7 +25,7 @@ type offer struct {
 	seq     int
 	fwID    string
 	agentID string
-	res     scalars
+	res     resources
 	created time.Time
 }
 
@@ -34,7 +34,7 @@ type offer struct {
 // while the resources that could be offered are a subset of the refused
 // ones, so freshly freed resources lift it.
 type offerFilter struct {
-	res     scalars
+	res     resources
 	expires time.Time
 }
 
@@ -55,7 +55,7 @@ func refuseDuration(f *mesos.Filters) time.Duration {
 	return time.Duration(secs * float64(time.Second))
 }
 
-func (fw *framework) addFilter(agentID string, res scalars, d time.Duration, now time.Time) {
+func (fw *framework) addFilter(agentID string, res resources, d time.Duration, now time.Time) {
 	if d <= 0 || res.isEmpty() {
 		return
 	}
@@ -63,7 +63,7 @@ func (fw *framework) addFilter(agentID string, res scalars, d time.Duration, now
 }
 
 // filtered reports whether an offer of res on agentID is refused by fw.
-func (fw *framework) filtered(agentID string, res scalars, now time.Time) bool {
+func (fw *framework) filtered(agentID string, res resources, now time.Time) bool {
 	fs := fw.filters[agentID]
 	kept := fs[:0]
 	refused := false
@@ -85,12 +85,18 @@ func (fw *framework) filtered(agentID string, res scalars, now time.Time) bool {
 }
 
 // allocateLocked runs one allocation round: the unused resources of every
-// agent are offered, as a single offer, to the next eligible framework
-// (subscribed, not suppressed, not filtering those resources). Frameworks
-// take turns across rounds. All offers for a framework made in a round are
-// sent in one OFFERS event.
+// registered agent are offered to the eligible frameworks (subscribed, not
+// suppressed, not filtering those resources) in turn: the first gets all
+// it may have (unreserved resources and those reserved for its role) as
+// one offer, the next what is left for its role, and so on; a share below
+// the minimum allocatable resources is not offered. Frameworks take turns
+// across rounds. All offers for a framework made in a round are sent in
+// one OFFERS event.
 func (m *Master) allocateLocked(now time.Time) {
 	m.rounds++
+	if !m.leadingLocked(now) {
+		return
+	}
 	var eligible []*framework
 	for _, id := range m.fwOrder {
 		fw := m.frameworks[id]
@@ -104,30 +110,28 @@ func (m *Master) allocateLocked(now time.Time) {
 	batches := make(map[*framework][]mesos.Offer)
 	for _, aid := range m.agentOrder {
 		a := m.agents[aid]
-		if a.lost {
+		if !a.connected() {
 			continue
 		}
 		free := m.freeLocked(a)
-		if !free.allocatable() {
-			continue
-		}
 		for i := range eligible {
 			fw := eligible[(m.rrStart+i)%len(eligible)]
-			if fw.filtered(aid, free, now) {
+			share := free.forRole(fw.role)
+			if !share.allocatable() || fw.filtered(aid, share, now) {
 				continue
 			}
+			free.sub(share)
 			m.nextOffer++
 			o := &offer{
 				id:      fmt.Sprintf("%s-O%d", m.id, m.nextOffer),
 				seq:     m.nextOffer,
 				fwID:    fw.id,
 				agentID: aid,
-				res:     free,
+				res:     share,
 				created: now,
 			}
 			m.offers[o.id] = o
 			batches[fw] = append(batches[fw], m.offerProto(o, fw, a))
-			break
 		}
 	}
 	m.rrStart++
@@ -141,16 +145,23 @@ func (m *Master) allocateLocked(now time.Time) {
 	}
 }
 
+// offerProto shows an offer to fw: with allocation_info only for MULTI_ROLE
+// frameworks (MESOS-8237), with reservations in the format its
+// RESERVATION_REFINEMENT capability asks for.
 func (m *Master) offerProto(o *offer, fw *framework, a *agent) mesos.Offer {
-	role := fw.role
-	return mesos.Offer{
-		ID:             mesos.OfferID{Value: o.id},
-		FrameworkID:    mesos.FrameworkID{Value: fw.id},
-		AgentID:        mesos.AgentID{Value: a.spec.ID},
-		Hostname:       a.spec.Hostname,
-		Resources:      o.res.toMesos(role),
-		AllocationInfo: &mesos.Resource_AllocationInfo{Role: &role},
+	f := resourceFormat{refinement: fw.refinement}
+	off := mesos.Offer{
+		ID:          mesos.OfferID{Value: o.id},
+		FrameworkID: mesos.FrameworkID{Value: fw.id},
+		AgentID:     mesos.AgentID{Value: a.spec.ID},
+		Hostname:    a.spec.Hostname,
 	}
+	if fw.multiRole {
+		f.allocationRole = ptr(fw.role)
+		off.AllocationInfo = &mesos.Resource_AllocationInfo{Role: ptr(fw.role)}
+	}
+	off.Resources = o.res.toMesos(f)
+	return off
 }
 
 // declineLocked handles DECLINE: the offers' resources are refused to the

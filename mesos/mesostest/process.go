@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,8 +32,11 @@ func (m *Master) sandboxDir(t *task, run int) string {
 // terminal state when the process exits.
 func (m *Master) runTask(t *task) {
 	defer m.wg.Done()
-	// t.sandbox and t.info are immutable after launch.
+	// t.sandbox, t.info and t.res are immutable after launch.
 	prepErr := prepareSandbox(t.sandbox, t.info.Command)
+	if prepErr == nil {
+		prepErr = m.mountVolumes(t)
+	}
 
 	m.mu.Lock()
 	switch {
@@ -93,6 +97,8 @@ func (m *Master) runTask(t *task) {
 	case t.orphaned:
 		m.setTerminalLocked(t, mesos.TASK_KILLED)
 		delete(m.tasks, t.key())
+	case t.limitation != "":
+		m.agentUpdateLocked(t, mesos.TASK_FAILED, mesos.SOURCE_AGENT, mesos.REASON_CONTAINER_LIMITATION.Enum(), t.limitation)
 	case t.killRequested:
 		m.agentUpdateLocked(t, mesos.TASK_KILLED, mesos.SOURCE_EXECUTOR, nil, desc)
 	case ok:
@@ -238,6 +244,13 @@ func (m *Master) command(t *task) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
+// forkMu keeps processes from being forked while an executable is being
+// written: a child forked then inherits the file open for writing until it
+// execs, and exec of that file fails with ETXTBSY ("text file busy",
+// golang.org/issue/22315). Fetching a URI holds it exclusively, starting a
+// command shared.
+var forkMu sync.RWMutex
+
 // startCommand starts cmd with stdout and stderr redirected to the files
 // "stdout" and "stderr" of the sandbox.
 func startCommand(cmd *exec.Cmd, sandbox string) error {
@@ -252,8 +265,29 @@ func startCommand(cmd *exec.Cmd, sandbox string) error {
 	}
 	defer stderr.Close()
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	if err := cmd.Start(); err != nil {
+	forkMu.RLock()
+	err = cmd.Start()
+	forkMu.RUnlock()
+	if err != nil {
 		return fmt.Errorf("failed to launch command: %w", err)
+	}
+	return nil
+}
+
+// mountVolumes makes t's persistent volumes appear in its sandbox at their
+// container paths (the agent bind-mounts them; a symbolic link does here).
+func (m *Master) mountVolumes(t *task) error {
+	for _, k := range t.res.kinds() {
+		if k.volume == "" {
+			continue
+		}
+		link := filepath.Join(t.sandbox, filepath.FromSlash(k.path))
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return fmt.Errorf("mounting volume %s: %w", k.volume, err)
+		}
+		if err := os.Symlink(m.volumeDir(t.agentID, k.role, k.volume), link); err != nil {
+			return fmt.Errorf("mounting volume %s at %s: %w", k.volume, k.path, err)
+		}
 	}
 	return nil
 }
@@ -299,6 +333,8 @@ func fetchURI(sandbox string, u mesos.CommandInfo_URI) error {
 		return fmt.Errorf("URI %q: output file %q must be a relative path inside the sandbox", u.Value, name)
 	}
 	dst := filepath.Join(sandbox, name)
+	forkMu.Lock()
+	defer forkMu.Unlock()
 	if err := copyFile(src, dst); err != nil {
 		return fmt.Errorf("fetching %q: %w", u.Value, err)
 	}

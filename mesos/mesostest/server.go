@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler"
 )
@@ -15,9 +17,10 @@ const (
 	maxRequestBodyBytes = 64 << 20
 )
 
-func (m *Master) routes() http.Handler {
+// routes is the HTTP API of master i.
+func (m *Master) routes(i int) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc(schedulerPath, m.handleScheduler)
+	mux.HandleFunc(schedulerPath, func(w http.ResponseWriter, r *http.Request) { m.handleScheduler(i, w, r) })
 	return mux
 }
 
@@ -36,9 +39,13 @@ func writeError(w http.ResponseWriter, e *httpError) {
 	_, _ = io.WriteString(w, e.msg)
 }
 
-// handleScheduler implements POST /api/v1/scheduler following the checks
-// (and their order) of Master::Http::scheduler in src/master/http.cpp.
-func (m *Master) handleScheduler(w http.ResponseWriter, r *http.Request) {
+// handleScheduler implements POST /api/v1/scheduler of master i following
+// the checks (and their order) of Master::Http::scheduler in
+// src/master/http.cpp: leadership and recovery first.
+func (m *Master) handleScheduler(i int, w http.ResponseWriter, r *http.Request) {
+	if m.notLeading(i, w, r) {
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, &httpError{http.StatusMethodNotAllowed,
@@ -93,15 +100,18 @@ func (m *Master) handleScheduler(w http.ResponseWriter, r *http.Request) {
 				"Subscribe calls should not include the 'Mesos-Stream-Id' header"})
 			return
 		}
+		m.recordCall(i, &call, http.StatusOK)
 		m.serveSubscribe(w, r, &call, respCodec)
 		return
 	}
 
 	status, herr := m.handleCall(r, &call)
 	if herr != nil {
+		m.recordCall(i, &call, herr.status)
 		writeError(w, herr)
 		return
 	}
+	m.recordCall(i, &call, status)
 	if status == http.StatusOK {
 		// UPDATE_FRAMEWORK answers 200 with an empty body; labelling it
 		// with the request's media type keeps mesos-go's response
@@ -331,4 +341,43 @@ func (m *Master) sendLocked(fw *framework, ev *scheduler.Event) {
 		return
 	}
 	fw.stream.send(m, ev)
+}
+
+// Call is a scheduler call a master received and parsed.
+type Call struct {
+	// At is when it was answered.
+	At time.Time
+	// Master is the index (in URLs) of the master that received it.
+	Master int
+	// FrameworkID and Type of the call.
+	FrameworkID string
+	Type        scheduler.Call_Type
+	// Status is the HTTP status of the answer (200 for a SUBSCRIBE that
+	// got a stream, even one refused with an ERROR event).
+	Status int
+}
+
+// maxCalls bounds the call log; older calls are dropped.
+const maxCalls = 100000
+
+func (m *Master) recordCall(i int, c *scheduler.Call, status int) {
+	m.mu.Lock()
+	defer m.unlock()
+	if len(m.calls) >= maxCalls {
+		m.calls = append(m.calls[:0], m.calls[len(m.calls)-maxCalls/2:]...)
+	}
+	fid := c.GetFrameworkID().GetValue()
+	if fid == "" {
+		fid = c.GetSubscribe().GetFrameworkInfo().GetID().GetValue()
+	}
+	m.calls = append(m.calls, Call{At: time.Now(), Master: i, FrameworkID: fid, Type: c.Type, Status: status})
+}
+
+// Calls returns the scheduler calls the masters received and parsed
+// (method, media type and body valid; redirected calls and calls answered
+// 503 are not parsed), oldest first; at most the last 50000-100000.
+func (m *Master) Calls() []Call {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.calls)
 }

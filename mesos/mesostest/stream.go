@@ -2,8 +2,10 @@ package mesostest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler"
@@ -23,6 +25,9 @@ type stream struct {
 	notify    chan struct{} // capacity 1: queue became non-empty
 	closing   chan struct{} // closed when the master ends the stream
 	closeOnce sync.Once
+	// silent: nothing more is written (StallSubscription,
+	// DropSubscriptionSilently), the connection stays open.
+	silent atomic.Bool
 }
 
 func newStream(c *codec) *stream {
@@ -82,6 +87,10 @@ func (s *stream) run(ctx context.Context, m *Master, w http.ResponseWriter, hear
 	ticker := time.NewTicker(heartbeat)
 	defer ticker.Stop()
 	flush := func() bool {
+		if s.silent.Load() {
+			s.take() // lost in the stuck connection
+			return true
+		}
 		for _, frame := range s.take() {
 			if err := rw.WriteRecord(frame); err != nil {
 				m.logf("mesostest: stream %s: %v", s.id, err)
@@ -110,4 +119,40 @@ func (s *stream) run(ctx context.Context, m *Master, w http.ResponseWriter, hear
 			return
 		}
 	}
+}
+
+// StallSubscription makes the current subscription stream of a framework
+// go silent, as a stuck connection or proxy would: it stays open and the
+// master still considers the framework subscribed (its calls succeed), but
+// nothing more, not even a heartbeat, reaches the scheduler. A scheduler
+// must notice the missing heartbeats and subscribe again.
+func (m *Master) StallSubscription(frameworkID string) error {
+	m.mu.Lock()
+	defer m.unlock()
+	fw := m.frameworks[frameworkID]
+	if fw == nil || fw.stream == nil {
+		return fmt.Errorf("mesostest: stalling framework %s: not subscribed", frameworkID)
+	}
+	fw.stream.silent.Store(true)
+	m.logf("mesostest: subscription of framework %s stalled", frameworkID)
+	return nil
+}
+
+// DropSubscriptionSilently makes the connection of a framework's
+// subscription half-open: the master drops the subscription as if the
+// connection had closed (the framework is disconnected, its failover
+// timeout starts, its calls get 403) but the scheduler's end is never
+// told: no FIN, no RST, no more bytes. A scheduler must notice the missing
+// heartbeats and subscribe again.
+func (m *Master) DropSubscriptionSilently(frameworkID string) error {
+	m.mu.Lock()
+	defer m.unlock()
+	fw := m.frameworks[frameworkID]
+	if fw == nil || fw.stream == nil {
+		return fmt.Errorf("mesostest: dropping the subscription of framework %s: not subscribed", frameworkID)
+	}
+	fw.stream.silent.Store(true)
+	m.logf("mesostest: subscription of framework %s dropped without closing its connection", frameworkID)
+	m.disconnectLocked(fw)
+	return nil
 }
