@@ -13,6 +13,12 @@
 //   - topology/consul: a Consul KV key per cluster, written with
 //     check-and-set on its ModifyIndex and watched with blocking queries.
 //
+// [Guard] wraps a backend for a node: it keeps the last topology the node
+// saw in a [LocalCopy] ([FileCopy] in the data directory), and when the
+// store goes back to an older version (Consul lost its data) it never hands
+// that version on, writes the last one back, reports it ([Regression]) and
+// refuses changes based on the lost history ([RefusedError]).
+//
 // The package also holds the pure operations on a topology used by the
 // control API and the nodes: [Topology.Deploy], [Topology.DeployAll],
 // [Topology.Scale], [Topology.Kill] and [Topology.Seed].
