@@ -272,7 +272,9 @@ func ValidName(s string) error {
 func nameChar(c rune) bool { return isAlnum(c) || c == '-' || c == '_' || c == '.' }
 
 // isAlnum reports whether c is an ASCII letter or digit.
-func isAlnum(c rune) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+func isAlnum(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
 
 // MarshalText encodes the routing by name, as in manifests and JSON. The
 // zero value (unset) encodes as "shuffle", which it means.
