@@ -21,5 +21,7 @@
 //
 // The package also holds the pure operations on a topology used by the
 // control API and the nodes: [Topology.Deploy], [Topology.DeployAll],
-// [Topology.Scale], [Topology.Kill] and [Topology.Seed].
+// [Topology.Scale], [Topology.Kill] and [Topology.Seed], which keep the
+// stream graph free of cycles ([CycleError]; [Topology.Cycles] finds those
+// a topology stored by an older version may hold).
 package topology
