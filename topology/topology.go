@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -21,6 +22,15 @@ type OperatorSpec struct {
 	Meta core.Metadata
 	// Epoch identifies the current layout (parallelism) of the operator.
 	Epoch int64
+	// Revision grows by one with every change of the operator's settings
+	// (Deploy of a spec that differs in anything but DeployedAt and
+	// FromCode: its streams, restart policy, parallelism, executable,
+	// resources, environment) and starts at 0 when the operator is
+	// (re)created. Instances of the current Epoch keep running across a
+	// change of Revision and must adopt the new settings in place: an
+	// instance started with (Epoch, Revision) = (e, r) runs stale settings
+	// while the topology says (e, r' > r).
+	Revision int64 `json:",omitempty"`
 	// Executable is a node binary hosting Kind, for launchers; optional.
 	Executable string `json:",omitempty"`
 	// Resources for launchers.
@@ -137,9 +147,14 @@ func (t Topology) deploy(spec OperatorSpec, now time.Time) (next Topology, creat
 		if spec.Meta.Parallelism != old.Meta.Parallelism || spec.Kind != old.Kind {
 			spec.Epoch++
 		}
+		spec.Revision = old.Revision
+		if !sameSettings(old, spec) {
+			spec.Revision++
+		}
 		next.Operators[i] = spec
 		return next, false, nil
 	}
+	spec.Revision = 0
 	if last, ok := next.Retired[spec.Meta.Name]; ok {
 		spec.Epoch = last + 1
 		delete(next.Retired, spec.Meta.Name)
@@ -258,6 +273,17 @@ func (t Topology) Seed(specs []OperatorSpec, now time.Time) (Topology, bool, err
 		next.Version = t.Version + 1 // one change, however many operators
 	}
 	return next, changed, nil
+}
+
+// sameSettings reports whether two specs of one operator (with defaults
+// applied) run the same way: equal in all but DeployedAt, FromCode, Epoch
+// and Revision.
+func sameSettings(a, b OperatorSpec) bool {
+	am, bm := a.Meta, b.Meta
+	return a.Kind == b.Kind && am.Name == bm.Name && am.Parallelism == bm.Parallelism && am.KeyGroups == bm.KeyGroups &&
+		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
+		a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
+		maps.Equal(a.Env, b.Env)
 }
 
 // sameCode reports whether a deployed spec matches a program's spec.
