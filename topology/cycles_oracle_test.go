@@ -95,3 +95,67 @@ func replace(t topology.Topology, s topology.OperatorSpec) topology.Topology {
 	t.Operators = append(t.Operators, s)
 	return t
 }
+
+// specsFrom decodes data as operators, three bytes each: the operator
+// (of 8), a stream it reads and one it writes (of 6 streams and the 8
+// operators' dead-letter streams; a byte ≥ 224 means none).
+func specsFrom(data []byte) []topology.OperatorSpec {
+	stream := func(b byte) string {
+		switch v := int(b) % 16; {
+		case b >= 224:
+			return ""
+		case v < 6:
+			return fmt.Sprintf("s%d", v)
+		default:
+			return core.DeadLetterStream(fmt.Sprintf("op%d", v%8))
+		}
+	}
+	var out []topology.OperatorSpec
+	for i := 0; i+2 < len(data) && len(out) < 64; i += 3 {
+		m := core.Metadata{Name: fmt.Sprintf("op%d", data[i]%8)}
+		if s := stream(data[i+1]); s != "" {
+			m.Inputs = []core.Input{{Stream: s}}
+		}
+		if s := stream(data[i+2]); s != "" {
+			m.Outputs = []string{s}
+		}
+		out = append(out, topology.OperatorSpec{Kind: "k", Meta: m})
+	}
+	return out
+}
+
+// FuzzCycles deploys the operators data describes one by one and checks
+// each refusal and acceptance against the reachability oracle, and Cycles
+// of the same operators stored unchecked.
+func FuzzCycles(f *testing.F) {
+	f.Add([]byte{0, 1, 1})                   // op0 reads and writes s1
+	f.Add([]byte{0, 1, 2, 1, 2, 3, 2, 3, 1}) // op0 → s2 → op1 → s3 → op2 → s1 → op0
+	f.Add([]byte{0, 6, 1})                   // op0 reads its own dead letters
+	f.Add([]byte{0, 1, 2, 1, 2, 255, 0, 1, 224})
+	now := time.Unix(1700000000, 0)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var checked, unchecked topology.Topology
+		for _, s := range specsFrom(data) {
+			next, _, err := checked.Deploy(s, now)
+			onCycle := topologytest.OperatorsOnCycles(replace(checked, s))[s.Meta.Name]
+			var ce *topology.CycleError
+			switch {
+			case err == nil && onCycle:
+				t.Fatalf("deployed %+v onto a cycle", s.Meta)
+			case err == nil:
+				if err := next.Validate(); err != nil {
+					t.Fatalf("deployed into an invalid topology: %v", err)
+				}
+				checked = next
+			case !errors.As(err, &ce):
+				t.Fatalf("deploy %+v: %v", s.Meta, err)
+			case !onCycle:
+				t.Fatalf("refused %+v, which is on no cycle: %v", s.Meta, err)
+			}
+			unchecked = replace(unchecked, s)
+		}
+		if err := topologytest.CheckCycles(unchecked); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -93,7 +93,7 @@ type Regression struct {
 	// the store held (0: no topology at all).
 	Seen, Found int64
 	// Reseeded reports whether the store was written back with version
-	// Seen; Err says why not.
+	// Seen; Err says why not (nil while it is being written).
 	Reseeded bool
 	Err      error
 	// Count is the number of regressions found since the guard was made.
@@ -108,8 +108,11 @@ func (r Regression) String() string {
 	if r.Found == 0 {
 		what += " (its history was lost)"
 	}
-	if r.Reseeded {
+	switch {
+	case r.Reseeded:
 		return fmt.Sprintf("%s; re-seeded with version %d from this node's copy", what, r.Seen)
+	case r.Err == nil:
+		return fmt.Sprintf("%s; re-seeding with version %d from this node's copy", what, r.Seen)
 	}
 	return fmt.Sprintf("%s; not re-seeded yet (%v): this node keeps running version %d and refuses changes based on the older one", what, r.Err, r.Seen)
 }
@@ -282,7 +285,7 @@ func (g *Guard) current(ctx context.Context) (t Topology, pending bool, err erro
 func (g *Guard) found(v int64) Topology {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.reg = Regression{At: time.Now(), Seen: g.last.Version, Found: v, Err: errors.New("re-seeding"), Count: g.reg.Count + 1}
+	g.reg = Regression{At: time.Now(), Seen: g.last.Version, Found: v, Count: g.reg.Count + 1}
 	g.hasReg = true
 	return g.last
 }
