@@ -398,3 +398,73 @@ func TestFileCopy(t *testing.T) {
 		t.Fatalf("a damaged copy: %v, want an error naming %s", err, path)
 	}
 }
+
+// flakyRestore fails Restore while fail is set, as a store that cannot be
+// written (a full disk, an ACL) would.
+type flakyRestore struct {
+	*pebble.Store
+	fail atomic.Bool
+}
+
+var errInjected = errors.New("injected: cannot write")
+
+func (s *flakyRestore) Restore(ctx context.Context, expected int64, tp topology.Topology) error {
+	if s.fail.Load() {
+		return errInjected
+	}
+	return s.Store.Restore(ctx, expected, tp)
+}
+
+// TestGuardRetriesAFailedReseed: while the store cannot be written back,
+// the node keeps the latest topology, says so, writes nothing over the
+// older one, and its watch retries until the store takes it.
+func TestGuardRetriesAFailedReseed(t *testing.T) {
+	ctx := context.Background()
+	raw := pebble.New(openDB(t, t.TempDir()))
+	s := &flakyRestore{Store: raw}
+	g := newGuard(t, s, filepath.Join(t.TempDir(), topology.CopyFile), "node")
+	w := watch(t, g)
+	deployN(t, g, "a", "b", "c")
+	sluicetest.WaitFor(t, 10*time.Second, "version 3", func() bool { return w.latest() == 3 })
+
+	s.fail.Store(true)
+	if err := raw.Restore(ctx, 3, topology.Topology{}); err != nil { // the store loses everything
+		t.Fatal(err)
+	}
+	sluicetest.WaitFor(t, 10*time.Second, "the failed re-seed to be recorded", func() bool {
+		r, _ := g.Regression()
+		return errors.Is(r.Err, errInjected)
+	})
+	r, _ := g.Regression()
+	if r.Reseeded || !strings.Contains(r.String(), "not re-seeded yet (injected: cannot write): this node keeps running version 3") {
+		t.Fatalf("status line %q", r)
+	}
+	if tp, err := g.Load(ctx); err != nil || tp.Version != 3 {
+		t.Fatalf("load while the store is behind: version %d (%v), want the latest seen, 3", tp.Version, err)
+	}
+	intruder, _ := topologytest.Deploy("intruder")(topology.Topology{})
+	if err := g.Swap(ctx, intruder); !errors.Is(err, topology.ErrRegressed) {
+		t.Fatalf("a change based on the empty store: %v, want ErrRegressed", err)
+	}
+	if _, err := topology.Update(ctx, g, 1, topologytest.Deploy("d")); !errors.Is(err, topology.ErrConflict) {
+		t.Fatalf("a change while the store is behind: %v, want ErrConflict", err)
+	}
+	if cur, _ := raw.Load(ctx); cur.Version != 0 {
+		t.Fatalf("something was written over the lost store: version %d", cur.Version)
+	}
+	if v := w.seen(); v[len(v)-1] != 3 {
+		t.Fatalf("the watcher saw %v, want nothing after 3", v)
+	}
+
+	s.fail.Store(false) // the store can be written again: the watch's retry re-seeds it
+	sluicetest.WaitFor(t, 20*time.Second, "the retried re-seed", func() bool {
+		cur, err := raw.Load(ctx)
+		r, _ := g.Regression()
+		return err == nil && cur.Version == 3 && r.Reseeded
+	})
+	if tp := deployN(t, g, "d"); tp.Version != 4 {
+		t.Fatalf("deploy after the re-seed: version %d, want 4", tp.Version)
+	}
+	sluicetest.WaitFor(t, 10*time.Second, "version 4", func() bool { return w.latest() == 4 })
+	w.checkIncreasing(t)
+}
