@@ -155,15 +155,16 @@ func (g *Guard) Load(ctx context.Context) (Topology, error) {
 
 // Swap implements Store. It reads the store first (repairing it if it went
 // back) and refuses a change based on an older version than the one
-// stored: with a *RefusedError if that version is older than one seen
-// before a regression, else with ErrConflict.
+// stored: with a *RefusedError if that version is one the store could
+// hold while it was behind (from the version found to the one seen before
+// a regression), else with ErrConflict.
 func (g *Guard) Swap(ctx context.Context, next Topology) error {
 	cur, _, err := g.current(ctx)
 	if err != nil {
 		return err
 	}
 	if based := next.Version - 1; based < cur.Version {
-		if r, ok := g.Regression(); ok && based < r.Seen {
+		if r, ok := g.Regression(); ok && r.Found <= based && based < r.Seen {
 			return &RefusedError{Based: based, Regression: r}
 		}
 		return fmt.Errorf("%w: stored version %d, change based on %d", ErrConflict, cur.Version, based)
