@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -270,18 +271,32 @@ func fieldsOf(t reflect.Type) structFields {
 	return f
 }
 
-// hint suggests the field the user probably meant, or lists them all.
+// hint suggests the field the user probably meant, or lists them all when
+// none is close (see closest).
 func (f structFields) hint(key string) string {
-	best, bestDist := "", len(key)+1
-	for _, name := range f.names {
-		if dist := editDistance(strings.ToLower(key), strings.ToLower(name)); dist < bestDist {
-			best, bestDist = name, dist
-		}
-	}
-	if bestDist <= 2 || bestDist <= len(key)/3 {
+	if best, ok := closest(key, f.names); ok {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return ": want one of " + orList(f.names)
+}
+
+// closest returns the name nearest to key by edit distance, ignoring case,
+// if it is close enough to be the one meant: at most a third of the key's
+// characters changed, or up to 2 for keys of 4 to 8 characters, so that
+// one- and two-character keys get a suggestion only when they differ from
+// a name in case alone (any name is within two edits of them). Ties go to
+// the name declared first.
+func closest(key string, names []string) (string, bool) {
+	k := strings.ToLower(key)
+	n := utf8.RuneCountInString(k)
+	allowed := max(n/3, min(2, n-2))
+	best, bestDist := "", allowed+1
+	for _, name := range names {
+		if d := editDistance(k, strings.ToLower(name)); d < bestDist {
+			best, bestDist = name, d
+		}
+	}
+	return best, best != ""
 }
 
 // orList returns "a, b or c".
@@ -292,25 +307,26 @@ func orList(s []string) string {
 	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
+// editDistance is the Levenshtein distance between a and b, in characters.
 func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
 	for j := range prev {
 		prev[j] = j
 	}
-	for i := 1; i <= len(a); i++ {
+	for i := 1; i <= len(ra); i++ {
 		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+		for j := 1; j <= len(rb); j++ {
 			cost := 1
-			if a[i-1] == b[j-1] {
+			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return prev[len(rb)]
 }
 
 // describe names what a node holds, for "want X, got Y" messages.

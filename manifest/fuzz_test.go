@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -26,8 +27,8 @@ var fuzzSeeds = []string{
 	"{\"name\": \"a\", \"mem\": 1e400}",
 }
 
-// FuzzParse checks that Parse never panics, fails only with a *ParseError,
-// and that whatever it accepts and Validate passes encodes to YAML and to
+// FuzzParse checks that Parse never panics, fails only with a *ParseError
+// (never suggesting an empty field name), and that whatever it accepts and Validate passes encodes to YAML and to
 // JSON and parses back to the same manifests.
 func FuzzParse(f *testing.F) {
 	for _, s := range fuzzSeeds {
@@ -39,6 +40,9 @@ func FuzzParse(f *testing.F) {
 			var pe *ParseError
 			if !errors.As(err, &pe) || len(pe.Problems) == 0 {
 				t.Fatalf("got error %#v, want a *ParseError with problems", err)
+			}
+			if strings.Contains(err.Error(), `did you mean ""`) {
+				t.Fatalf("an empty suggestion: %v", err)
 			}
 			return
 		}

@@ -16,11 +16,13 @@ import (
 // *ValidationError listing every problem, or nil. Zero fields mean "unset"
 // and are valid (except the name); set fields must be:
 //
-//   - name, kind: 1–200 letters, digits, '-', '_' or '.' (core.ValidName)
+//   - name, kind: 1–200 letters, digits, '-', '_' or '.', the first a letter
+//     or a digit, so that no name is ".", "..", hidden or a flag
+//     (core.ValidName)
 //   - executable: an absolute path, or a file://, http:// or https:// URI
 //   - instances ≥ 1; keyGroups in [1, 32768]; instances ≤ keyGroups
-//   - inputs: valid stream names, none twice, routing one of shuffle,
-//     round-robin, group-by or broadcast (core.ParseRouting)
+//   - inputs: valid stream names (the rule of names), none twice, routing
+//     one of shuffle, round-robin, group-by or broadcast (core.ParseRouting)
 //   - outputs: valid stream names, none twice
 //   - cpus, mem, disk: finite and ≥ 0; retries ≥ 0
 //   - environment: keys are variable names ([A-Za-z_][A-Za-z0-9_]*),

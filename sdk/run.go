@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/objstore/storeurl"
 	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
+	tconsul "github.com/sluicehq/sluice/topology/consul"
 )
 
 // Config configures the runtime in this process. The zero value runs the
@@ -213,7 +214,7 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		}
 	}
 	if cfg.Consul != "" {
-		store, err := topology.NewConsulStore(cfg.Consul, clusterName(cfg), logger)
+		store, err := guardedStore(cfg, logger)
 		if err != nil {
 			closeListener(lis)
 			return nil, fmt.Errorf("sdk: start: %w", err)
@@ -241,12 +242,8 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 	tel.Attach(n)
 	rt := &Runtime{node: n, http: srv, telemetry: tel}
 	if cfg.Launch && cfg.Consul != "" {
-		dataDir := cfg.DataDir
-		if dataDir == "" {
-			dataDir = actors.DefaultConfig().DataDir
-		}
 		rt.launcher = launcher.New(launcher.Config{
-			Node: n.ID(), Consul: cfg.Consul, Cluster: clusterName(cfg), DataDir: filepath.Join(dataDir, "launched"),
+			Node: n.ID(), Consul: cfg.Consul, Cluster: clusterName(cfg), DataDir: filepath.Join(dataDir(cfg), "launched"),
 			Store: n.Store(), Members: n.Members, Logger: logger,
 		})
 		lctx, cancel := context.WithCancel(context.Background())
@@ -268,6 +265,26 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		srv.Serve(lis, n)
 	}
 	return rt, nil
+}
+
+// guardedStore returns the cluster's topology store in Consul, guarded by a
+// copy of the last topology in the data directory: a Consul that lost its
+// data is re-seeded from it, never followed (see topology.Guard).
+func guardedStore(cfg Config, logger *slog.Logger) (*topology.Guard, error) {
+	s, err := tconsul.New(cfg.Consul, clusterName(cfg), logger)
+	if err != nil {
+		return nil, err
+	}
+	local := topology.NewFileCopy(filepath.Join(dataDir(cfg), topology.CopyFile), tconsul.Key(clusterName(cfg)))
+	return topology.NewGuard(s, local, logger)
+}
+
+// dataDir returns the configured data directory or its default.
+func dataDir(cfg Config) string {
+	if cfg.DataDir == "" {
+		return actors.DefaultConfig().DataDir
+	}
+	return cfg.DataDir
 }
 
 // clusterName returns the configured cluster name or its default.

@@ -122,6 +122,17 @@ var (
 // ParseRouting parses a routing name such as "group-by".
 func ParseRouting(s string) (Routing, error) { return core.ParseRouting(s) }
 
+// ValidName checks an operator, stream or kind name by the rule the
+// runtime applies to Metadata: 1 to 200 characters from letters, digits,
+// '-', '_' and '.', the first a letter or a digit. Names are used as URL
+// path segments, file names and command-line arguments, so ".", "..",
+// hidden names (".x") and flag-like names ("-x") are refused.
+//
+// Connectors call it in their Validate to name a bad field before the
+// runtime sees the operator; the error says what is wrong and what is
+// allowed, and is meant to be wrapped with the field's name.
+func ValidName(name string) error { return core.ValidName(name) }
+
 // DeadLetterStream returns the name of an operator's dead-letter stream,
 // "<operator>.deadletter".
 func DeadLetterStream(operator string) string { return core.DeadLetterStream(operator) }

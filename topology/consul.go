@@ -9,11 +9,18 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/sluicehq/sluice/topology/internal/latest"
 )
 
 // ConsulStore keeps a cluster's topology in one Consul KV key,
 // "sluice/<cluster>/topology", written with check-and-set on the key's
 // ModifyIndex (the topology's version is also checked).
+//
+// Deprecated: use topology/consul.Store, which can also be guarded
+// (NewGuard). This copy stays only until the callers outside the topology
+// packages move (a forwarding function cannot: topology/consul imports
+// this package); it will be deleted then.
 type ConsulStore struct {
 	kv  *api.KV
 	key string
@@ -23,6 +30,8 @@ type ConsulStore struct {
 var _ Store = (*ConsulStore)(nil)
 
 // NewConsulStore returns the store of cluster at Consul address addr.
+//
+// Deprecated: use consul.New from topology/consul.
 func NewConsulStore(addr, cluster string, log *slog.Logger) (*ConsulStore, error) {
 	cfg := api.DefaultConfig()
 	cfg.Address = addr
@@ -37,6 +46,8 @@ func NewConsulStore(addr, cluster string, log *slog.Logger) (*ConsulStore, error
 }
 
 // Key returns the Consul KV key of a cluster's topology.
+//
+// Deprecated: use consul.Key from topology/consul.
 func Key(cluster string) string { return "sluice/" + cluster + "/topology" }
 
 // load reads the topology and the key's ModifyIndex (0 when absent).
@@ -120,7 +131,7 @@ func (s *ConsulStore) Watch(ctx context.Context) <-chan Topology {
 			}
 			if t.Version != last {
 				last = t.Version
-				latest(ch, t)
+				latest.Publish(ch, t)
 			}
 		}
 	}()

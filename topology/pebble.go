@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/persistence"
+	"github.com/sluicehq/sluice/topology/internal/latest"
 )
 
 // pebbleKey is the node-metadata key holding the topology.
@@ -14,6 +15,11 @@ const pebbleKey = "topology"
 
 // PebbleStore keeps the topology in a node's own database (embedded mode).
 // It is safe for concurrent use within the process.
+//
+// Deprecated: use topology/pebble.Store, which can also be guarded
+// (NewGuard). This copy stays only until the callers outside the topology
+// packages move (a forwarding function cannot: topology/pebble imports
+// this package); it will be deleted then.
 type PebbleStore struct {
 	db *persistence.DB
 
@@ -24,6 +30,8 @@ type PebbleStore struct {
 var _ Store = (*PebbleStore)(nil)
 
 // NewPebbleStore returns a store in db.
+//
+// Deprecated: use pebble.New from topology/pebble.
 func NewPebbleStore(db *persistence.DB) *PebbleStore {
 	return &PebbleStore{db: db, watchers: make(map[chan Topology]struct{})}
 }
@@ -60,7 +68,7 @@ func (s *PebbleStore) Swap(ctx context.Context, next Topology) error {
 		return err
 	}
 	for ch := range s.watchers {
-		latest(ch, next)
+		latest.Publish(ch, next)
 	}
 	return nil
 }
@@ -71,7 +79,7 @@ func (s *PebbleStore) Watch(ctx context.Context) <-chan Topology {
 	s.mu.Lock()
 	s.watchers[ch] = struct{}{}
 	if t, err := s.Load(ctx); err == nil {
-		latest(ch, t)
+		latest.Publish(ch, t)
 	}
 	s.mu.Unlock()
 	context.AfterFunc(ctx, func() {

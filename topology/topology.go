@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -21,6 +22,15 @@ type OperatorSpec struct {
 	Meta core.Metadata
 	// Epoch identifies the current layout (parallelism) of the operator.
 	Epoch int64
+	// Revision grows by one with every change of the operator's settings
+	// (Deploy of a spec that differs in anything but DeployedAt and
+	// FromCode: its streams, restart policy, parallelism, executable,
+	// resources, environment) and starts at 0 when the operator is
+	// (re)created. Instances of the current Epoch keep running across a
+	// change of Revision and must adopt the new settings in place: an
+	// instance started with (Epoch, Revision) = (e, r) runs stale settings
+	// while the topology says (e, r' > r).
+	Revision int64 `json:",omitempty"`
 	// Executable is a node binary hosting Kind, for launchers; optional.
 	Executable string `json:",omitempty"`
 	// Resources for launchers.
@@ -77,7 +87,8 @@ func (t Topology) Clone() Topology {
 	return c
 }
 
-// Validate checks every operator's metadata and that names are unique.
+// Validate checks every operator's metadata, that names are unique and
+// that the stream graph has no cycle (a *CycleError for the first).
 func (t Topology) Validate() error {
 	seen := make(map[string]int)
 	for i, op := range t.Operators {
@@ -93,13 +104,30 @@ func (t Topology) Validate() error {
 			return &core.MetadataError{Operator: op.Meta.Name, Field: "kind", Problem: "must not be empty"}
 		}
 	}
+	if cs := t.Cycles(); len(cs) > 0 {
+		return t.checkCycles([]string{cs[0].Path[0]})
+	}
 	return nil
 }
 
 // Deploy adds spec, or replaces the operator of the same name (a change of
 // settings). Changing the parallelism starts a new epoch; the key groups
-// of a deployed operator never change. created reports a new operator.
+// of a deployed operator never change. created reports a new operator. An
+// operator that would be on a cycle of the stream graph is refused with a
+// *CycleError.
 func (t Topology) Deploy(spec OperatorSpec, now time.Time) (next Topology, created bool, err error) {
+	if next, created, err = t.deploy(spec, now); err != nil {
+		return t, false, err
+	}
+	if err := next.checkCycles([]string{spec.Meta.Name}); err != nil {
+		return t, false, err
+	}
+	return next, created, nil
+}
+
+// deploy is Deploy without the check for cycles, which a change of several
+// operators makes once at the end.
+func (t Topology) deploy(spec OperatorSpec, now time.Time) (next Topology, created bool, err error) {
 	spec.Meta = spec.Meta.WithDefaults()
 	if err := spec.Meta.Validate(); err != nil {
 		return t, false, err
@@ -119,9 +147,14 @@ func (t Topology) Deploy(spec OperatorSpec, now time.Time) (next Topology, creat
 		if spec.Meta.Parallelism != old.Meta.Parallelism || spec.Kind != old.Kind {
 			spec.Epoch++
 		}
+		spec.Revision = old.Revision
+		if !sameSettings(old, spec) {
+			spec.Revision++
+		}
 		next.Operators[i] = spec
 		return next, false, nil
 	}
+	spec.Revision = 0
 	if last, ok := next.Retired[spec.Meta.Name]; ok {
 		spec.Epoch = last + 1
 		delete(next.Retired, spec.Meta.Name)
@@ -134,7 +167,9 @@ func (t Topology) Deploy(spec OperatorSpec, now time.Time) (next Topology, creat
 // DeployAll deploys several operators as one change (one version), as
 // Deploy does each: a pipeline deployed this way starts whole, with every
 // reader in place before any writer runs. created reports, in order,
-// whether each was new. Two specs with the same name are an error.
+// whether each was new. Two specs with the same name are an error, and so
+// is a result where one of them is on a cycle (a *CycleError): only the
+// end result counts, so a pipeline can be rewired in one change.
 func (t Topology) DeployAll(specs []OperatorSpec, now time.Time) (next Topology, created []bool, err error) {
 	next = t
 	seen := make(map[string]int, len(specs))
@@ -145,10 +180,17 @@ func (t Topology) DeployAll(specs []OperatorSpec, now time.Time) (next Topology,
 		}
 		seen[spec.Meta.Name] = i
 		var c bool
-		if next, c, err = next.Deploy(spec, now); err != nil {
+		if next, c, err = next.deploy(spec, now); err != nil {
 			return t, nil, err
 		}
 		created = append(created, c)
+	}
+	names := make([]string, len(specs))
+	for i, spec := range specs {
+		names[i] = spec.Meta.Name
+	}
+	if err := next.checkCycles(names); err != nil {
+		return t, nil, err
 	}
 	if len(specs) > 0 {
 		next.Version = t.Version + 1 // one change, however many operators
@@ -190,26 +232,30 @@ func (t Topology) Kill(name string, purge bool) (Topology, error) {
 
 // Seed deploys the operators of a program's own list (specs, with FromCode
 // set) that were never seeded before, and updates those still deployed from
-// code whose metadata changed. It reports whether anything changed.
+// code whose metadata changed. It reports whether anything changed. As in
+// DeployAll, an operator it deploys must not end up on a cycle.
 func (t Topology) Seed(specs []OperatorSpec, now time.Time) (Topology, bool, error) {
 	next, changed := t, false
+	var deployed []string
 	for _, spec := range specs {
 		spec.FromCode = true
-		old, deployed := next.Find(spec.Meta.Name)
+		old, isDeployed := next.Find(spec.Meta.Name)
 		switch {
-		case !slices.Contains(next.Seeded, spec.Meta.Name) && !deployed:
-			n, _, err := next.Deploy(spec, now)
+		case !slices.Contains(next.Seeded, spec.Meta.Name) && !isDeployed:
+			n, _, err := next.deploy(spec, now)
 			if err != nil {
 				return t, false, err
 			}
 			next, changed = n, true
-		case deployed && old.FromCode && !sameCode(old, spec):
+			deployed = append(deployed, spec.Meta.Name)
+		case isDeployed && old.FromCode && !sameCode(old, spec):
 			spec.Meta.KeyGroups = old.Meta.KeyGroups // fixed at first deploy
-			n, _, err := next.Deploy(spec, now)
+			n, _, err := next.deploy(spec, now)
 			if err != nil {
 				return t, false, err
 			}
 			next, changed = n, true
+			deployed = append(deployed, spec.Meta.Name)
 		}
 		if !slices.Contains(next.Seeded, spec.Meta.Name) {
 			if !changed {
@@ -220,10 +266,24 @@ func (t Topology) Seed(specs []OperatorSpec, now time.Time) (Topology, bool, err
 			next.Seeded = append(next.Seeded, spec.Meta.Name)
 		}
 	}
+	if err := next.checkCycles(deployed); err != nil {
+		return t, false, err
+	}
 	if changed {
 		next.Version = t.Version + 1 // one change, however many operators
 	}
 	return next, changed, nil
+}
+
+// sameSettings reports whether two specs of one operator (with defaults
+// applied) run the same way: equal in all but DeployedAt, FromCode, Epoch
+// and Revision.
+func sameSettings(a, b OperatorSpec) bool {
+	am, bm := a.Meta, b.Meta
+	return a.Kind == b.Kind && am.Name == bm.Name && am.Parallelism == bm.Parallelism && am.KeyGroups == bm.KeyGroups &&
+		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
+		a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
+		maps.Equal(a.Env, b.Env)
 }
 
 // sameCode reports whether a deployed spec matches a program's spec.

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -83,10 +82,10 @@ func (c SourceConfig) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Kind: "source", Operator: c.Name, Field: field, Problem: fmt.Sprintf(format, args...)}
 	}
-	if err := core.ValidName(c.Name); err != nil {
+	if err := sdk.ValidName(c.Name); err != nil {
 		return bad("Name", "%v", err)
 	}
-	if err := core.ValidName(c.Stream); err != nil {
+	if err := sdk.ValidName(c.Stream); err != nil {
 		return bad("Stream", "%v", err)
 	}
 	if err := validPath(c.Path, "stdin"); err != nil {
@@ -193,10 +192,10 @@ func (c SinkConfig) Validate() error {
 	bad := func(field, format string, args ...any) error {
 		return &ConfigError{Kind: "sink", Operator: c.Name, Field: field, Problem: fmt.Sprintf(format, args...)}
 	}
-	if err := core.ValidName(c.Name); err != nil {
+	if err := sdk.ValidName(c.Name); err != nil {
 		return bad("Name", "%v", err)
 	}
-	if err := core.ValidName(c.Stream); err != nil {
+	if err := sdk.ValidName(c.Stream); err != nil {
 		return bad("Stream", "%v", err)
 	}
 	if c.Routing < 0 || c.Routing > sdk.Broadcast {

@@ -18,6 +18,8 @@ func TestSourceConfigErrorsNameTheField(t *testing.T) {
 	}{
 		{"no name", func(c *file.SourceConfig) { c.Name = "" }, "Name"},
 		{"bad name", func(c *file.SourceConfig) { c.Name = "a b" }, "Name"},
+		{"name ..", func(c *file.SourceConfig) { c.Name = ".." }, "Name"},
+		{"stream .", func(c *file.SourceConfig) { c.Stream = "." }, "Stream"},
 		{"no stream", func(c *file.SourceConfig) { c.Stream = "" }, "Stream"},
 		{"no path", func(c *file.SourceConfig) { c.Path = "" }, "Path"},
 		{"NUL in path", func(c *file.SourceConfig) { c.Path = "a\x00b" }, "Path"},
@@ -52,6 +54,8 @@ func TestSinkConfigErrorsNameTheField(t *testing.T) {
 		{"no name", func(c *file.SinkConfig) { c.Name = "" }, "Name"},
 		{"no stream", func(c *file.SinkConfig) { c.Stream = "" }, "Stream"},
 		{"bad stream", func(c *file.SinkConfig) { c.Stream = "a/b" }, "Stream"},
+		{"name -rf", func(c *file.SinkConfig) { c.Name = "-rf" }, "Name"},
+		{"stream ..", func(c *file.SinkConfig) { c.Stream = ".." }, "Stream"},
 		{"bad routing", func(c *file.SinkConfig) { c.Routing = 42 }, "Routing"},
 		{"no path", func(c *file.SinkConfig) { c.Path = "" }, "Path"},
 		{"bad format", func(c *file.SinkConfig) { c.Format = 7 }, "Format"},

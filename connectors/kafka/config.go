@@ -7,7 +7,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -179,7 +178,7 @@ func (c SourceConfig) Validate() error {
 			return bad(fmt.Sprintf("Topics[%d]", i), "%v", err)
 		}
 	}
-	if err := core.ValidName(c.Stream); err != nil {
+	if err := sdk.ValidName(c.Stream); err != nil {
 		return bad("Stream", "%v", err)
 	}
 	if c.Start != StartEarliest && c.Start != StartLatest {
@@ -322,7 +321,7 @@ func fieldError(op, field, format string, args ...any) error {
 // validOperator checks the fields every connector operator has: its name,
 // its brokers and its parallelism.
 func validOperator(name string, brokers []string, parallelism int) error {
-	if err := core.ValidName(name); err != nil {
+	if err := sdk.ValidName(name); err != nil {
 		return fieldError(name, "Name", "%v", err)
 	}
 	if err := validBrokers(brokers); err != nil {

@@ -274,6 +274,8 @@ func TestSourceConfigValidate(t *testing.T) {
 		{"no topics", func(c *kafka.SourceConfig) { c.Topics = nil }, "Topics"},
 		{"bad topic", func(c *kafka.SourceConfig) { c.Topics = []string{"a b"} }, "Topics[0]"},
 		{"no stream", func(c *kafka.SourceConfig) { c.Stream = "" }, "Stream"},
+		{"name ..", func(c *kafka.SourceConfig) { c.Name = ".." }, "Name"},
+		{"stream .", func(c *kafka.SourceConfig) { c.Stream = "." }, "Stream"},
 		{"bad start", func(c *kafka.SourceConfig) { c.Start = 7 }, "Start"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,7 +10,8 @@ import (
 // writes, how many instances run and how failures are handled.
 type Metadata struct {
 	// Name identifies the operator; it must be unique in a runtime and may
-	// contain letters, digits, '-', '_' and '.'.
+	// contain letters, digits, '-', '_' and '.', starting with a letter or a
+	// digit (see ValidName).
 	Name string
 	// Inputs are the streams the operator subscribes to, each with its
 	// routing. An operator with no inputs is a source (see Source).
@@ -235,22 +236,44 @@ func (m Metadata) Validate() error {
 	return nil
 }
 
-// ValidName checks an operator or stream name: 1 to 200 characters from
-// letters, digits, '-', '_' and '.'.
+// MaxNameLen is the longest operator, stream or kind name, in bytes.
+const MaxNameLen = 200
+
+// ValidName checks an operator, stream or kind name: 1 to MaxNameLen
+// characters from letters, digits, '-', '_' and '.', the first a letter or a
+// digit.
+//
+// Names become URL path segments (/v1/operators/NAME), file names (a
+// launched operator's directory) and command-line arguments (sluice kill
+// NAME), so the rule keeps every name safe as each: "." and ".." (which a
+// URL or a path resolves to the current or parent directory), names
+// starting with '.' (hidden files), '-' (taken for a flag) or '_' are
+// refused. A name that passes needs no escaping in a URL path, is its own
+// path.Clean and filepath.Base, and never starts with '-'.
 func ValidName(s string) error {
 	if s == "" {
 		return fmt.Errorf("must not be empty")
 	}
-	if len(s) > 200 {
-		return fmt.Errorf("must be at most 200 characters, got %d", len(s))
+	if len(s) > MaxNameLen {
+		return fmt.Errorf("must be at most %d characters, got %d", MaxNameLen, len(s))
 	}
 	for _, c := range s {
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
-		if !ok {
+		if !nameChar(c) {
 			return fmt.Errorf("%q has %q: use letters, digits, '-', '_' and '.'", s, c)
 		}
 	}
+	if c := rune(s[0]); !isAlnum(c) {
+		return fmt.Errorf("%q starts with %q: start with a letter or a digit (names are used as URL path segments, file names and command-line arguments)", s, c)
+	}
 	return nil
+}
+
+// nameChar reports whether c may appear in a name.
+func nameChar(c rune) bool { return isAlnum(c) || c == '-' || c == '_' || c == '.' }
+
+// isAlnum reports whether c is an ASCII letter or digit.
+func isAlnum(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // MarshalText encodes the routing by name, as in manifests and JSON. The

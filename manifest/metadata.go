@@ -1,0 +1,59 @@
+package manifest
+
+import (
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+// Metadata returns the operator metadata that m deploys: base (the kind's
+// own metadata when a node hosts the kind, else the zero Metadata) with the
+// fields m sets, and the defaults for what neither sets. m must have
+// passed Validate: an unparsable duration is left unset. Inputs and
+// outputs given in m replace the kind's; a zero field of m (an instance
+// count, a restart setting) keeps the kind's. What depends on the kind,
+// such as instances ≤ the kind's keyGroups, is checked by Validate on the
+// result. base is not modified.
+func Metadata(m api.Manifest, base core.Metadata) core.Metadata {
+	meta := base
+	meta.Name = m.Name
+	if m.Instances > 0 {
+		meta.Parallelism = m.Instances
+	}
+	if m.KeyGroups > 0 {
+		meta.KeyGroups = m.KeyGroups
+	}
+	if m.Inputs != nil {
+		meta.Inputs = make([]core.Input, 0, len(m.Inputs))
+		for _, in := range m.Inputs {
+			rt, _ := core.ParseRouting(in.Routing) // validated
+			meta.Inputs = append(meta.Inputs, core.Input{Stream: in.Stream, Routing: rt})
+		}
+	} else {
+		meta.Inputs = slices.Clone(base.Inputs)
+	}
+	if m.Outputs != nil {
+		meta.Outputs = slices.Clone(m.Outputs)
+	} else {
+		meta.Outputs = slices.Clone(base.Outputs)
+	}
+	if r := m.Restart; r != nil {
+		if r.MaxRestarts > 0 {
+			meta.Restart.MaxRestarts = r.MaxRestarts
+		}
+		if r.DeadLetterAfter > 0 {
+			meta.Restart.DeadLetterAfter = r.DeadLetterAfter
+		}
+		for _, d := range []struct {
+			s    string
+			into *time.Duration
+		}{{r.Window, &meta.Restart.Window}, {r.InitialBackoff, &meta.Restart.InitialBackoff}, {r.MaxBackoff, &meta.Restart.MaxBackoff}} {
+			if v, err := time.ParseDuration(d.s); err == nil && v > 0 {
+				*d.into = v
+			}
+		}
+	}
+	return meta.WithDefaults()
+}

@@ -1,0 +1,57 @@
+package manifest
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+func TestMetadata(t *testing.T) {
+	kind := core.Metadata{
+		Name:        "counter",
+		Inputs:      []core.Input{{Stream: "words", Routing: core.GroupBy}},
+		Outputs:     []string{"counts"},
+		Parallelism: 4,
+		KeyGroups:   64,
+		Restart:     core.RestartPolicy{MaxRestarts: 3, Window: time.Hour},
+	}
+	defaults := core.Metadata{}.WithDefaults()
+	cases := []struct {
+		name string
+		m    api.Manifest
+		base core.Metadata
+		want core.Metadata
+	}{
+		{"only a name, unknown kind", api.Manifest{Name: "a"}, core.Metadata{},
+			core.Metadata{Name: "a", Inputs: []core.Input{}, Parallelism: 1, KeyGroups: 256, Restart: defaults.Restart}},
+		{"only a name, known kind", api.Manifest{Name: "count"}, kind,
+			core.Metadata{Name: "count", Inputs: kind.Inputs, Outputs: kind.Outputs, Parallelism: 4, KeyGroups: 64,
+				Restart: core.RestartPolicy{MaxRestarts: 3, Window: time.Hour}.WithDefaults()}},
+		{"every field", valid(), kind,
+			core.Metadata{Name: "count", Inputs: []core.Input{{Stream: "words", Routing: core.GroupBy}, {Stream: "ticks", Routing: core.Shuffle}},
+				Outputs: []string{"counts", "stats"}, Parallelism: 4, KeyGroups: 256,
+				Restart: core.RestartPolicy{MaxRestarts: 10, Window: time.Minute, InitialBackoff: 10 * time.Millisecond, MaxBackoff: 5 * time.Second, DeadLetterAfter: 3}}},
+		{"a restart block keeps what it does not set", api.Manifest{Name: "count", Restart: &api.ManifestRestart{Window: "2m"}}, kind,
+			core.Metadata{Name: "count", Inputs: kind.Inputs, Outputs: kind.Outputs, Parallelism: 4, KeyGroups: 64,
+				Restart: core.RestartPolicy{MaxRestarts: 3, Window: 2 * time.Minute}.WithDefaults()}},
+		{"outputs replace the kind's", api.Manifest{Name: "count", Outputs: []string{"x"}, Inputs: []api.ManifestInput{{Stream: "y", Routing: "broadcast"}}}, kind,
+			core.Metadata{Name: "count", Inputs: []core.Input{{Stream: "y", Routing: core.Broadcast}}, Outputs: []string{"x"}, Parallelism: 4, KeyGroups: 64,
+				Restart: core.RestartPolicy{MaxRestarts: 3, Window: time.Hour}.WithDefaults()}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Metadata(tc.m, tc.base)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+	got := Metadata(api.Manifest{Name: "count"}, kind)
+	got.Inputs[0].Stream, got.Outputs[0] = "changed", "changed"
+	if kind.Inputs[0].Stream != "words" || kind.Outputs[0] != "counts" {
+		t.Error("Metadata shares its slices with base")
+	}
+}
