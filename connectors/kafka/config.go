@@ -142,8 +142,12 @@ type SourceConfig struct {
 	// bounds what a crash replays: per source, about MaxUndurable of input
 	// (plus one Poll). 0 means DefaultMaxUndurable; negative means no bound.
 	MaxUndurable time.Duration
-	// ClientOptions are added to the franz-go client's options (TLS, SASL,
-	// fetch sizes); options that set the consumed partitions are overridden.
+	// Security configures TLS and SASL (see docs/kafka.md "Secure
+	// setup"); the zero value is plaintext without authentication.
+	Security Security
+	// ClientOptions are added to the franz-go client's options (fetch
+	// sizes, timeouts); options that set the consumed partitions are
+	// overridden.
 	ClientOptions []kgo.Opt
 }
 
@@ -188,7 +192,7 @@ func (c SourceConfig) Validate() error {
 	if c.Commit != CommitDurable && c.Commit != CommitProduced {
 		return bad("Commit", "unknown commit policy %d: want CommitDurable or CommitProduced", int(c.Commit))
 	}
-	return nil
+	return c.Security.validate(c.Name)
 }
 
 // SinkConfig configures a Kafka sink operator: it writes the records of
@@ -226,6 +230,9 @@ type SinkConfig struct {
 	// beyond it, processing waits (backpressure). 0 means franz-go's
 	// default (10,000).
 	MaxBufferedRecords int
+	// Security configures TLS and SASL (see docs/kafka.md "Secure
+	// setup"); the zero value is plaintext without authentication.
+	Security Security
 	// ClientOptions are added to the franz-go client's options.
 	ClientOptions []kgo.Opt
 }
@@ -259,7 +266,7 @@ func (c SinkConfig) Validate() error {
 	if c.MaxBufferedRecords < 0 {
 		return bad("MaxBufferedRecords", "must be ≥ 0, got %d", c.MaxBufferedRecords)
 	}
-	return nil
+	return c.Security.validate(c.Name)
 }
 
 // StateLogConfig configures a StateLog.
@@ -280,6 +287,9 @@ type StateLogConfig struct {
 	// RestoreTimeout bounds how long Restore keeps trying (the brokers
 	// may be unavailable for a while).
 	RestoreTimeout time.Duration
+	// Security configures TLS and SASL (see docs/kafka.md "Secure
+	// setup"); the zero value is plaintext without authentication.
+	Security Security
 	// ClientOptions are added to the franz-go clients' options.
 	ClientOptions []kgo.Opt
 }
@@ -311,7 +321,7 @@ func (c StateLogConfig) Validate() error {
 			return bad("Prefix", "%v", err)
 		}
 	}
-	return nil
+	return c.Security.validate("state log")
 }
 
 // fieldError returns the ConfigError of field of operator op.

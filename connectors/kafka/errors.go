@@ -20,6 +20,10 @@ var (
 	// ErrRejected means the brokers rejected records for good (too large,
 	// invalid); they go to the dead-letter stream.
 	ErrRejected = errors.New("kafka: records rejected by the brokers")
+	// ErrAuthentication means the brokers refused the client: wrong SASL
+	// credentials or mechanism, or a certificate that does not verify. It
+	// is not transient: fix Security (the message names the setting).
+	ErrAuthentication = errors.New("kafka: authentication failed")
 )
 
 // ConfigError reports an invalid configuration field.

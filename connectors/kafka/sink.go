@@ -73,7 +73,11 @@ func (s *Sink) Init(ctx sdk.Context) error {
 	s.deadLetters = sdk.DeadLetterStream(s.op)
 	s.log = ctx.Logger()
 	s.health = new(health)
-	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithHooks(s.health), kgo.DefaultProduceTopic(s.cfg.Topic)}
+	opts, err := clientOptions(s.cfg.Brokers, s.health, s.cfg.Security)
+	if err != nil {
+		return fmt.Errorf("kafka sink %q: %w", s.op, err)
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(s.cfg.Topic))
 	if s.cfg.MaxBufferedRecords > 0 {
 		opts = append(opts, kgo.MaxBufferedRecords(s.cfg.MaxBufferedRecords))
 	}
@@ -207,8 +211,12 @@ func (s *Sink) flush(ctx context.Context, timeout time.Duration) error {
 }
 
 // unavailable wraps err as a transient failure, naming the broker outage
-// when there is one.
+// when there is one; a refusal of the client's credentials or certificate
+// is not transient.
 func (s *Sink) unavailable(err error) error {
+	if r := s.health.refused(); r != nil {
+		return fmt.Errorf("kafka sink %q: %w (%v)", s.op, r, err)
+	}
 	if h := s.health.unavailable(); h != nil {
 		return fmt.Errorf("kafka sink %q: %w: %w (%v)", s.op, sdk.ErrTransient, h, err)
 	}

@@ -71,6 +71,7 @@ type Source struct {
 	log         *slog.Logger
 
 	health *health
+	opts   []kgo.Opt   // of every client: brokers, hooks, security, ClientOptions
 	ctl    *kgo.Client // metadata, offsets and commits
 	adm    *kadm.Client
 	cons   *kgo.Client // the assigned partitions; nil until connected or with none
@@ -136,8 +137,12 @@ func (s *Source) Init(ctx sdk.Context) error {
 		}
 	}
 	s.health = new(health)
-	opts := append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithHooks(s.health)}, s.cfg.ClientOptions...)
-	ctl, err := kgo.NewClient(opts...)
+	opts, err := clientOptions(s.cfg.Brokers, s.health, s.cfg.Security)
+	if err != nil {
+		return fmt.Errorf("kafka source %q: %w", s.op, err)
+	}
+	s.opts = slices.Concat(opts, s.cfg.ClientOptions)
+	ctl, err := kgo.NewClient(s.opts...)
 	if err != nil {
 		return fmt.Errorf("kafka source %q: %w", s.op, err)
 	}
@@ -195,9 +200,20 @@ func (s *Source) Poll(ctx sdk.Context) error {
 	}
 	s.storePositions(ctx)
 	if n == 0 {
-		if err := s.health.unavailable(); err != nil {
-			return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
-		}
+		return s.brokerTrouble()
+	}
+	return nil
+}
+
+// brokerTrouble reports, when the brokers cannot be used, why: a refusal
+// of the client's credentials or certificate (not transient), or an
+// outage (transient); nil when neither is known.
+func (s *Source) brokerTrouble() error {
+	if err := s.health.refused(); err != nil {
+		return fmt.Errorf("kafka source %q: %w", s.op, err)
+	}
+	if err := s.health.unavailable(); err != nil {
+		return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
 	}
 	return nil
 }
@@ -232,10 +248,7 @@ func (s *Source) checkBrokers(ctx context.Context) error {
 		_ = s.ctl.Ping(pctx) // a failed dial shows in s.health
 		cancel()
 	}
-	if err := s.health.unavailable(); err != nil {
-		return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
-	}
-	return nil
+	return s.brokerTrouble()
 }
 
 // readAhead reports whether some partition has been read past its durable
@@ -284,10 +297,7 @@ func (s *Source) connect(ctx sdk.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	transient := func(err error) error {
-		if h := s.health.unavailable(); h != nil {
-			err = h
-		}
-		return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
+		return s.health.failure(fmt.Sprintf("kafka source %q", s.op), err)
 	}
 	topics, err := s.adm.ListTopics(cctx, s.cfg.Topics...)
 	if err != nil {
@@ -394,8 +404,7 @@ func (s *Source) startConsumer() error {
 	if s.cfg.Start == StartLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithHooks(s.health)}, s.cfg.ClientOptions...)
-	opts = append(opts, kgo.ConsumePartitions(parts), kgo.ConsumeResetOffset(reset))
+	opts := slices.Concat(s.opts, []kgo.Opt{kgo.ConsumePartitions(parts), kgo.ConsumeResetOffset(reset)})
 	cons, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka source %q: %w", s.op, err)
