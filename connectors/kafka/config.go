@@ -263,12 +263,16 @@ type SinkConfig struct {
 	// TransactionPool is the number of transactional ids (producers) of an
 	// instance under exactly-once; 0 means DefaultTransactionPool, and it
 	// must be at least 2. A transaction holds its id from its first
-	// record until its checkpoint completes and Commit runs; steady
-	// running needs 3 (one being written, one waiting for its checkpoint
-	// to complete, one committed whose commit is not yet in a completed
-	// checkpoint). When every id holds a transaction waiting for its
-	// checkpoint, the next record is refused with an error wrapping
-	// sdk.ErrTransient and ErrPoolExhausted until a Commit frees one.
+	// record until its checkpoint completes and Commit runs, and the id is
+	// reused once a later completed checkpoint confirms that commit.
+	// Steady running needs 3 when each checkpoint completes before the
+	// next barrier (one id being written, one waiting for its checkpoint,
+	// one committed awaiting confirmation), one more per further barrier a
+	// completion may lag. Short of free ids the sink reuses the id whose
+	// commit is oldest with a fresh producer (see docs/kafka.md); when
+	// every id holds a transaction waiting for its checkpoint, the next
+	// record is refused with an error wrapping sdk.ErrTransient and
+	// ErrPoolExhausted until a Commit frees one.
 	TransactionPool int
 	// TransactionTimeout is the transaction timeout the brokers enforce
 	// under exactly-once: a transaction not committed this long after its

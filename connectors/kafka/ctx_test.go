@@ -1,11 +1,13 @@
 package kafka_test
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ type callCtx struct {
 	info     sdk.InstanceInfo
 	produced map[string][]sdk.Record
 	state    *memState
+	log      *slog.Logger // nil: quiet
 }
 
 // newCallCtx returns the context of instance index of par of operator op
@@ -59,7 +62,31 @@ func (c *callCtx) SetTimer(string, time.Time) error { return nil }
 func (c *callCtx) DeleteTimer(string) error         { return nil }
 func (c *callCtx) State() sdk.State                 { return c.state }
 func (c *callCtx) Instance() sdk.InstanceInfo       { return c.info }
-func (c *callCtx) Logger() *slog.Logger             { return quiet }
+func (c *callCtx) Logger() *slog.Logger {
+	if c.log != nil {
+		return c.log
+	}
+	return quiet
+}
+
+// logBuffer keeps what a logger writes, for tests that check a message.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// count returns how many times s was logged.
+func (l *logBuffer) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.b.String(), s)
+}
 
 // stateSnap is a copy of state by key group: what a checkpoint keeps.
 type stateSnap map[int]map[string][]byte

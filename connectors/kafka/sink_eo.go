@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/sdk"
@@ -103,6 +104,9 @@ func (s *Sink) initExactlyOnce(ctx sdk.Context, base []kgo.Opt) error {
 				continue
 			}
 			if err := s.coord.fence(fctx, id, s.cfg.TransactionTimeout); err != nil {
+				if errors.Is(err, kerr.InvalidTransactionTimeout) {
+					return fmt.Errorf("kafka sink %q: TransactionTimeout %v: %w", s.op, s.cfg.TransactionTimeout, err)
+				}
 				return s.health.failure(fmt.Sprintf("kafka sink %q: fence transactional id %q", s.op, id), err)
 			}
 			fenced++

@@ -3,11 +3,13 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/sluicehq/sluice/connectors/kafka"
@@ -164,6 +166,42 @@ func TestExactlyOnceSinkAfterACrashCommitsTheRestoredCheckpointOnceAndAbortsTheR
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 180)
 }
 
+func TestExactlyOnceSinkCyclesThroughItsPool(t *testing.T) {
+	b := eoBroker(t)
+	addrs := b.Addrs()
+	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.TransactionPool = 4 })
+	c := eoCtx()
+	var logs logBuffer
+	c.log = slog.New(slog.NewTextHandler(&logs, nil))
+	s := initSink(t, f, c)
+	// Ten checkpoints, each completing one barrier later: four ids suffice
+	// (one written, two pending, one committed awaiting confirmation), and
+	// each is used again by the producer that committed it.
+	var last stateSnap
+	for n := 1; n <= 10; n++ {
+		writeRecs(t, s, c, (n-1)*10, n*10)
+		must(t, "PreCommit", s.PreCommit(c, uint64(n)))
+		last = c.state.snapshot()
+		if n > 1 {
+			must(t, "Commit", s.Commit(c, uint64(n-1)))
+		}
+	}
+	must(t, "Commit(10)", s.Commit(c, 10))
+	if n := logs.count("reusing a transactional id before"); n != 0 {
+		t.Fatalf("%d ids reused before their commit was confirmed, want none with 4 ids", n)
+	}
+	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 100)
+	// A crash now restores checkpoint 10, whose state lists 9 and 10 as
+	// pending: both are committed already.
+	c10 := c.restored(last)
+	r := initSink(t, f, c10)
+	must(t, "Commit(10) after the restore", r.Commit(c10, 10))
+	writeRecs(t, r, c10, 100, 110)
+	must(t, "PreCommit(11)", r.PreCommit(c10, 11))
+	must(t, "Commit(11)", r.Commit(c10, 11))
+	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 110)
+}
+
 func TestExactlyOnceSinkPoolExhaustion(t *testing.T) {
 	b := eoBroker(t)
 	addrs := b.Addrs()
@@ -290,6 +328,18 @@ func TestExactlyOnceSinkInitReportsTheBrokersDownAsTransient(t *testing.T) {
 	err := s.Init(c)
 	if !errors.Is(err, sdk.ErrTransient) {
 		t.Fatalf("Init with the brokers down: got %v, want an error wrapping sdk.ErrTransient", err)
+	}
+	must(t, "Close after a failed Init", s.Close(c))
+}
+
+func TestExactlyOnceSinkInitRefusesATimeoutAboveTheBrokersMaximum(t *testing.T) {
+	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{Options: []kfake.Opt{kfake.BrokerConfigs(map[string]string{"transaction.max.timeout.ms": "60000"})}})
+	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.TransactionTimeout = 2 * time.Minute })
+	s := f().(*kafka.Sink)
+	c := eoCtx()
+	err := s.Init(c)
+	if err == nil || errors.Is(err, sdk.ErrTransient) || !strings.Contains(err.Error(), "TransactionTimeout") || !strings.Contains(err.Error(), "transaction.max.timeout.ms") {
+		t.Fatalf("Init with a timeout above the brokers' maximum: got %v, want a permanent error naming both settings", err)
 	}
 	must(t, "Close after a failed Init", s.Close(c))
 }
