@@ -115,6 +115,7 @@ func TestExactlyOnceSinkRestoreCommitsOnceAndDeletesLaterParts(t *testing.T) {
 	c := eoCtx("write", 0, 1, 0, 1, nil)
 	crashed := f().(*file.Sink)
 	sluicetest.Must(t, crashed.Init(c))
+	t.Cleanup(func() { _ = crashed.Close(c) }) // releases its file descriptor once the test is over
 
 	writeLinesTo(t, crashed, c, 0, 10)
 	sluicetest.Must(t, crashed.PreCommit(c, 1))
