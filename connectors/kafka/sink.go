@@ -148,6 +148,9 @@ func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 		return ctx.Produce(s.deadLetters, dl)
 	}
 	if s.eo {
+		if s.closed {
+			return s.closeErr
+		}
 		return s.produceTxn(kr)
 	}
 	s.cl.Produce(s.ctx, kr, s.promise)
