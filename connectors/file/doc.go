@@ -35,13 +35,18 @@
 //   - A failed Poll (a read error, a panic in Key) restarts the instance,
 //     which resumes at the offset of the last successful Poll: no line lost
 //     or repeated.
-//   - A crash of the process (kill -9): the committed offset can be behind
-//     the lines produced, by up to one commit interval of lines, which are
-//     read and produced again (duplicates); and it can be ahead of the
-//     lines that reached their destination, as records in output buffers,
-//     mailboxes and sink buffers are lost (losses). So a crash gives
-//     neither at-least-once nor at-most-once delivery. The source is not
-//     sdk.Replayable, so sdk.Config.AtLeastOnce does not change this.
+//   - A crash of the process (kill -9), under at-least-once or none: the
+//     committed offset can be behind the lines produced, by up to one
+//     commit interval of lines, which are read and produced again
+//     (duplicates); and it can be ahead of the lines that reached their
+//     destination, as records in output buffers, mailboxes and sink
+//     buffers are lost (losses). So a crash gives neither at-least-once
+//     nor at-most-once delivery. The source is not sdk.Replayable, so
+//     sdk.Config.AtLeastOnce does not change this.
+//   - Under exactly-once (sdk.ExactlyOnce) a crash costs nothing: the source
+//     is sdk.Resumable, the runtime restores the offset of the last
+//     completed checkpoint, and the source produces again exactly the
+//     lines that followed it (see "Exactly-once" below).
 //   - In a cluster, state lost with a crashed node is lost for the source
 //     too: its instance starts elsewhere from the offset that node has, if
 //     any, else from the start of the file. The file is read on whichever
@@ -54,19 +59,22 @@
 // MaxLineSize goes to the operator's dead-letter stream and the source
 // moves on.
 //
-// With Path "-" the source reads stdin, on a goroutine of its own (a read
-// from stdin may block for ever, and Poll must return promptly) that reads
-// up to 1,024 lines ahead of the source. Stdin cannot be read again, so
-// nothing is stored and nothing resumes: at a clean stop the lines
-// produced are delivered and those read ahead are dropped; in a crash
-// both are lost. A read error ends the source like the end of stdin, and
-// is logged. A process reads stdin with one runtime.
+// With Path "-" NewSource makes a *StdinSource, which reads stdin on a
+// goroutine of its own (a read from stdin may block for ever, and Poll
+// must return promptly) that reads up to 1,024 lines ahead of the source.
+// Stdin cannot be read again, so nothing is stored and nothing resumes:
+// at a clean stop the lines produced are delivered and those read ahead
+// are dropped; in a crash both are lost. A StdinSource is not
+// sdk.Resumable, so the runtime refuses it under exactly-once. A read
+// error ends the source like the end of stdin, and is logged. A process
+// reads stdin with one runtime.
 //
 // # Sink
 //
 // A sink (NewSink) reads SinkConfig.Stream (routing SinkConfig.Routing,
 // shuffle by default) and appends each record to SinkConfig.Path, or
-// stdout for "-", as one line: the value (FormatValue) or the key, a tab
+// stdout for "-" (under exactly-once: to part files, see below), as one
+// line: the value (FormatValue) or the key, a tab
 // and the value (FormatKeyValue), then '\n'. An instance buffers lines (up
 // to BufferSize bytes) and writes them when the buffer is full, when the
 // runtime flushes it (sdk.Flusher: before every commit of the instance's
@@ -83,6 +91,41 @@
 // their order; lines of different instances are interleaved line by line
 // in no particular order. The sink does not escape anything: a value (or,
 // with FormatKeyValue, a key) holding '\n' makes more than one line.
+//
+// # Exactly-once
+//
+// Under exactly-once (sdk.ExactlyOnce) a file sink instance does not
+// append to Path: it writes the lines between two checkpoint barriers to a
+// part of its own, next to Path, and a part becomes visible only when its
+// checkpoint is complete (two-phase commit, sdk.Committer):
+//
+//	.out.txt.inprogress-<tag>              lines since the last barrier
+//	.out.txt.pending-<checkpoint>-<tag>    at the barrier (PreCommit): written, fsynced, renamed, directory fsynced
+//	out.txt.part-<checkpoint>-<tag>        checkpoint complete (Commit): renamed, directory fsynced
+//
+// for Path out.txt, where checkpoint has 20 digits and tag is
+// "<operator>-<first key group, 5 digits>". A barrier with no line since
+// the previous one makes no part. Read the output as the committed parts
+// in name order, which is checkpoint order (lines of one checkpoint are
+// grouped by instance, each instance's in the order it received them):
+//
+//	cat out.txt.part-*
+//
+// The parts in progress and pending are hidden (their names start with
+// '.') and never match that pattern. A reader may move committed parts
+// away once read. After a crash the runtime restores every instance from
+// the last completed checkpoint: Init deletes the instance's part in
+// progress and its pending parts of later checkpoints (their lines come
+// again), and Commit renames the pending parts of the restored checkpoint
+// (a part already renamed, or already moved away, counts as committed).
+// So each line is in exactly one committed part, once. State holds
+// "file/part/<tag>/<checkpoint>" → Path per pending part and
+// "file/writer/<tag>" → Path per instance, so that after a rescale the
+// instance holding a former instance's state commits and cleans up its
+// parts. A failed fsync is not retried (the kernel may have dropped the
+// data): the sink fails until the instance is restored. With Path "-"
+// NewSink makes a *StdoutSink, which cannot take lines back and is not an
+// sdk.Committer: the runtime refuses it under exactly-once.
 //
 // # Example
 //

@@ -18,6 +18,10 @@ var (
 	// ErrStdinStopped means a source reading stdin was started again after
 	// the runtime that read it stopped: a process reads stdin once.
 	ErrStdinStopped = errors.New("file: stdin was read by a runtime that stopped")
+	// ErrNotResumable means a source or sink that cannot take part in
+	// exactly-once processing was started under it: stdin cannot be read
+	// again, stdout cannot take lines back.
+	ErrNotResumable = errors.New("file: stdin and stdout cannot take part in exactly-once processing")
 )
 
 // ConfigError reports an invalid configuration field.

@@ -8,11 +8,10 @@ import (
 	"github.com/sluicehq/sluice/sdk"
 )
 
-// Sink is the line sink operator (see SinkConfig and the package
-// documentation). The runtime calls its methods on the instance's
-// goroutine; the file it writes may be shared with other instances, under
-// the file's lock.
-type Sink struct {
+// lines is what the file and stdout sinks share: a buffer of whole lines
+// written to a sharedWriter. Its methods run on the instance's goroutine;
+// the destination may be shared with other instances, under its lock.
+type lines struct {
 	cfg SinkConfig
 
 	op       string
@@ -22,23 +21,47 @@ type Sink struct {
 	closeErr error // what Close could not write or sync
 }
 
+// Sink is the line sink operator of a file (see SinkConfig and the
+// package documentation). The runtime calls its methods on the instance's
+// goroutine. Under exactly-once it writes part files committed by
+// checkpoints (sdk.Committer); otherwise it appends to the file, which it
+// may share with other instances, under the file's lock.
+type Sink struct {
+	lines
+	parts *partWriter // exactly-once; nil otherwise
+}
+
+// StdoutSink is the line sink operator of stdout (SinkConfig.Path "-").
+// Stdout cannot take lines back, so it is not an sdk.Committer: the
+// runtime refuses it under exactly-once (and Init fails there).
+type StdoutSink struct {
+	lines
+}
+
 var (
-	_ sdk.Operator = (*Sink)(nil)
-	_ sdk.Flusher  = (*Sink)(nil)
-	_ sdk.Closer   = (*Sink)(nil)
+	_ sdk.Operator  = (*Sink)(nil)
+	_ sdk.Flusher   = (*Sink)(nil)
+	_ sdk.Committer = (*Sink)(nil)
+	_ sdk.Closer    = (*Sink)(nil)
+	_ sdk.Flusher   = (*StdoutSink)(nil)
+	_ sdk.Closer    = (*StdoutSink)(nil)
 )
 
-// NewSink checks cfg and returns the factory of a line sink operator.
+// NewSink checks cfg and returns the factory of a line sink operator: a
+// *Sink for a file, a *StdoutSink for Path "-".
 func NewSink(cfg SinkConfig) (sdk.Factory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return func() sdk.Operator { return &Sink{cfg: cfg} }, nil
+	if cfg.Path == Stdio {
+		return func() sdk.Operator { return &StdoutSink{lines{cfg: cfg}} }, nil
+	}
+	return func() sdk.Operator { return &Sink{lines: lines{cfg: cfg}} }, nil
 }
 
 // Metadata implements sdk.Operator.
-func (s *Sink) Metadata() sdk.Metadata {
+func (s *lines) Metadata() sdk.Metadata {
 	return sdk.Metadata{
 		Name:        s.cfg.Name,
 		Inputs:      []sdk.Input{{Stream: s.cfg.Stream, Routing: s.cfg.Routing}},
@@ -47,15 +70,17 @@ func (s *Sink) Metadata() sdk.Metadata {
 }
 
 // Init opens the file for appending (creating it if needed), or shares it
-// with the other instances in the process that write it.
+// with the other instances in the process that write it. Under
+// exactly-once it deletes the parts of the instance that the restored
+// State does not know of instead (see the package documentation).
 func (s *Sink) Init(ctx sdk.Context) error {
 	s.op = ctx.Instance().Operator
-	if s.cfg.Path == Stdio {
-		out := s.cfg.Stdout
-		if out == nil {
-			out = os.Stdout
+	if ctx.Instance().Guarantee == sdk.ExactlyOnce {
+		p, err := newPartWriter(ctx, s.cfg)
+		if err != nil {
+			return fmt.Errorf("file sink %q: %w", s.op, err)
 		}
-		s.w = stdoutWriter(out)
+		s.parts = p
 		return nil
 	}
 	w, err := acquireFile(s.cfg.Path, s.cfg.Perm)
@@ -66,32 +91,65 @@ func (s *Sink) Init(ctx sdk.Context) error {
 	return nil
 }
 
+// Init prepares writing to stdout (or SinkConfig.Stdout). It fails under
+// exactly-once with ErrNotResumable.
+func (s *StdoutSink) Init(ctx sdk.Context) error {
+	s.op = ctx.Instance().Operator
+	if ctx.Instance().Guarantee == sdk.ExactlyOnce {
+		return fmt.Errorf("file sink %q: %w: write to a file instead, or use at-least-once", s.op, ErrNotResumable)
+	}
+	out := s.cfg.Stdout
+	if out == nil {
+		out = os.Stdout
+	}
+	s.w = stdoutWriter(out)
+	return nil
+}
+
+// lineLen returns the length of rec's line in format f, with its '\n'.
+func lineLen(f Format, rec sdk.Record) int {
+	n := len(rec.Value) + 1
+	if f == FormatKeyValue {
+		n += len(rec.Key) + 1
+	}
+	return n
+}
+
+// appendLine appends rec's line in format f, with its '\n', to b.
+func appendLine(b []byte, f Format, rec sdk.Record) []byte {
+	if f == FormatKeyValue {
+		b = append(append(b, rec.Key...), '\t')
+	}
+	return append(append(b, rec.Value...), '\n')
+}
+
 // ProcessRecord adds rec's line to the instance's buffer. When the buffer
 // would grow beyond BufferSize, it first writes what the buffer holds; if
 // that fails, the attempt fails before rec's line is buffered, so the
 // retried record is not written twice.
-func (s *Sink) ProcessRecord(_ sdk.Context, rec sdk.Record) error {
-	n := len(rec.Value) + 1
-	if s.cfg.Format == FormatKeyValue {
-		n += len(rec.Key) + 1
-	}
-	if len(s.buf) > 0 && len(s.buf)+n > s.cfg.BufferSize {
+func (s *lines) ProcessRecord(_ sdk.Context, rec sdk.Record) error {
+	if len(s.buf) > 0 && len(s.buf)+lineLen(s.cfg.Format, rec) > s.cfg.BufferSize {
 		if err := s.writeBuffer(); err != nil {
 			return err
 		}
 	}
-	if s.cfg.Format == FormatKeyValue {
-		s.buf = append(s.buf, rec.Key...)
-		s.buf = append(s.buf, '\t')
-	}
-	s.buf = append(s.buf, rec.Value...)
-	s.buf = append(s.buf, '\n')
+	s.buf = appendLine(s.buf, s.cfg.Format, rec)
 	return nil
+}
+
+// ProcessRecord adds rec's line to the instance's buffer, as for a
+// StdoutSink; under exactly-once the buffer is written to the instance's
+// part in progress.
+func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
+	if s.parts != nil {
+		return s.parts.add(rec)
+	}
+	return s.lines.ProcessRecord(ctx, rec)
 }
 
 // writeBuffer writes the buffered lines. After a partial write it keeps
 // the rest for the next try.
-func (s *Sink) writeBuffer() error {
+func (s *lines) writeBuffer() error {
 	if len(s.buf) == 0 {
 		return nil
 	}
@@ -107,7 +165,7 @@ func (s *Sink) writeBuffer() error {
 // file, fsyncs it, so that every record processed before is on disk when
 // the runtime commits the instance's state. An error makes the runtime
 // not count the commit as durable and flush again at the next commit.
-func (s *Sink) Flush(sdk.Context) error {
+func (s *lines) Flush(sdk.Context) error {
 	if s.closed {
 		return s.closeErr // closed before a restart: the runtime commits once more
 	}
@@ -117,7 +175,46 @@ func (s *Sink) Flush(sdk.Context) error {
 	return s.flush()
 }
 
-func (s *Sink) flush() error {
+// Flush implements sdk.Flusher as for a StdoutSink; under exactly-once it
+// does nothing (PreCommit writes and fsyncs at the barrier).
+func (s *Sink) Flush(ctx sdk.Context) error {
+	if s.parts != nil {
+		return nil
+	}
+	return s.lines.Flush(ctx)
+}
+
+// PreCommit implements sdk.Committer. Under exactly-once it writes the
+// lines since the previous barrier to the instance's part in progress,
+// fsyncs it, renames it to the pending part of checkpoint (fsyncing the
+// directory) and records that in State; the next line starts a new part.
+// Under the other guarantees it flushes like Flush.
+func (s *Sink) PreCommit(ctx sdk.Context, checkpoint uint64) error {
+	if s.parts == nil {
+		return s.Flush(ctx)
+	}
+	if err := s.parts.preCommit(ctx.State(), checkpoint); err != nil {
+		return fmt.Errorf("file sink %q: checkpoint %d: %w", s.op, checkpoint, err)
+	}
+	return nil
+}
+
+// Commit implements sdk.Committer. Under exactly-once it renames every
+// pending part State lists for checkpoint or an earlier one to its
+// committed name, in checkpoint order, fsyncs the directory and forgets
+// them; a part already committed counts as committed. Under the other
+// guarantees it does nothing.
+func (s *Sink) Commit(ctx sdk.Context, checkpoint uint64) error {
+	if s.parts == nil {
+		return nil
+	}
+	if err := s.parts.commit(ctx.State(), checkpoint); err != nil {
+		return fmt.Errorf("file sink %q: commit checkpoint %d: %w", s.op, checkpoint, err)
+	}
+	return nil
+}
+
+func (s *lines) flush() error {
 	if err := s.writeBuffer(); err != nil {
 		return err
 	}
@@ -129,7 +226,7 @@ func (s *Sink) flush() error {
 
 // Close flushes like Flush and releases the file (the last instance
 // holding it closes it). It is safe to call twice.
-func (s *Sink) Close(sdk.Context) error {
+func (s *lines) Close(sdk.Context) error {
 	if s.closed {
 		return s.closeErr
 	}
@@ -145,8 +242,22 @@ func (s *Sink) Close(sdk.Context) error {
 	return err
 }
 
+// Close is as for a StdoutSink; under exactly-once it deletes the part in
+// progress (its lines come again after a restore) and leaves the pending
+// parts for Commit after a restore.
+func (s *Sink) Close(ctx sdk.Context) error {
+	if s.parts != nil {
+		if !s.closed {
+			s.closed = true
+			s.closeErr = s.parts.close()
+		}
+		return s.closeErr
+	}
+	return s.lines.Close(ctx)
+}
+
 // where names the destination in errors.
-func (s *Sink) where() string {
+func (s *lines) where() string {
 	if s.cfg.Path == Stdio {
 		return "stdout"
 	}
@@ -154,4 +265,4 @@ func (s *Sink) where() string {
 }
 
 // ProcessTimer implements sdk.Operator; the sink sets no timers.
-func (s *Sink) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+func (s *lines) ProcessTimer(sdk.Context, string, time.Time) error { return nil }

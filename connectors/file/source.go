@@ -20,12 +20,12 @@ const offsetPrefix = "file/offset/"
 // readBufferSize is the size of a source's read buffer.
 const readBufferSize = 64 << 10
 
-// Source is the line source operator (see SourceConfig and the package
-// documentation). The runtime calls its methods on the instance's
-// goroutine; only the stdin reader runs on a goroutine of its own.
+// Source is the line source operator of a file (see SourceConfig and the
+// package documentation). The runtime calls its methods on the instance's
+// goroutine. It is sdk.Resumable: it keeps its offset in State, written
+// in the same attempt (Poll) as the records of the lines it covers.
 type Source struct {
-	cfg   SourceConfig
-	stdin *stdinReader // shared by every incarnation of one factory; nil for a file
+	cfg SourceConfig
 
 	op       string
 	log      *slog.Logger
@@ -37,44 +37,45 @@ type Source struct {
 }
 
 var (
-	_ sdk.Source = (*Source)(nil)
-	_ sdk.Closer = (*Source)(nil)
+	_ sdk.Resumable = (*Source)(nil)
+	_ sdk.Closer    = (*Source)(nil)
 )
 
-// NewSource checks cfg and returns the factory of a line source operator.
+// NewSource checks cfg and returns the factory of a line source operator:
+// a *Source for a file, a *StdinSource for Path "-".
 func NewSource(cfg SourceConfig) (sdk.Factory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	var in *stdinReader
 	if cfg.Path == Stdio {
 		r := cfg.Stdin
 		if r == nil {
 			r = os.Stdin
 		}
-		in = newStdinReader(r, cfg.MaxLineSize)
+		in := newStdinReader(r, cfg.MaxLineSize)
+		return func() sdk.Operator { return &StdinSource{cfg: cfg, stdin: in} }, nil
 	}
-	return func() sdk.Operator { return &Source{cfg: cfg, stdin: in} }, nil
+	return func() sdk.Operator { return &Source{cfg: cfg} }, nil
 }
+
+// ResumesFromState implements sdk.Resumable: after Init, Poll reads on
+// from the offset in State, which it writes in the same attempt as the
+// records of the lines before it; a restored checkpoint thus makes the
+// source produce again exactly the lines that followed it.
+func (s *Source) ResumesFromState() {}
 
 // Metadata implements sdk.Operator.
 func (s *Source) Metadata() sdk.Metadata {
 	return sdk.Metadata{Name: s.cfg.Name, Outputs: []string{s.cfg.Stream}, Parallelism: 1}
 }
 
-// Init restores the offset of a file, or starts the stdin reader (once
-// per factory). It does not open the file: the first Poll does, so that a
-// missing file is retried rather than restarting the instance.
+// Init restores the offset. It does not open the file: the first Poll
+// does, so that a missing file is retried rather than restarting the
+// instance.
 func (s *Source) Init(ctx sdk.Context) error {
 	s.op = ctx.Instance().Operator
 	s.log = ctx.Logger()
-	if s.stdin != nil {
-		if err := s.stdin.start(); err != nil {
-			return fmt.Errorf("file source %q: %w", s.op, err)
-		}
-		return nil
-	}
 	s.stateKey = []byte(offsetPrefix + s.cfg.Path)
 	v, err := ctx.State().Get(s.stateKey)
 	switch {
@@ -88,8 +89,8 @@ func (s *Source) Init(ctx sdk.Context) error {
 	return nil
 }
 
-// Poll produces up to Batch lines. At the end of the input it produces
-// nothing more (until the instance restarts, when a file is looked at
+// Poll produces up to Batch lines. At the end of the file it produces
+// nothing more (until the instance restarts, when the file is looked at
 // again from the stored offset). A file that cannot be opened is a
 // transient failure (the runtime retries with backoff and shows the error
 // in the instance's status); a read error fails the attempt, and the
@@ -97,9 +98,6 @@ func (s *Source) Init(ctx sdk.Context) error {
 func (s *Source) Poll(ctx sdk.Context) error {
 	if s.done {
 		return nil
-	}
-	if s.stdin != nil {
-		return s.pollStdin(ctx)
 	}
 	if s.r == nil {
 		if err := s.open(); err != nil {
@@ -113,7 +111,7 @@ func (s *Source) Poll(ctx sdk.Context) error {
 			return fmt.Errorf("file source %q: read %s at offset %d: %w", s.op, s.cfg.Path, s.offset, err)
 		}
 		if l.n > 0 {
-			if err := s.emit(ctx, l, s.offset); err != nil {
+			if err := emit(ctx, s.cfg, s.op, s.log, l, s.offset); err != nil {
 				return err
 			}
 			s.offset += l.n
@@ -158,56 +156,28 @@ func (s *Source) open() error {
 	return nil
 }
 
-// pollStdin produces up to Batch lines that the stdin reader has read; it
-// does not wait for more.
-func (s *Source) pollStdin(ctx sdk.Context) error {
-	for range s.cfg.Batch {
-		l, ok, ended := s.stdin.next()
-		if !ok {
-			if ended {
-				s.done = true
-				if err := s.stdin.err; err != nil {
-					s.log.Error("reading stdin failed: the source produces nothing more", "error", err, "offset", s.stdin.consumed)
-				} else {
-					s.log.Info("end of stdin: the source produces nothing more", "offset", s.stdin.consumed)
-				}
-			}
-			return nil
-		}
-		if err := s.emit(ctx, l, s.stdin.consumed); err != nil {
-			return err
-		}
-		s.stdin.consumed += l.n
-	}
-	return nil
-}
-
-// emit produces line l, read at offset, or dead-letters it if it is too
-// long.
-func (s *Source) emit(ctx sdk.Context, l line, offset int64) error {
+// emit produces line l, read at offset, for the source op configured by
+// cfg, or dead-letters it if it is too long.
+func emit(ctx sdk.Context, cfg SourceConfig, op string, log *slog.Logger, l line, offset int64) error {
 	rec := sdk.Record{Value: l.data, EventTime: time.Now()}
 	if l.long {
 		rec.Headers = []sdk.Header{
-			{Key: HeaderPath, Value: s.cfg.Path},
+			{Key: HeaderPath, Value: cfg.Path},
 			{Key: HeaderOffset, Value: strconv.FormatInt(offset, 10)},
-			{Key: sdk.HeaderError, Value: fmt.Sprintf("%v: %d bytes, MaxLineSize is %d", ErrLineTooLong, l.n, s.cfg.MaxLineSize)},
-			{Key: sdk.HeaderOperator, Value: s.op},
+			{Key: sdk.HeaderError, Value: fmt.Sprintf("%v: %d bytes, MaxLineSize is %d", ErrLineTooLong, l.n, cfg.MaxLineSize)},
+			{Key: sdk.HeaderOperator, Value: op},
 		}
-		s.log.Warn("line longer than MaxLineSize sent to the dead-letter stream", "path", s.cfg.Path, "offset", offset, "bytes", l.n)
-		return ctx.Produce(sdk.DeadLetterStream(s.op), rec)
+		log.Warn("line longer than MaxLineSize sent to the dead-letter stream", "path", cfg.Path, "offset", offset, "bytes", l.n)
+		return ctx.Produce(sdk.DeadLetterStream(op), rec)
 	}
-	if s.cfg.Key != nil {
-		rec.Key = s.cfg.Key(l.data)
+	if cfg.Key != nil {
+		rec.Key = cfg.Key(l.data)
 	}
-	return ctx.Produce(s.cfg.Stream, rec)
+	return ctx.Produce(cfg.Stream, rec)
 }
 
-// Close closes the file. When the instance stops for good (ctx is done:
-// the runtime is stopping), it also stops the stdin reader.
-func (s *Source) Close(ctx sdk.Context) error {
-	if s.stdin != nil && ctx.Err() != nil {
-		s.stdin.stop()
-	}
+// Close closes the file.
+func (s *Source) Close(sdk.Context) error {
 	if s.f == nil {
 		return nil
 	}

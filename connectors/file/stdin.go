@@ -2,12 +2,98 @@ package file
 
 import (
 	"bufio"
+	"fmt"
 	"io"
+	"log/slog"
 	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/sdk"
 )
 
 // stdinQueue bounds the lines the stdin reader reads ahead of the source.
 const stdinQueue = 1024
+
+// StdinSource is the line source operator of stdin (SourceConfig.Path
+// "-"; see the package documentation). Stdin cannot be read again, so it
+// keeps no position and is not sdk.Resumable: the runtime refuses it
+// under exactly-once (and Init fails there). The runtime calls its methods
+// on the instance's goroutine; the stdin reader runs on a goroutine of its
+// own.
+type StdinSource struct {
+	cfg   SourceConfig
+	stdin *stdinReader // shared by every incarnation of one factory
+
+	op   string
+	log  *slog.Logger
+	done bool // the input has ended
+}
+
+var (
+	_ sdk.Source = (*StdinSource)(nil)
+	_ sdk.Closer = (*StdinSource)(nil)
+)
+
+// Metadata implements sdk.Operator.
+func (s *StdinSource) Metadata() sdk.Metadata {
+	return sdk.Metadata{Name: s.cfg.Name, Outputs: []string{s.cfg.Stream}, Parallelism: 1}
+}
+
+// Init starts the stdin reader (once per factory).
+func (s *StdinSource) Init(ctx sdk.Context) error {
+	s.op = ctx.Instance().Operator
+	s.log = ctx.Logger()
+	if ctx.Instance().Guarantee == sdk.ExactlyOnce {
+		return fmt.Errorf("file source %q: %w: read a file instead, or use at-least-once", s.op, ErrNotResumable)
+	}
+	if err := s.stdin.start(); err != nil {
+		return fmt.Errorf("file source %q: %w", s.op, err)
+	}
+	return nil
+}
+
+// Poll produces up to Batch lines that the stdin reader has read; it does
+// not wait for more. At the end of stdin (or a read error, which is
+// logged) it produces nothing more.
+func (s *StdinSource) Poll(ctx sdk.Context) error {
+	if s.done {
+		return nil
+	}
+	for range s.cfg.Batch {
+		l, ok, ended := s.stdin.next()
+		if !ok {
+			if ended {
+				s.done = true
+				if err := s.stdin.err; err != nil {
+					s.log.Error("reading stdin failed: the source produces nothing more", "error", err, "offset", s.stdin.consumed)
+				} else {
+					s.log.Info("end of stdin: the source produces nothing more", "offset", s.stdin.consumed)
+				}
+			}
+			return nil
+		}
+		if err := emit(ctx, s.cfg, s.op, s.log, l, s.stdin.consumed); err != nil {
+			return err
+		}
+		s.stdin.consumed += l.n
+	}
+	return nil
+}
+
+// Close stops the stdin reader when the instance stops for good (ctx is
+// done: the runtime is stopping).
+func (s *StdinSource) Close(ctx sdk.Context) error {
+	if ctx.Err() != nil {
+		s.stdin.stop()
+	}
+	return nil
+}
+
+// ProcessRecord implements sdk.Operator; a source has no inputs.
+func (s *StdinSource) ProcessRecord(sdk.Context, sdk.Record) error { return nil }
+
+// ProcessTimer implements sdk.Operator.
+func (s *StdinSource) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 
 // stdinReader reads lines from stdin (or SourceConfig.Stdin) on a
 // goroutine of its own, because a read from stdin blocks for as long as

@@ -4,8 +4,20 @@
 // A Source calls Make for record numbers 0, 1, 2, … and produces the
 // results to Stream, at most Rate records per second per instance. With
 // several instances, instance j generates the numbers ≡ j (mod
-// parallelism). Each instance stores its position in its state, so a
-// restarted source continues where it stopped rather than starting over.
+// parallelism). Each instance stores its position (the next record
+// number, "generate/next" → decimal) in its state, written in the same
+// attempt (Poll) as the records it covers, so a restarted source
+// continues where it stopped rather than starting over.
+//
+// What each guarantee means for it: under exactly-once the source is
+// sdk.Resumable: the runtime restores the position of the last completed
+// checkpoint and the source generates again exactly the record numbers
+// that followed it (records made with rng may differ in what Make draws:
+// rng is seeded from the instance and its position when the instance
+// starts). Under at-least-once and none it is not replayable: a crash
+// loses or repeats what was in flight, as with any source that is not
+// sdk.Replayable. Changing Parallelism changes which numbers an instance
+// generates, so a rescaled source does not continue the same sequence.
 package generate
 
 import (
@@ -43,7 +55,7 @@ type Source struct {
 	rng     *rand.Rand
 }
 
-var _ sdk.Source = (*Source)(nil)
+var _ sdk.Resumable = (*Source)(nil)
 
 // positionKey is the state key holding the next record number.
 var positionKey = []byte("generate/next")
@@ -52,6 +64,11 @@ var positionKey = []byte("generate/next")
 func (s *Source) Metadata() sdk.Metadata {
 	return sdk.Metadata{Name: s.Name, Outputs: []string{s.Stream}, Parallelism: s.Parallelism}
 }
+
+// ResumesFromState implements sdk.Resumable: after Init, Poll continues
+// from the position in State, which it writes in the same attempt as the
+// records it produces.
+func (s *Source) ResumesFromState() {}
 
 // Init restores the position.
 func (s *Source) Init(ctx sdk.Context) error {
@@ -85,17 +102,19 @@ func (s *Source) Poll(ctx sdk.Context) error {
 		allowed := int64(s.Rate*time.Since(s.started).Seconds()) - s.sent
 		n = min(n, allowed)
 	}
-	produced := false
-	for ; n > 0 && (s.Count == 0 || s.next < s.Count); n-- {
-		if err := ctx.Produce(s.Stream, s.Make(s.next, s.rng)); err != nil {
-			return err
+	next := s.next
+	for ; n > 0 && (s.Count == 0 || next < s.Count); n-- {
+		if err := ctx.Produce(s.Stream, s.Make(next, s.rng)); err != nil {
+			return fmt.Errorf("generate %q: %w", s.Name, err)
 		}
-		s.next += s.step
-		s.sent++
-		produced = true
+		next += s.step
 	}
-	if produced {
-		ctx.State().Set(positionKey, strconv.AppendInt(nil, s.next, 10))
+	if next != s.next {
+		// In the same attempt as the records: the runtime keeps both or
+		// neither, and so does the instance (s.next moves only now).
+		ctx.State().Set(positionKey, strconv.AppendInt(nil, next, 10))
+		s.sent += (next - s.next) / s.step
+		s.next = next
 	}
 	return nil
 }

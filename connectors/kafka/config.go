@@ -88,6 +88,21 @@ const (
 	DefaultRestoreTimeout = 2 * time.Minute
 	DefaultAppendTimeout  = 10 * time.Second
 	DefaultMaxUndurable   = time.Second
+
+	// DefaultTransactionPool is SinkConfig.TransactionPool's default.
+	DefaultTransactionPool = 8
+	// DefaultTransactionTimeout is SinkConfig.TransactionTimeout's
+	// default: well above a checkpoint interval plus a recovery, and
+	// below the brokers' default cap (transaction.max.timeout.ms, 15m).
+	DefaultTransactionTimeout = 10 * time.Minute
+	// DefaultCommitTimeout is SinkConfig.CommitTimeout's default.
+	DefaultCommitTimeout = 30 * time.Second
+)
+
+// Bounds of the transaction settings.
+const (
+	maxTransactionPool    = 1000
+	maxTransactionTimeout = time.Hour
 )
 
 // SourceConfig configures a Kafka source operator. Zero fields take the
@@ -141,8 +156,12 @@ type SourceConfig struct {
 	// bounds what a crash replays: per source, about MaxUndurable of input
 	// (plus one Poll). 0 means DefaultMaxUndurable; negative means no bound.
 	MaxUndurable time.Duration
-	// ClientOptions are added to the franz-go client's options (TLS, SASL,
-	// fetch sizes); options that set the consumed partitions are overridden.
+	// Security configures TLS and SASL (see docs/kafka.md "Secure
+	// setup"); the zero value is plaintext without authentication.
+	Security Security
+	// ClientOptions are added to the franz-go client's options (fetch
+	// sizes, timeouts); options that set the consumed partitions are
+	// overridden.
 	ClientOptions []kgo.Opt
 }
 
@@ -187,14 +206,20 @@ func (c SourceConfig) Validate() error {
 	if c.Commit != CommitDurable && c.Commit != CommitProduced {
 		return bad("Commit", "unknown commit policy %d: want CommitDurable or CommitProduced", int(c.Commit))
 	}
-	return nil
+	return c.Security.validate(c.Name)
 }
 
 // SinkConfig configures a Kafka sink operator: it writes the records of
-// its inputs to a topic with an idempotent producer, and makes them durable
-// (waits for the brokers' acknowledgements) before each state commit of
-// its instance, so that what feeds it counts as delivered only once Kafka
-// has it.
+// its inputs to a topic.
+//
+// Under exactly-once (sdk.ExactlyOnce) it writes the records between two
+// checkpoint barriers in one Kafka transaction, flushed at the barrier
+// (PreCommit) and committed when the checkpoint completes (Commit), so a
+// read_committed consumer sees each record once (see the Transaction
+// fields and docs/kafka.md). Otherwise it writes with an idempotent
+// producer and makes the records durable (waits for the brokers'
+// acknowledgements) before each state commit of its instance, so that
+// what feeds it counts as delivered only once Kafka has it.
 type SinkConfig struct {
 	// Name is the operator's name (and kind); required.
 	Name string
@@ -225,6 +250,44 @@ type SinkConfig struct {
 	// beyond it, processing waits (backpressure). 0 means franz-go's
 	// default (10,000).
 	MaxBufferedRecords int
+	// TransactionalIDPrefix starts the transactional ids of the sink's
+	// producers under exactly-once: instance producers use
+	// "<prefix>.<key group>.<k>", k < TransactionPool, where the key group
+	// is the instance's first key group (so ids follow the state that
+	// knows their transactions when the operator is rescaled). Empty
+	// means "sluice.<operator>". Transactional ids are global to the Kafka
+	// cluster: two sinks (or two Sluice clusters) with one prefix fence
+	// each other's transactions, so give each pipeline its own.
+	TransactionalIDPrefix string
+	// TransactionPool is the number of transactional ids (producers) of an
+	// instance under exactly-once; 0 means DefaultTransactionPool, and it
+	// must be at least 2. A transaction holds its id from its first
+	// record until its checkpoint completes and Commit runs, and the id is
+	// reused once a later completed checkpoint confirms that commit.
+	// Steady running needs 3 when each checkpoint completes before the
+	// next barrier (one id being written, one waiting for its checkpoint,
+	// one committed awaiting confirmation), one more per further barrier a
+	// completion may lag. Short of free ids the sink reuses the id whose
+	// commit is oldest with a fresh producer (see docs/kafka.md); when
+	// every id holds a transaction waiting for its checkpoint, the next
+	// record is refused with an error wrapping sdk.ErrTransient and
+	// ErrPoolExhausted until a Commit frees one.
+	TransactionPool int
+	// TransactionTimeout is the transaction timeout the brokers enforce
+	// under exactly-once: a transaction not committed this long after its
+	// first record is aborted by the brokers and its records are lost
+	// (ErrTransactionLost). It must exceed the checkpoint interval plus
+	// the time a checkpoint takes to complete plus the time to recover
+	// from a crash (detection, restore), and must not exceed the brokers'
+	// transaction.max.timeout.ms (15 minutes by default). 0 means
+	// DefaultTransactionTimeout.
+	TransactionTimeout time.Duration
+	// CommitTimeout bounds, under exactly-once, one Commit and the fencing
+	// of the transactional ids in Init. 0 means DefaultCommitTimeout.
+	CommitTimeout time.Duration
+	// Security configures TLS and SASL (see docs/kafka.md "Secure
+	// setup"); the zero value is plaintext without authentication.
+	Security Security
 	// ClientOptions are added to the franz-go client's options.
 	ClientOptions []kgo.Opt
 }
@@ -238,6 +301,15 @@ func (c SinkConfig) withDefaults() SinkConfig {
 	}
 	if c.Encode == nil {
 		c.Encode = EncodeRaw
+	}
+	if c.TransactionPool == 0 {
+		c.TransactionPool = DefaultTransactionPool
+	}
+	if c.TransactionTimeout <= 0 {
+		c.TransactionTimeout = DefaultTransactionTimeout
+	}
+	if c.CommitTimeout <= 0 {
+		c.CommitTimeout = DefaultCommitTimeout
 	}
 	return c
 }
@@ -257,6 +329,40 @@ func (c SinkConfig) Validate() error {
 	}
 	if c.MaxBufferedRecords < 0 {
 		return bad("MaxBufferedRecords", "must be ≥ 0, got %d", c.MaxBufferedRecords)
+	}
+	if c.TransactionalIDPrefix != "" {
+		if err := validIDPrefix(c.TransactionalIDPrefix); err != nil {
+			return bad("TransactionalIDPrefix", "%v", err)
+		}
+	}
+	if c.TransactionPool != 0 && c.TransactionPool < 2 {
+		return bad("TransactionPool", "must be 0 (the default, %d) or at least 2, got %d: a transaction must stay open while the next one is written", DefaultTransactionPool, c.TransactionPool)
+	}
+	if c.TransactionPool > maxTransactionPool {
+		return bad("TransactionPool", "must be at most %d, got %d", maxTransactionPool, c.TransactionPool)
+	}
+	if c.TransactionTimeout < 0 || c.TransactionTimeout > 0 && c.TransactionTimeout < time.Second {
+		return bad("TransactionTimeout", "must be 0 (the default, %v) or at least 1s, got %v: it must outlast a checkpoint interval plus recovery", DefaultTransactionTimeout, c.TransactionTimeout)
+	}
+	if c.TransactionTimeout > maxTransactionTimeout {
+		return bad("TransactionTimeout", "must be at most %v, got %v (brokers cap it with transaction.max.timeout.ms, 15m by default)", maxTransactionTimeout, c.TransactionTimeout)
+	}
+	if c.CommitTimeout < 0 {
+		return bad("CommitTimeout", "must be ≥ 0, got %v", c.CommitTimeout)
+	}
+	return c.Security.validate(c.Name)
+}
+
+// validIDPrefix checks a transactional id prefix: printable, no spaces,
+// at most 200 bytes (the ids add the key group and the pool index).
+func validIDPrefix(p string) error {
+	if len(p) > 200 {
+		return fmt.Errorf("must be at most 200 bytes, got %d", len(p))
+	}
+	for _, c := range p {
+		if c <= ' ' || c == 0x7f {
+			return fmt.Errorf("%q has a space or control character: use letters, digits, '-', '_' and '.'", p)
+		}
 	}
 	return nil
 }
@@ -279,6 +385,9 @@ type StateLogConfig struct {
 	// RestoreTimeout bounds how long Restore keeps trying (the brokers
 	// may be unavailable for a while).
 	RestoreTimeout time.Duration
+	// Security configures TLS and SASL (see docs/kafka.md "Secure
+	// setup"); the zero value is plaintext without authentication.
+	Security Security
 	// ClientOptions are added to the franz-go clients' options.
 	ClientOptions []kgo.Opt
 }
@@ -310,7 +419,7 @@ func (c StateLogConfig) Validate() error {
 			return bad("Prefix", "%v", err)
 		}
 	}
-	return nil
+	return c.Security.validate("state log")
 }
 
 // fieldError returns the ConfigError of field of operator op.

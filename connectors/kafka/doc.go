@@ -13,6 +13,26 @@
 // Records that do not decode or encode, or that the brokers reject for
 // good, go to the operator's dead-letter stream.
 //
+// Every config has a Security (TLS, SASL PLAIN or SCRAM); brokers that
+// refuse the client's credentials or certificate give ErrAuthentication,
+// naming the setting to fix. See docs/kafka.md "Secure setup".
+//
+// # Exactly once
+//
+// Under sdk.ExactlyOnce (ctx.Instance().Guarantee) the source is
+// sdk.Resumable: it resumes every partition from the offset in its
+// checkpointed state and commits offsets to its group only after a
+// checkpoint completes, for monitoring (sdk.Committer). The sink writes
+// the records between two checkpoint barriers in one Kafka transaction of
+// a small pool of transactional producers per instance: flushed and
+// recorded in State at the barrier (PreCommit), committed when the
+// checkpoint completes (Commit) — by its producer, or after a restore by
+// EndTxn with the producer id and epoch kept in State — while Init fences
+// and so aborts whatever was prepared after the restored checkpoint. A
+// read_committed consumer of the topic sees every record once. See
+// SinkConfig's Transaction fields and docs/kafka.md "Exactly-once" for the
+// state layout and the limits.
+//
 //	src, err := kafka.NewSource(kafka.SourceConfig{Name: "in", Brokers: brokers,
 //		Topics: []string{"words"}, Stream: "words", Parallelism: 3})
 //	sink, err := kafka.NewSink(kafka.SinkConfig{Name: "out", Brokers: brokers,
@@ -48,7 +68,7 @@
 // source instance resumes from the offsets committed when it was
 // released, a commit interval or so behind what it had read.
 //
-// Without AtLeastOnce use CommitProduced: instances resume from positions
-// kept in their own state and records in flight when a node crashes may
-// be lost.
+// Without AtLeastOnce (and without exactly-once) use CommitProduced:
+// instances resume from positions kept in their own state and records in
+// flight when a node crashes may be lost.
 package kafka

@@ -20,6 +20,22 @@ var (
 	// ErrRejected means the brokers rejected records for good (too large,
 	// invalid); they go to the dead-letter stream.
 	ErrRejected = errors.New("kafka: records rejected by the brokers")
+	// ErrAuthentication means the brokers refused the client: wrong SASL
+	// credentials or mechanism, or a certificate that does not verify. It
+	// is not transient: fix Security (the message names the setting).
+	ErrAuthentication = errors.New("kafka: authentication failed")
+	// ErrTransactionLost means an exactly-once sink's transaction can no
+	// longer be committed: the brokers aborted it (it outlived
+	// SinkConfig.TransactionTimeout, or another producer with the same
+	// transactional id fenced it). Its records are not in the topic; the
+	// instance must be restored from the last checkpoint to write them
+	// again.
+	ErrTransactionLost = errors.New("kafka: transaction lost")
+	// ErrPoolExhausted means every transactional id of an exactly-once
+	// sink instance holds a transaction that waits for its checkpoint to
+	// complete, so the next transaction cannot begin yet. It is returned
+	// wrapped with sdk.ErrTransient (see SinkConfig.TransactionPool).
+	ErrPoolExhausted = errors.New("kafka: every transactional id holds a pending transaction")
 )
 
 // ConfigError reports an invalid configuration field.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,20 @@ type Sink struct {
 	promise     func(*kgo.Record, error)
 
 	closeErr error // what Close could not deliver
+	closed   bool  // exactly-once: Close ran
+
+	// Exactly-once (sink_eo.go).
+	eo      bool
+	base    []kgo.Opt // options of every client: brokers, hooks, security
+	group   int       // the instance's first key group, where its state goes
+	pool    string    // "<prefix>.<group>": its transactional ids are "<pool>.<k>"
+	slots   []*txnSlot
+	open    *txnSlot // the transaction records go to; nil until the first record after a barrier
+	cursor  int      // where the search for a free id starts
+	commits uint64   // transactions committed, to order them
+	adopted map[string]txnEntry
+	adm     *kgo.Client // for requests to transaction coordinators
+	coord   txnCoordinator
 
 	mu       sync.Mutex
 	retry    []*kgo.Record // failed with a retriable error: produced again by Flush
@@ -48,9 +63,10 @@ type rejection struct {
 }
 
 var (
-	_ sdk.Operator = (*Sink)(nil)
-	_ sdk.Flusher  = (*Sink)(nil)
-	_ sdk.Closer   = (*Sink)(nil)
+	_ sdk.Operator  = (*Sink)(nil)
+	_ sdk.Flusher   = (*Sink)(nil)
+	_ sdk.Committer = (*Sink)(nil)
+	_ sdk.Closer    = (*Sink)(nil)
 )
 
 // NewSink checks cfg and returns the factory of a Kafka sink operator.
@@ -67,13 +83,34 @@ func (s *Sink) Metadata() sdk.Metadata {
 	return sdk.Metadata{Name: s.cfg.Name, Inputs: s.cfg.Inputs, Parallelism: s.cfg.Parallelism, KeyGroups: s.cfg.KeyGroups}
 }
 
-// Init creates the producer; it does not wait for the brokers.
+// Init creates the producer; it does not wait for the brokers. Under
+// exactly-once it prepares the pool of transactional producers instead,
+// and does contact the brokers: it fences every transactional id of the
+// pool that State does not list as pending, which aborts transactions
+// prepared after the checkpoint State was restored from (see
+// docs/kafka.md "Exactly-once"). It then fails, with an error wrapping
+// sdk.ErrTransient, if the brokers cannot be reached within
+// CommitTimeout.
 func (s *Sink) Init(ctx sdk.Context) error {
 	s.op = ctx.Instance().Operator
 	s.deadLetters = sdk.DeadLetterStream(s.op)
 	s.log = ctx.Logger()
 	s.health = new(health)
-	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithHooks(s.health), kgo.DefaultProduceTopic(s.cfg.Topic)}
+	opts, err := clientOptions(s.cfg.Brokers, s.health, s.cfg.Security)
+	if err != nil {
+		return fmt.Errorf("kafka sink %q: %w", s.op, err)
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if ctx.Instance().Guarantee == sdk.ExactlyOnce {
+		s.base = opts
+		if err := s.initExactlyOnce(ctx, slices.Concat(opts, s.cfg.ClientOptions)); err != nil {
+			s.closeExactlyOnce()
+			s.cancel()
+			return err
+		}
+		return nil
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(s.cfg.Topic))
 	if s.cfg.MaxBufferedRecords > 0 {
 		opts = append(opts, kgo.MaxBufferedRecords(s.cfg.MaxBufferedRecords))
 	}
@@ -82,7 +119,6 @@ func (s *Sink) Init(ctx sdk.Context) error {
 		return fmt.Errorf("kafka sink %q: %w", s.op, err)
 	}
 	s.cl = cl
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.promise = s.onResult
 	return nil
 }
@@ -90,7 +126,11 @@ func (s *Sink) Init(ctx sdk.Context) error {
 // ProcessRecord encodes rec and hands it to the producer, which sends it
 // asynchronously; it blocks only while MaxBufferedRecords records wait for
 // acknowledgement. A record that does not encode goes to the dead-letter
-// stream.
+// stream. Under exactly-once the record goes to the open transaction (the
+// first record after a barrier begins one); when every transactional id
+// holds a transaction waiting for its checkpoint it returns an error
+// wrapping sdk.ErrTransient and ErrPoolExhausted, and when the open
+// transaction was lost one wrapping ErrTransactionLost.
 func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	if err := s.deadLetterRejected(ctx); err != nil {
 		return err
@@ -106,6 +146,12 @@ func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 			sdk.Header{Key: sdk.HeaderError, Value: "encode: " + err.Error()},
 			sdk.Header{Key: sdk.HeaderOperator, Value: s.op})
 		return ctx.Produce(s.deadLetters, dl)
+	}
+	if s.eo {
+		if s.closed {
+			return s.closeErr
+		}
+		return s.produceTxn(kr)
 	}
 	s.cl.Produce(s.ctx, kr, s.promise)
 	return nil
@@ -168,11 +214,49 @@ func (s *Sink) deadLetterRejected(ctx sdk.Context) error {
 // returns an error wrapping sdk.ErrTransient: the runtime records it in the
 // instance's status, does not count what fed the sink as delivered, and
 // flushes again at the next commit.
+//
+// Under exactly-once Flush does nothing: PreCommit flushes at the barrier.
 func (s *Sink) Flush(ctx sdk.Context) error {
-	if s.cl == nil {
+	if s.eo || s.cl == nil {
 		return s.closeErr // closed before a restart: the runtime commits once more
 	}
 	return s.flush(ctx, s.cfg.FlushTimeout)
+}
+
+// PreCommit implements sdk.Committer. Under exactly-once it flushes the
+// open transaction (waiting at most FlushTimeout for the brokers'
+// acknowledgements), records its transactional id, producer id and epoch
+// in State as pending for checkpoint, and leaves it open: the next record
+// begins a new transaction on another id. On error the transaction stays
+// open and the next PreCommit takes it (with the records after this
+// barrier). Under the other guarantees it flushes like Flush.
+func (s *Sink) PreCommit(ctx sdk.Context, checkpoint uint64) error {
+	if !s.eo {
+		return s.Flush(ctx)
+	}
+	if s.closed {
+		return s.closeErr
+	}
+	return s.preCommitTxn(ctx, checkpoint)
+}
+
+// Commit implements sdk.Committer. Under exactly-once it commits every
+// transaction State lists as prepared for checkpoint or an earlier one:
+// through its producer, or, when the producer is gone (after a restore),
+// by sending EndTxn with the producer id and epoch kept in State to the
+// transaction coordinator; a transaction already committed counts as
+// committed. A transaction that can no longer be committed gives an
+// error wrapping ErrTransactionLost (once; it is forgotten). Other errors
+// wrap sdk.ErrTransient and leave the transaction pending for the next
+// Commit. Under the other guarantees it does nothing.
+func (s *Sink) Commit(ctx sdk.Context, checkpoint uint64) error {
+	if !s.eo {
+		return nil
+	}
+	if s.closed {
+		return s.closeErr
+	}
+	return s.commitTxns(ctx, checkpoint)
 }
 
 func (s *Sink) flush(ctx context.Context, timeout time.Duration) error {
@@ -207,8 +291,12 @@ func (s *Sink) flush(ctx context.Context, timeout time.Duration) error {
 }
 
 // unavailable wraps err as a transient failure, naming the broker outage
-// when there is one.
+// when there is one; a refusal of the client's credentials or certificate
+// is not transient.
 func (s *Sink) unavailable(err error) error {
+	if r := s.health.refused(); r != nil {
+		return fmt.Errorf("kafka sink %q: %w (%v)", s.op, r, err)
+	}
 	if h := s.health.unavailable(); h != nil {
 		return fmt.Errorf("kafka sink %q: %w: %w (%v)", s.op, sdk.ErrTransient, h, err)
 	}
@@ -216,8 +304,19 @@ func (s *Sink) unavailable(err error) error {
 }
 
 // Close implements sdk.Closer: it waits up to CloseTimeout for the records
-// not yet acknowledged, then closes the producer.
+// not yet acknowledged, then closes the producer. Under exactly-once it
+// aborts the open transaction (what it holds comes again after a restore)
+// and leaves the pending ones for Commit after a restore.
 func (s *Sink) Close(sdk.Context) error {
+	if s.eo {
+		if !s.closed {
+			s.closed = true
+			s.closeErr = fmt.Errorf("kafka sink %q: closed", s.op)
+			s.closeExactlyOnce()
+			s.cancel()
+		}
+		return nil
+	}
 	if s.cl == nil {
 		return nil
 	}

@@ -71,6 +71,7 @@ type Source struct {
 	log         *slog.Logger
 
 	health *health
+	opts   []kgo.Opt   // of every client: brokers, hooks, security, ClientOptions
 	ctl    *kgo.Client // metadata, offsets and commits
 	adm    *kadm.Client
 	cons   *kgo.Client // the assigned partitions; nil until connected or with none
@@ -81,7 +82,7 @@ type Source struct {
 	next      offsets // position: the next offset to read per partition
 	durable   offsets // the last durable position (committed, or where reading began)
 	early     offsets // durable positions reported before connecting
-	stored    offsets // positions in state (CommitProduced)
+	stored    offsets // positions in state (CommitProduced, exactly-once)
 	dirty     map[tp]bool
 	durableAt time.Time // when the durable position was taken, or reading (re)started
 	paused    bool      // fetching stopped by MaxUndurable
@@ -89,10 +90,18 @@ type Source struct {
 
 	flushes, positions int
 	warned             bool
+
+	// Exactly-once (source_eo.go).
+	eo            bool
+	barriers      []barrierPos // positions at the barriers not yet committed
+	commitAtStart bool         // Commit ran before connecting: commit where reading starts
+	committed     bool         // Commit ran in this incarnation
 }
 
 var (
 	_ sdk.Replayable = (*Source)(nil)
+	_ sdk.Resumable  = (*Source)(nil)
+	_ sdk.Committer  = (*Source)(nil)
 	_ sdk.Flusher    = (*Source)(nil)
 	_ sdk.Closer     = (*Source)(nil)
 )
@@ -112,7 +121,8 @@ func (s *Source) Metadata() sdk.Metadata {
 }
 
 // Init prepares the instance. It does not contact the brokers (a source
-// must start even while they are down): the first Poll does.
+// must start even while they are down): the first Poll does. Under
+// exactly-once and CommitProduced it reads the positions State holds.
 func (s *Source) Init(ctx sdk.Context) error {
 	info := ctx.Instance()
 	s.op, s.index, s.par = info.Operator, info.Index, info.Parallelism
@@ -123,7 +133,8 @@ func (s *Source) Init(ctx sdk.Context) error {
 	s.deadLetters = sdk.DeadLetterStream(s.op)
 	s.log = ctx.Logger()
 	s.dirty = make(map[tp]bool)
-	if s.cfg.Commit == CommitProduced {
+	s.eo = info.Guarantee == sdk.ExactlyOnce
+	if s.cfg.Commit == CommitProduced || s.eo {
 		s.stored = make(offsets)
 		err := ctx.State().Scan([]byte(posPrefix), func(key, value []byte) error {
 			if k, ok := parsePosKey(key); ok && len(value) == 8 {
@@ -136,8 +147,12 @@ func (s *Source) Init(ctx sdk.Context) error {
 		}
 	}
 	s.health = new(health)
-	opts := append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithHooks(s.health)}, s.cfg.ClientOptions...)
-	ctl, err := kgo.NewClient(opts...)
+	opts, err := clientOptions(s.cfg.Brokers, s.health, s.cfg.Security)
+	if err != nil {
+		return fmt.Errorf("kafka source %q: %w", s.op, err)
+	}
+	s.opts = slices.Concat(opts, s.cfg.ClientOptions)
+	ctl, err := kgo.NewClient(s.opts...)
 	if err != nil {
 		return fmt.Errorf("kafka source %q: %w", s.op, err)
 	}
@@ -195,9 +210,20 @@ func (s *Source) Poll(ctx sdk.Context) error {
 	}
 	s.storePositions(ctx)
 	if n == 0 {
-		if err := s.health.unavailable(); err != nil {
-			return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
-		}
+		return s.brokerTrouble()
+	}
+	return nil
+}
+
+// brokerTrouble reports, when the brokers cannot be used, why: a refusal
+// of the client's credentials or certificate (not transient), or an
+// outage (transient); nil when neither is known.
+func (s *Source) brokerTrouble() error {
+	if err := s.health.refused(); err != nil {
+		return fmt.Errorf("kafka source %q: %w", s.op, err)
+	}
+	if err := s.health.unavailable(); err != nil {
+		return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
 	}
 	return nil
 }
@@ -208,7 +234,7 @@ func (s *Source) Poll(ctx sdk.Context) error {
 // was read since has been waiting that long). It logs when reading stops
 // and when it resumes.
 func (s *Source) undurableTooLong() bool {
-	stop := s.cfg.Commit == CommitDurable && s.cfg.MaxUndurable > 0 && s.positions > 0 &&
+	stop := !s.eo && s.cfg.Commit == CommitDurable && s.cfg.MaxUndurable > 0 && s.positions > 0 &&
 		time.Since(s.durableAt) > s.cfg.MaxUndurable && s.readAhead()
 	if stop != s.paused {
 		s.paused = stop
@@ -232,10 +258,7 @@ func (s *Source) checkBrokers(ctx context.Context) error {
 		_ = s.ctl.Ping(pctx) // a failed dial shows in s.health
 		cancel()
 	}
-	if err := s.health.unavailable(); err != nil {
-		return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
-	}
-	return nil
+	return s.brokerTrouble()
 }
 
 // readAhead reports whether some partition has been read past its durable
@@ -284,10 +307,7 @@ func (s *Source) connect(ctx sdk.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	transient := func(err error) error {
-		if h := s.health.unavailable(); h != nil {
-			err = h
-		}
-		return fmt.Errorf("kafka source %q: %w: %w", s.op, sdk.ErrTransient, err)
+		return s.health.failure(fmt.Sprintf("kafka source %q", s.op), err)
 	}
 	topics, err := s.adm.ListTopics(cctx, s.cfg.Topics...)
 	if err != nil {
@@ -309,12 +329,22 @@ func (s *Source) connect(ctx sdk.Context) error {
 		}
 	}
 	start := make(offsets, len(assigned))
-	if s.cfg.Commit == CommitProduced {
+	if s.cfg.Commit == CommitProduced || s.eo {
 		for _, k := range assigned {
 			if o, ok := s.stored[k]; ok {
 				start[k] = o
 			}
 		}
+	}
+	if s.eo && len(s.stored) > 0 && len(start) < len(assigned) {
+		var missing []string
+		for _, k := range assigned {
+			if _, ok := start[k]; !ok {
+				missing = append(missing, k.String())
+			}
+		}
+		s.log.Warn("kafka source: exactly-once: partitions whose position is not in this instance's state (it was rescaled) resume from the group's committed offsets, which can be behind the restored checkpoint: their records since may be produced twice",
+			"partitions", missing)
 	}
 	if len(start) < len(assigned) {
 		committed, err := s.adm.FetchOffsetsForTopics(cctx, s.group, s.cfg.Topics...)
@@ -369,6 +399,12 @@ func (s *Source) connect(ctx sdk.Context) error {
 	}
 	s.storePositions(ctx)
 	s.connected = true
+	if s.commitAtStart {
+		// Commit ran for the restored checkpoint before the source knew
+		// its partitions: their positions are where reading starts.
+		s.commitAtStart = false
+		s.commit.set(maps.Clone(start))
+	}
 	if len(assigned) == 0 {
 		s.log.Info("kafka source: no partitions for this instance", "topics", s.cfg.Topics, "instances", s.par)
 		return nil
@@ -394,8 +430,7 @@ func (s *Source) startConsumer() error {
 	if s.cfg.Start == StartLatest {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithHooks(s.health)}, s.cfg.ClientOptions...)
-	opts = append(opts, kgo.ConsumePartitions(parts), kgo.ConsumeResetOffset(reset))
+	opts := slices.Concat(s.opts, []kgo.Opt{kgo.ConsumePartitions(parts), kgo.ConsumeResetOffset(reset)})
 	cons, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka source %q: %w", s.op, err)
@@ -465,7 +500,7 @@ func (s *Source) Durable(_ sdk.Context, pos any) {
 	if changed && pp.at.After(s.durableAt) {
 		s.durableAt = pp.at
 	}
-	if changed && s.cfg.Commit == CommitDurable {
+	if changed && s.cfg.Commit == CommitDurable && !s.eo {
 		s.commit.set(maps.Clone(s.durable))
 	}
 }
@@ -492,10 +527,13 @@ func (s *Source) Rewind(ctx sdk.Context) error {
 
 // Flush implements sdk.Flusher. Under CommitProduced it commits what has
 // been produced; under CommitDurable it only checks that the runtime
-// tracks durability (otherwise offsets would never be committed).
+// tracks durability (otherwise offsets would never be committed). Under
+// exactly-once it does nothing: offsets are committed after checkpoints
+// complete (Commit).
 func (s *Source) Flush(sdk.Context) error {
 	s.flushes++
 	switch {
+	case s.eo:
 	case s.cfg.Commit == CommitProduced && s.connected && len(s.next) > 0:
 		s.commit.set(maps.Clone(s.next))
 	case s.cfg.Commit == CommitDurable && s.flushes >= 20 && s.positions == 0 && !s.warned:

@@ -3,11 +3,8 @@ package kafka_test
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,68 +15,6 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 )
-
-// callCtx is an sdk.Context for calling a Source's methods directly, as the
-// runtime does on the instance's goroutine: it keeps produced records and
-// state in memory.
-type callCtx struct {
-	context.Context
-	info     sdk.InstanceInfo
-	produced map[string][]sdk.Record
-	state    mapState
-}
-
-func newCallCtx(op string, index, par int) *callCtx {
-	return &callCtx{Context: context.Background(), info: sdk.InstanceInfo{Operator: op, Index: index, Parallelism: par, KeyGroups: 1, EndGroup: 1},
-		produced: map[string][]sdk.Record{}, state: mapState{}}
-}
-
-func (c *callCtx) Produce(stream string, rec sdk.Record) error {
-	c.produced[stream] = append(c.produced[stream], rec)
-	return nil
-}
-func (c *callCtx) SetTimer(string, time.Time) error { return nil }
-func (c *callCtx) DeleteTimer(string) error         { return nil }
-func (c *callCtx) State() sdk.State                 { return c.state }
-func (c *callCtx) Instance() sdk.InstanceInfo       { return c.info }
-func (c *callCtx) Logger() *slog.Logger             { return quiet }
-
-type mapState map[string][]byte
-
-func (m mapState) Get(k []byte) ([]byte, error) {
-	if v, ok := m[string(k)]; ok {
-		return v, nil
-	}
-	return nil, sdk.ErrNotFound
-}
-func (m mapState) Set(k, v []byte) { m[string(k)] = slices.Clone(v) }
-func (m mapState) Delete(k []byte) { delete(m, string(k)) }
-func (m mapState) Scan(prefix []byte, fn func(k, v []byte) error) error {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if strings.HasPrefix(k, string(prefix)) {
-			if err := fn([]byte(k), m[k]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// startOp makes an instance (index of par) of f's operator with a callCtx
-// and Inits it, as the runtime would; it is closed when the test ends.
-func startOp[T interface {
-	sdk.Operator
-	sdk.Closer
-}](t *testing.T, f sdk.Factory, index, par int) (T, *callCtx) {
-	t.Helper()
-	op := f().(T)
-	c := newCallCtx(op.Metadata().Name, index, par)
-	if err := op.Init(c); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = op.Close(c) })
-	return op, c
-}
 
 // brokerWithRecords starts a broker with a one-partition topic "t" that
 // holds records "0" to "n-1".
@@ -152,8 +87,8 @@ func TestSourceRewindsToItsLastDurablePosition(t *testing.T) {
 		t.Fatalf("after the rewind got %v…, want %v…", got[:3], want[:3])
 	}
 	// The position is also in state, under the same commit as the rest.
-	if len(c.state) != 1 {
-		t.Fatalf("state holds %v, want one position", c.state)
+	if n := c.state.len(); n != 1 {
+		t.Fatalf("state holds %d keys, want one position", n)
 	}
 
 	// A new incarnation (another node) starts from the committed offset.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,7 @@ const stateLogBuffered = 1 << 20
 type StateLog struct {
 	cfg    StateLogConfig
 	health *health
+	opts   []kgo.Opt // of every client: brokers, hooks, security, ClientOptions
 	cl     *kgo.Client
 	adm    *kadm.Client
 
@@ -49,10 +51,12 @@ func NewStateLog(cfg StateLogConfig) (*StateLog, error) {
 	}
 	cfg = cfg.withDefaults()
 	l := &StateLog{cfg: cfg, health: new(health), topics: make(map[string]int)}
-	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...), kgo.WithHooks(l.health),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(stateLogBuffered),
-	}, cfg.ClientOptions...)
+	base, err := clientOptions(cfg.Brokers, l.health, cfg.Security)
+	if err != nil {
+		return nil, fmt.Errorf("kafka state log: %w", err)
+	}
+	l.opts = slices.Concat(base, cfg.ClientOptions)
+	opts := slices.Concat(base, []kgo.Opt{kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(stateLogBuffered)}, cfg.ClientOptions)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka state log: %w", err)
@@ -122,12 +126,9 @@ func (l *StateLog) Append(ctx context.Context, op string, keyGroups int, kvs []s
 }
 
 // transient wraps err as a transient failure, naming a broker outage when
-// there is one.
+// there is one. A refusal of the client's credentials or certificate is not transient.
 func (l *StateLog) transient(err error) error {
-	if h := l.health.unavailable(); h != nil {
-		return fmt.Errorf("kafka state log: %w: %w (%v)", sdk.ErrTransient, h, err)
-	}
-	return fmt.Errorf("kafka state log: %w: %w", sdk.ErrTransient, err)
+	return l.health.failure("kafka state log", err)
 }
 
 // ensure creates op's changelog topic if needed and checks its partitions.
@@ -255,7 +256,7 @@ func (l *StateLog) restore(ctx context.Context, op string, keyGroups, first, end
 	if len(want) == 0 {
 		return nil
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(l.cfg.Brokers...), kgo.WithHooks(l.health)}, l.cfg.ClientOptions...)
+	opts := slices.Clone(l.opts)
 	opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}))
 	cons, err := kgo.NewClient(opts...)
 	if err != nil {
