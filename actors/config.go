@@ -55,7 +55,7 @@ type Config struct {
 	Cluster *ClusterConfig
 	// Store keeps the topology (the deployed operators); nil means the
 	// node's own database (embedded mode). A cluster shares one store,
-	// e.g. topology.NewConsulStore.
+	// e.g. a topology/consul store guarded by topology.NewGuard.
 	Store topology.Store
 	// AtLeastOnce turns on durability tracking: replayable sources (Kafka)
 	// commit positions only when everything they produced has its effects

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -331,7 +330,7 @@ func (c *coordinator) apply() {
 					c.n.log.Error("cannot host instance", "instance", k.String(), "error", err)
 					continue
 				}
-				inst, err := op.spawn(context.Background(), spec, idx)
+				inst, err := op.spawn(c.n.life, spec, idx)
 				if err != nil {
 					c.n.log.Error("cannot spawn instance", "instance", k.String(), "error", err)
 					continue

@@ -22,6 +22,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/topology"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // Node runs operator instances as protoactor actors in one process, with
@@ -60,8 +61,9 @@ type Node struct {
 	byID map[string]*instance // every instance here, by actor id
 
 	stopping atomic.Bool
-	wg       sync.WaitGroup // goroutines started with goFunc
-	timers   nodeTimers     // delayed self-messages (afterFunc), stopped by Stop
+	life     context.Context // cancelled by Stop: blocking calls of the node's actors end
+	wg       sync.WaitGroup  // goroutines started with goFunc
+	timers   nodeTimers      // delayed self-messages (afterFunc), stopped by Stop
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 	stopErr  error
@@ -146,13 +148,16 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	if err != nil {
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, err)
 	}
+	life, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		cfg:   cfg,
-		log:   cfg.Logger.With("node", cfg.NodeID),
-		db:    db,
-		kinds: kinds,
-		ops:   make(map[string]*operator),
-		byID:  make(map[string]*instance),
+		life:   life,
+		cancel: cancel,
+		cfg:    cfg,
+		log:    cfg.Logger.With("node", cfg.NodeID),
+		db:     db,
+		kinds:  kinds,
+		ops:    make(map[string]*operator),
+		byID:   make(map[string]*instance),
 	}
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		// protoactor logs every recovered panic at Info; supervision is
@@ -169,7 +174,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	n.addr = n.system.Address()
 	n.store = cfg.Store
 	if n.store == nil {
-		n.store = topology.NewPebbleStore(db)
+		n.store = tpebble.New(db)
 	}
 	topo, err := n.seed(ctx, seed)
 	if err != nil {
@@ -198,8 +203,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	n.logDanglingInputs(topo)
 
 	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(sortedKinds(kinds), cfg.Announce...)}
-	runCtx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
+	runCtx := n.life
 	topoCh := n.store.Watch(runCtx)
 	n.goFunc(func() {
 		for t := range topoCh {

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/topology"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // racingStore lets another client's change land between a Load and the
@@ -43,7 +44,7 @@ func TestChangeOperatorConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	base := topology.NewPebbleStore(db)
+	base := tpebble.New(db)
 	ctx := context.Background()
 
 	// Another client deploys the same name first: conflict.

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice/topology"
+	tconsul "github.com/sluicehq/sluice/topology/consul"
 
 	"context"
 	"errors"
@@ -70,7 +71,13 @@ func Main(ctx context.Context, args []string, reload <-chan struct{}) error {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	if fromTopology {
-		store, err := topology.NewConsulStore(cfg.Consul, cfg.Cluster, cfg.Logger)
+		backend, err := tconsul.New(cfg.Consul, cfg.Cluster, cfg.Logger)
+		if err != nil {
+			return err
+		}
+		// Guarded: a Consul that lost its data must not make the scheduler
+		// drop every operator's tasks.
+		store, err := topology.NewGuard(backend, &topology.MemoryCopy{}, cfg.Logger)
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -102,5 +103,32 @@ func (c *FileCopy) Save(t Topology) error {
 			return fmt.Errorf("topology: sync %s: %w", dir, err)
 		}
 	}
+	return nil
+}
+
+// MemoryCopy is a LocalCopy in memory: it guards a process that follows a
+// store for its own lifetime only (the Mesos scheduler), which is enough
+// never to act on a store that went back while it runs. It is safe for
+// concurrent use.
+type MemoryCopy struct {
+	mu sync.Mutex
+	t  Topology
+	ok bool
+}
+
+var _ LocalCopy = (*MemoryCopy)(nil)
+
+// Load implements LocalCopy.
+func (c *MemoryCopy) Load() (Topology, bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t.Clone(), c.ok, nil
+}
+
+// Save implements LocalCopy.
+func (c *MemoryCopy) Save(t Topology) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t, c.ok = t.Clone(), true
 	return nil
 }
