@@ -26,6 +26,11 @@ import (
 // checkpointerName is the actor id of every node's checkpointer.
 const checkpointerName = "sluice-checkpoint"
 
+// errGeneration starts the failure of a node part whose node is in another
+// rollback generation than the coordinator: the coordinator rolls every
+// node back again, into one generation.
+const errGeneration = "generation mismatch"
+
 // The checkpointer is the actor through which a node takes part in
 // checkpoints (exactly-once, Config.Checkpoints). On one node, the member
 // with the lowest id, it is also the coordinator (ckcoord.go).
@@ -49,9 +54,10 @@ type checkpointer struct {
 	self  *actor.PID
 	dbID  string // the node's database identity (shared files live under sst/<dbID>/)
 
-	view   ckView // the node's latest view of membership and topology
-	gen    uint64 // rollback generation
-	latest *checkpoint.Meta
+	view       ckView // the node's latest view of membership and topology
+	gen        uint64 // rollback generation
+	rolledBack uint64 // the newest generation this node rolled back into
+	latest     *checkpoint.Meta
 
 	part *nodePart // this node's part of the checkpoint in progress
 	dirs map[uint64]string
@@ -147,6 +153,8 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		c.coordOnRollbackDone(m)
 	case ckStoredMsg:
 		c.coordOnStored(m)
+	case ckGenRecordedMsg:
+		c.coordOnGenRecorded(m)
 	case ckLatestMsg:
 		c.coordOnLatest(m)
 	case ckRequestMsg:
@@ -204,7 +212,7 @@ func (c *checkpointer) onTrigger(m *wire.CheckpointTrigger) {
 	c.part = p
 	switch {
 	case m.Generation != c.gen:
-		p.failed = fmt.Sprintf("node %s is in rollback generation %d, not %d", c.n.cfg.NodeID, c.gen, m.Generation)
+		p.failed = fmt.Sprintf("%s: node %s is in rollback generation %d, not %d", errGeneration, c.n.cfg.NodeID, c.gen, m.Generation)
 	case c.rb != nil:
 		p.failed = fmt.Sprintf("node %s is rolling back", c.n.cfg.NodeID)
 	case c.n.topology().Version != m.TopologyVersion:
@@ -389,6 +397,7 @@ func (c *checkpointer) onComplete(m *wire.CheckpointComplete) {
 	}
 	if c.latest == nil || meta.ID > c.latest.ID {
 		c.latest = &meta
+		c.n.setBase(&meta)
 	}
 	if c.part != nil && c.part.id == m.Id {
 		c.part = nil
@@ -456,7 +465,13 @@ func (n *Node) startCheckpointer(ctx context.Context) error {
 		}
 	}
 	n.setBase(latest)
+	gen, err := n.cfg.Checkpoints.Store.Generation(ctx)
+	if err != nil {
+		return fmt.Errorf("actors: start node %s: %w", n.cfg.NodeID, err)
+	}
+	n.gen.Store(gen.Gen)
 	c := newCheckpointer(n, dbID)
+	c.gen = gen.Gen
 	c.latest = latest
 	c.coord.loaded = true
 	if latest != nil {

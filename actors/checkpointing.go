@@ -226,10 +226,11 @@ func (i *instance) onCheckpointAbort(id uint64) {
 	i.onCheckpointTaken(id)
 }
 
-// onTrigger snapshots an instance with no upstream barrier to wait for.
+// onTrigger snapshots an instance with no upstream barrier to wait for;
+// the others snapshot when barrier id has come on every input edge.
 func (i *instance) onTrigger(id uint64) {
 	i.ins.refresh(i.node.topology(), i.spec)
-	if id <= i.ins.last {
+	if id <= i.ins.last || !i.ins.needsTrigger() {
 		return
 	}
 	if i.mode != modeActive {

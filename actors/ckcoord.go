@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -138,6 +139,12 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 		c.coordRollback(fmt.Sprintf("node(s) %v crashed", v.crashed))
 		return
 	}
+	if rb := r.rollback; rb != nil && !sameMembers(old.members, v.members) {
+		// A node that joined during a rollback may have been handed state
+		// from before it: roll everyone back again, the newcomer included.
+		c.coordRollback("the membership changed during the rollback")
+		return
+	}
 	if p := r.pending; p != nil && (v.topo.Version != p.topology || !sameMembers(v.members, p.members)) {
 		c.coordAbort("the cluster changed during the checkpoint")
 	}
@@ -228,6 +235,10 @@ func (c *checkpointer) coordOnPart(m *wire.CheckpointPart) {
 		return
 	}
 	if m.Error != "" {
+		if strings.HasPrefix(m.Error, errGeneration) {
+			c.coordRollback(m.Error)
+			return
+		}
 		c.coordAbort(m.Error)
 		return
 	}
@@ -241,9 +252,19 @@ func (c *checkpointer) coordOnPart(m *wire.CheckpointPart) {
 	if len(p.waiting) > 0 {
 		return
 	}
-	p.completing = true
 	meta := checkpoint.Meta{ID: p.id, Savepoint: p.savepoint, Started: p.started, Completed: time.Now(),
 		TopologyVersion: p.topology, Nodes: p.parts}
+	// Every key group of every operator must be in some node's part: an
+	// instance that moved to a node outside the checkpoint's members (one
+	// that joined meanwhile) is in none, and restoring this checkpoint
+	// would empty its groups.
+	for _, spec := range c.view.topo.Operators {
+		if !meta.Covers(spec.Meta.Name, 0, spec.Meta.KeyGroups) {
+			c.coordAbort(fmt.Sprintf("operator %s's key groups are not all in the checkpoint (an instance moved during it)", spec.Meta.Name))
+			return
+		}
+	}
+	p.completing = true
 	slices.SortFunc(meta.Nodes, func(a, b checkpoint.NodePart) int {
 		if a.Node < b.Node {
 			return -1

@@ -66,29 +66,30 @@ type instance struct {
 	out    *flow.Producer
 	timers timerQueue
 
-	mode         mode
-	opv          core.Operator // current incarnation's operator (active mode)
-	failed       bool          // policy exhausted: dead-letter everything
-	cur          work          // item in progress; survives restarts
-	stash        []unit        // input held back while blocked or awaiting
-	blocked      bool          // a full output buffer has no credit
-	flushQueued  bool
-	retryQueued  bool
-	pollQueued   bool
-	pollIdle     time.Duration
-	pollTimer    *time.Timer
-	produced     int64       // records produced over the instance's life (stored as metaProduced)
-	producedSet  int64       // the value of produced last written to the store
-	processedSet int64       // the value of processed last written to the store
-	dlUnlogged   int64       // dead letters not yet logged
-	ins          inputs      // upstreams: barriers, watermarks, end-of-stream
-	ckHold       uint64      // state commits wait for the node's copy of this checkpoint
-	commitErr    error       // the last state commit's error, if it failed
-	watermark    int64       // the instance's event-time watermark (ns), forwarded
-	inputEnded   bool        // every upstream ended: end-of-stream forwarded
-	gen          uint64      // rollback generation: older batches are dropped (rollback.go)
-	future       []*batchMsg // batches of a later generation, waiting for the reset
-	restoredGen  uint64      // the generation whose state the instance restored
+	mode            mode
+	opv             core.Operator // current incarnation's operator (active mode)
+	failed          bool          // policy exhausted: dead-letter everything
+	cur             work          // item in progress; survives restarts
+	stash           []unit        // input held back while blocked or awaiting
+	blocked         bool          // a full output buffer has no credit
+	flushQueued     bool
+	retryQueued     bool
+	pollQueued      bool
+	pollIdle        time.Duration
+	pollTimer       *time.Timer
+	produced        int64       // records produced over the instance's life (stored as metaProduced)
+	producedSet     int64       // the value of produced last written to the store
+	processedSet    int64       // the value of processed last written to the store
+	dlUnlogged      int64       // dead letters not yet logged
+	ins             inputs      // upstreams: barriers, watermarks, end-of-stream
+	ckHold          uint64      // state commits wait for the node's copy of this checkpoint
+	commitErr       error       // the last state commit's error, if it failed
+	watermark       int64       // the instance's event-time watermark (ns), forwarded
+	inputEnded      bool        // every upstream ended: end-of-stream forwarded
+	gen             uint64      // rollback generation: older batches are dropped (rollback.go)
+	future          []*batchMsg // batches of a later generation, waiting for the reset
+	restoredGen     uint64      // the generation whose state the instance restored
+	releaseReported bool        // the coordinator was told of the release
 	// restartBackoff is the delay before the next restart (the
 	// supervisor's goroutine only; reset when a failure-free Window passed).
 	restartBackoff backoff.ExponentialBackOff
@@ -416,6 +417,9 @@ func (i *instance) settle() {
 	i.scheduleTimers()
 	i.send(false)
 	i.bufferedPub.Store(int64(i.out.Buffered()))
+	if i.mode == modeReleased && !i.releaseReported {
+		i.reportReleased()
+	}
 }
 
 // send is the one rule for when output leaves: a full buffer (BatchSize

@@ -145,9 +145,31 @@ func (i *instance) release() {
 		}
 	}
 	i.stash = nil
+	for _, b := range i.ins.blocked {
+		i.bounceBack(b) // held for a barrier: not processed here either
+	}
+	i.ins = inputs{}
 	i.blocked = false
 	i.setState(StateReleased)
+	i.releaseReported = false
 	i.settle()
+	i.reportReleased()
+}
+
+// reportReleased tells the coordinator that the instance is released, which
+// lets the new owner start: at once, or under exactly-once once everything
+// the instance produced here has been acknowledged. The new owner's
+// barriers would otherwise overtake this one's last records: receivers
+// track barriers per upstream instance, and would count those records as
+// after a checkpoint whose source positions are past them.
+func (i *instance) reportReleased() {
+	if i.mode != modeReleased || i.releaseReported {
+		return
+	}
+	if i.exactlyOnce() && (i.out.Pending() || i.out.Inflight() > 0) {
+		return // settle calls again as acks come back
+	}
+	i.releaseReported = true
 	i.node.system.Root.Send(i.node.coord, instanceReleased{key: i.key})
 }
 

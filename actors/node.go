@@ -533,7 +533,13 @@ func (n *Node) Stop(ctx context.Context) error {
 
 func (n *Node) stop(ctx context.Context) error {
 	var errs []error
-	if n.cfg.Cluster != nil {
+	// The last node of an exactly-once pipeline (or an embedded one) takes
+	// a final checkpoint once everything in flight is processed, so that
+	// what its sinks prepared is committed and a restart resumes exactly
+	// here; it has nobody to hand its instances to. Other nodes hand them
+	// over (leave) instead.
+	final := n.cfg.Checkpoints != nil && n.alone(ctx)
+	if n.cfg.Cluster != nil && !final {
 		if err := n.leave(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -543,12 +549,14 @@ func (n *Node) stop(ctx context.Context) error {
 	if err := n.drain(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if n.cfg.Checkpoints != nil && n.alone(ctx) {
-		// The last node of the pipeline: a final checkpoint, so that what
-		// its sinks prepared is committed and a restart resumes exactly
-		// here.
+	if final {
 		if _, err := n.Checkpoint(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("actors: stop: final checkpoint: %w", err))
+		}
+		if n.cfg.Cluster != nil {
+			if err := n.leave(ctx); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	n.cancel()

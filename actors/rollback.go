@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/wire"
@@ -63,21 +64,63 @@ type nodeRollback struct {
 }
 
 // coordRollback rolls every member back to the newest complete checkpoint
-// in a new generation (coordinator).
+// in a new generation (coordinator). The generation grows with time, so
+// that a new coordinator continues the sequence, and is recorded in the
+// store before any node hears of it: a node that starts later reads it and
+// runs in it (else the others would drop what it sends).
 func (c *checkpointer) coordRollback(reason string) {
 	r := &c.coord
 	if r.pending != nil {
 		c.coordAbort("rolling back: " + reason)
 	}
-	gen := c.gen + 1
+	gen := max(uint64(time.Now().UnixNano()), c.gen+1)
 	if r.rollback != nil {
 		gen = max(gen, r.rollback.gen+1)
 	}
 	rb := &pendingRollback{gen: gen, started: time.Now(), waiting: make(map[string]bool)}
-	msg := &wire.Rollback{Generation: gen, Coordinator: c.self}
 	if c.latest != nil {
 		rb.target = c.latest.ID
-		msg.Checkpoint = c.latest.ID
+	}
+	r.rollback = rb
+	r.stats.Rollbacks++
+	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "checkpoint", rb.target, "generation", gen)
+	store, pid, log := c.store, c.self, c.n.log
+	rec := checkpoint.Generation{Gen: gen, Checkpoint: rb.target, At: time.Now()}
+	c.n.goFunc(func() {
+		delays := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 5 * time.Second}
+		delays.Reset()
+		for attempt := 0; ; attempt++ {
+			ctx, cancel := context.WithTimeout(c.n.life, 30*time.Second)
+			err := store.SetGeneration(ctx, rec)
+			cancel()
+			if err == nil || c.n.life.Err() != nil {
+				break
+			}
+			if attempt == 0 {
+				log.Warn("recording the rollback generation failed; the rollback waits for the store", "error", err)
+			}
+			select {
+			case <-c.n.life.Done():
+				return
+			case <-time.After(delays.NextBackOff()):
+			}
+		}
+		c.n.system.Root.Send(pid, ckGenRecordedMsg{gen: gen})
+	})
+}
+
+// ckGenRecordedMsg tells the coordinator that generation gen is recorded.
+type ckGenRecordedMsg struct{ gen uint64 }
+
+// coordOnGenRecorded sends the rollback of a recorded generation to every
+// member.
+func (c *checkpointer) coordOnGenRecorded(m ckGenRecordedMsg) {
+	rb := c.coord.rollback
+	if rb == nil || rb.gen != m.gen {
+		return // superseded
+	}
+	msg := &wire.Rollback{Generation: rb.gen, Coordinator: c.self, Checkpoint: rb.target}
+	if c.latest != nil {
 		b, err := json.Marshal(c.latest)
 		if err != nil {
 			c.n.log.Error("encoding checkpoint metadata failed", "error", err)
@@ -85,12 +128,10 @@ func (c *checkpointer) coordRollback(reason string) {
 		}
 		msg.Meta = b
 	}
-	r.rollback = rb
-	r.stats.Rollbacks++
-	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "checkpoint", rb.target, "generation", gen)
-	for _, m := range c.view.members {
-		rb.waiting[m.ID] = true
-		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), msg)
+	rb.started = time.Now()
+	for _, mem := range c.view.members {
+		rb.waiting[mem.ID] = true
+		c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), msg)
 	}
 }
 
@@ -115,7 +156,7 @@ func (c *checkpointer) coordOnRollbackDone(m *wire.RollbackDone) {
 
 // onRollback starts this node's rollback.
 func (c *checkpointer) onRollback(m *wire.Rollback) {
-	if m.Generation < c.gen || (m.Generation == c.gen && c.rb == nil) {
+	if m.Generation <= c.rolledBack {
 		// Done already (a repeated message): say so again.
 		c.n.system.Root.Send(m.Coordinator, &wire.RollbackDone{Generation: m.Generation, Node: c.n.cfg.NodeID})
 		return
@@ -192,6 +233,7 @@ func (c *checkpointer) maybeFinishRollback() {
 		return
 	}
 	c.rb = nil
+	c.rolledBack = rb.gen
 	c.n.restorer.closeAll()
 	done := &wire.RollbackDone{Generation: rb.gen, Node: c.n.cfg.NodeID}
 	if rb.failed != nil {
@@ -243,6 +285,7 @@ func (i *instance) reset(gen uint64) {
 	for _, b := range future {
 		i.input(unit{kind: unitBatch, batch: b}) // stashed until restored
 	}
+	i.reportReleased() // a released instance's output was discarded
 }
 
 // restoreAndStart restores the instance's key groups from meta and starts

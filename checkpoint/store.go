@@ -324,3 +324,45 @@ func (s *Store) Retain(ctx context.Context, keep int) (int, error) {
 // retainMargin allows for clock differences between the coordinator and
 // the store when Retain dates shared files.
 const retainMargin = time.Minute
+
+// Generation is the newest rollback the coordinator decided: nodes that
+// start later run in it, so that the others accept what they send.
+type Generation struct {
+	Gen        uint64    `json:"generation"`
+	Checkpoint uint64    `json:"checkpoint"`
+	At         time.Time `json:"at"`
+}
+
+// generationKey is the object holding the newest Generation.
+const generationKey = "generation.json"
+
+// SetGeneration records g; the coordinator does before it rolls the nodes
+// back.
+func (s *Store) SetGeneration(ctx context.Context, g Generation) error {
+	b, err := json.Marshal(g)
+	if err != nil {
+		return fmt.Errorf("checkpoint: encode generation: %w", err)
+	}
+	if err := s.obj.Put(ctx, generationKey, bytes.NewReader(b), int64(len(b))); err != nil {
+		return fmt.Errorf("checkpoint: record generation %d: %w", g.Gen, err)
+	}
+	return nil
+}
+
+// Generation returns the newest recorded Generation (the zero one when
+// none was).
+func (s *Store) Generation(ctx context.Context) (Generation, error) {
+	r, err := s.obj.Get(ctx, generationKey)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return Generation{}, nil
+	}
+	if err != nil {
+		return Generation{}, fmt.Errorf("checkpoint: read generation: %w", err)
+	}
+	defer r.Close()
+	var g Generation
+	if err := json.NewDecoder(r).Decode(&g); err != nil {
+		return Generation{}, fmt.Errorf("checkpoint: decode generation: %w", err)
+	}
+	return g, nil
+}

@@ -54,6 +54,9 @@ func run() error {
 	host := flag.String("host", os.Getenv("SLUICE_HOST"), "comma-separated operators this node hosts: gen, count ($SLUICE_HOST; empty: both)")
 	flag.BoolVar(&cfg.Launch, "launch", os.Getenv("SLUICE_LAUNCH") != "", "run a local launcher for operator executables ($SLUICE_LAUNCH)")
 	cfg.HostOnly = os.Getenv("SLUICE_HOST_ONLY") != ""
+	guarantee := flag.String("guarantee", "none", "exactly-once, at-least-once or none (the tests choose; sdk's default is exactly-once)")
+	flag.StringVar(&cfg.Checkpoints, "checkpoints", os.Getenv("SLUICE_CHECKPOINTS"), "checkpoint store: a directory or s3://bucket/prefix ($SLUICE_CHECKPOINTS)")
+	flag.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "time between checkpoints (0: 1 s)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until the node stops")
 	rawSink := flag.Int64("raw-sink", 0, "benchmark mode: instead of a node, run a bare protoactor remote on -bind with an actor \"sink\" that counts this many messages, then prints \"done\"")
 	flag.Parse()
@@ -77,6 +80,11 @@ func run() error {
 	if *host != "" {
 		cfg.Host = strings.Split(*host, ",")
 	}
+	g, err := sdk.ParseGuarantee(*guarantee)
+	if err != nil {
+		return fmt.Errorf("-guarantee: %w", err)
+	}
+	cfg.Guarantee = g
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return err
