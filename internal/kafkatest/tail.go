@@ -15,10 +15,20 @@ type Tail struct {
 	done   chan struct{}
 }
 
-// NewTail starts reading topics of the brokers at addrs. fn runs on the
-// Tail's goroutine.
+// NewTail starts reading topics of the brokers at addrs, records of
+// aborted and open transactions included. fn runs on the Tail's goroutine.
 func NewTail(addrs []string, fn func(*kgo.Record), topics ...string) (*Tail, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topics...),
+	return newTail(addrs, fn, kgo.ReadUncommitted(), topics)
+}
+
+// NewCommittedTail is NewTail reading only committed records (a
+// read_committed consumer): what exactly-once output looks like to users.
+func NewCommittedTail(addrs []string, fn func(*kgo.Record), topics ...string) (*Tail, error) {
+	return newTail(addrs, fn, kgo.ReadCommitted(), topics)
+}
+
+func newTail(addrs []string, fn func(*kgo.Record), iso kgo.IsolationLevel, topics []string) (*Tail, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topics...), kgo.FetchIsolationLevel(iso),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(16<<20))
 	if err != nil {
 		return nil, err

@@ -68,9 +68,9 @@ func newTopics(t *testing.T, b *kafkatest.Broker, name string) topics {
 	return tp
 }
 
-// nodeArgs are the flags of every node of a run.
+// nodeArgs are the flags of every node of an at-least-once run.
 func (tp topics) nodeArgs(b *kafkatest.Broker, consul string) []string {
-	return []string{"-consul", consul, "-cluster", tp.cluster, "-brokers", strings.Join(b.Addrs(), ","),
+	return []string{"-consul", consul, "-cluster", tp.cluster, "-brokers", strings.Join(b.Addrs(), ","), "-guarantee", "at-least-once",
 		"-input", tp.in, "-output", tp.out, "-dlq", tp.dlq, "-group", tp.group, "-state-prefix", tp.state, "-log-level", "info"}
 }
 
@@ -86,9 +86,14 @@ type tally struct {
 }
 
 func follow(t *testing.T, b *kafkatest.Broker, tp topics) *tally {
+	return followWith(t, b, tp, kafkatest.NewTail)
+}
+
+// followWith is follow reading the topics with newTail.
+func followWith(t *testing.T, b *kafkatest.Broker, tp topics, newTail func([]string, func(*kgo.Record), ...string) (*kafkatest.Tail, error)) *tally {
 	t.Helper()
 	tl := &tally{max: map[string]int64{}, dead: map[string]int{}}
-	out, err := kafkatest.NewTail(b.Addrs(), func(r *kgo.Record) {
+	out, err := newTail(b.Addrs(), func(r *kgo.Record) {
 		n, err := kafkawordcount.ParseCount(r.Value)
 		tl.mu.Lock()
 		defer tl.mu.Unlock()
@@ -103,7 +108,7 @@ func follow(t *testing.T, b *kafkatest.Broker, tp topics) *tally {
 		t.Fatal(err)
 	}
 	t.Cleanup(out.Close)
-	dlq, err := kafkatest.NewTail(b.Addrs(), func(r *kgo.Record) {
+	dlq, err := newTail(b.Addrs(), func(r *kgo.Record) {
 		tl.mu.Lock()
 		defer tl.mu.Unlock()
 		var part, off, topic string
