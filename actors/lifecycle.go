@@ -88,6 +88,13 @@ func (i *instance) activate() {
 // incarnation left, and takes up stashed input and polling.
 func (i *instance) startIncarnation() {
 	i.opv = i.op.factory()
+	if !i.isFailed() {
+		if err := core.CheckGuarantee(i.opv, i.node.guarantee()); err != nil {
+			// Deployed elsewhere, by a node that does not host the kind:
+			// restarting would not help.
+			i.markFailed(err.Error())
+		}
+	}
 	i.failed = i.isFailed()
 	if !i.failed {
 		i.begin(i.lo, time.Now())

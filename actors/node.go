@@ -133,6 +133,15 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	if err := (topology.Topology{Operators: seed}).Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Checkpoints != nil {
+		for _, spec := range seed {
+			if f := kinds[spec.Kind]; f != nil {
+				if err := core.CheckGuarantee(f(), core.ExactlyOnce); err != nil {
+					return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, err)
+				}
+			}
+		}
+	}
 	if len(cfg.Host) > 0 {
 		hosted := make(map[string]core.Factory)
 		for _, k := range cfg.Host {
@@ -262,6 +271,24 @@ func (n *Node) KindMetadata(kind string) (core.Metadata, bool) {
 		return core.Metadata{}, false
 	}
 	return f().Metadata().WithDefaults(), true
+}
+
+// CheckKind reports whether an operator named name of a hosted kind can run
+// under the node's guarantee (core.CheckGuarantee): nil when it can or when
+// the node does not host the kind.
+func (n *Node) CheckKind(name, kind string) error {
+	f := n.kinds[kind]
+	if f == nil {
+		return nil
+	}
+	if err := core.CheckGuarantee(f(), n.guarantee()); err != nil {
+		var ge *core.GuaranteeError
+		if errors.As(err, &ge) {
+			ge.Operator = name
+		}
+		return err
+	}
+	return nil
 }
 
 // Topology returns the topology the node currently runs.

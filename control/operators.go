@@ -284,6 +284,9 @@ func (s *Server) specFromManifest(mf api.Manifest) (topology.OperatorSpec, []str
 		}
 		return spec, []string{err.Error()}
 	}
+	if err := s.node.CheckKind(mf.Name, kind); err != nil {
+		return spec, []string{"kind: " + err.Error()}
+	}
 	return spec, nil
 }
 

@@ -32,6 +32,9 @@ type Node interface {
 	Topology() topology.Topology
 	Kinds() []string
 	KindMetadata(kind string) (core.Metadata, bool)
+	// CheckKind says why an operator of a hosted kind cannot run under
+	// the node's guarantee (nil when it can, or the kind is not hosted).
+	CheckKind(name, kind string) error
 }
 
 var _ Node = (*actors.Node)(nil)

@@ -61,3 +61,41 @@ func (g *Guarantee) UnmarshalText(b []byte) error {
 	*g = v
 	return nil
 }
+
+// GuaranteeError says why an operator cannot run under a guarantee.
+type GuaranteeError struct {
+	Operator  string
+	Guarantee Guarantee
+	Problem   string
+}
+
+func (e *GuaranteeError) Error() string {
+	return fmt.Sprintf("operator %q cannot run %s: %s", e.Operator, e.Guarantee, e.Problem)
+}
+
+// CheckGuarantee reports whether op can take part in guarantee g: under
+// ExactlyOnce every Source must be Resumable (its position lives in the
+// checkpointed state) and every Flusher (a sink buffering output outside
+// the runtime) must be a Committer (two-phase commit). The other
+// guarantees accept every operator. The error is a *GuaranteeError.
+func CheckGuarantee(op Operator, g Guarantee) error {
+	if g != ExactlyOnce {
+		return nil
+	}
+	name := op.Metadata().Name
+	if _, ok := op.(Source); ok {
+		if _, ok := op.(Resumable); !ok {
+			return &GuaranteeError{Operator: name, Guarantee: g, Problem: "it is a source that cannot resume from a checkpoint " +
+				"(it does not implement sdk.Resumable), so a crash would make it produce records again or skip them; " +
+				"make it keep its position in State and implement Resumable, or run the pipeline at-least-once"}
+		}
+	}
+	if _, ok := op.(Flusher); ok {
+		if _, ok := op.(Committer); !ok {
+			return &GuaranteeError{Operator: name, Guarantee: g, Problem: "it writes outside the runtime (sdk.Flusher) " +
+				"without two-phase commit (sdk.Committer), so a crash would repeat its output; " +
+				"implement Committer, or run the pipeline at-least-once"}
+		}
+	}
+	return nil
+}
