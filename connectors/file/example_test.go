@@ -11,6 +11,8 @@ import (
 )
 
 // A sink writing key-value lines to stdout, fed from outside the runtime.
+// Standard output cannot take back what it printed, so it cannot take part
+// in exactly-once: the pipeline runs at least once.
 func ExampleNewSink() {
 	dir, err := os.MkdirTemp("", "sluice-example")
 	if err != nil {
@@ -23,7 +25,7 @@ func ExampleNewSink() {
 		fmt.Println(err)
 		return
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, Logger: slog.New(slog.DiscardHandler)}, sink)
+	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, Logger: slog.New(slog.DiscardHandler), Guarantee: sdk.AtLeastOnce}, sink)
 	if err != nil {
 		fmt.Println(err)
 		return

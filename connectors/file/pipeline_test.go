@@ -87,9 +87,12 @@ func mustSink(t *testing.T, cfg file.SinkConfig) sdk.Factory {
 	return f
 }
 
+// start runs ops embedded at least once, where the sink writes its file
+// directly (exactly once it writes committed parts: ctx_test.go and
+// internal/integration's TestExactlyOnceFileToFileThroughSIGKILLs).
 func start(t *testing.T, dir string, ops ...sdk.Factory) *sdk.Runtime {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, ops...)
+	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t), Guarantee: sdk.AtLeastOnce}, ops...)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
 	return rt

@@ -37,10 +37,12 @@ func Gen(count int64, keys int, rate float64, parallelism int) sdk.Factory {
 
 // Counter counts records per key (group-by). Its state value for a key is
 // the count as 8 big-endian bytes. With emit set it also produces every
-// new count to the "counts" stream.
+// new count to the "counts" stream: as 8 big-endian bytes, or as decimal
+// text with Decimal set.
 type Counter struct {
 	Parallelism int
 	Emit        bool
+	Decimal     bool
 }
 
 // CounterFactory returns a factory of Counter.
@@ -68,7 +70,11 @@ func (c Counter) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	}
 	sdk.PutInt64(ctx.State(), rec.Key, n+1)
 	if c.Emit {
-		return ctx.Produce(Counts, sdk.Record{Key: rec.Key, Value: sdk.Int64Bytes(n + 1)})
+		v := sdk.Int64Bytes(n + 1)
+		if c.Decimal {
+			v = strconv.AppendInt(nil, n+1, 10)
+		}
+		return ctx.Produce(Counts, sdk.Record{Key: rec.Key, Value: v})
 	}
 	return nil
 }

@@ -47,6 +47,8 @@ func run() error {
 	genPar := flag.Int("gen-parallelism", 3, "generator instances")
 	countPar := flag.Int("count-parallelism", 12, "counter instances")
 	emit := flag.Bool("emit", false, "counter also produces each new count")
+	fileIn := flag.String("file-in", "", "instead of the generator, a file source \"gen\" reading this file (a record per line, keyed by the line; at most -rate lines/s), whose counts (-emit implied, decimal) a file sink \"sink\" writes to -file-out")
+	fileOut := flag.String("file-out", "", "the file sink's path (with -file-in)")
 	sink := flag.Bool("sink", false, "also run a third operator, \"sink\", reading the counter's output (with -emit)")
 	traceSample := flag.String("trace-sample", "", "trace sampling, e.g. \"1000\" or \"1000,gen=1\"; 0 = off (empty: $SLUICE_TRACE_SAMPLE, else 1000); exporters from the OTEL_* variables")
 	events := flag.String("events", "", "file to append instance and membership events to (JSON lines)")
@@ -111,6 +113,11 @@ func run() error {
 	}
 	if *sink {
 		ops = append(ops, testkinds.SinkFactory(2))
+	}
+	if *fileIn != "" {
+		if ops, err = fileOps(*fileIn, *fileOut, *rate, *countPar); err != nil {
+			return err
+		}
 	}
 	tc, err := sdk.TelemetryFromEnv()
 	if err != nil {
