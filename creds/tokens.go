@@ -266,6 +266,9 @@ func parseTokens(source string, data []byte, commas bool, labels []string) ([]pa
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for line := 1; sc.Scan(); line++ {
+		if strings.HasPrefix(strings.TrimSpace(sc.Text()), "#") {
+			continue
+		}
 		parts := []string{sc.Text()}
 		if commas {
 			parts = strings.Split(sc.Text(), ",")
