@@ -20,10 +20,27 @@ type apiError struct {
 	Method, Path string
 	Status       int       // HTTP status code
 	Body         api.Error // as answered; Error is set even for a body that was not JSON
+	// Hint says what to do, for a 401 or 403 answer say; it follows the
+	// server's message.
+	Hint string
 }
 
 // Error returns the server's message (its field problems are in Lines).
-func (e *apiError) Error() string { return e.Body.Error }
+func (e *apiError) Error() string {
+	if e.Hint != "" {
+		return e.Body.Error + ": " + e.Hint
+	}
+	return e.Body.Error
+}
+
+// tlsError is a TLS failure explained in terms of the flags.
+type tlsError struct {
+	msg string
+	err error
+}
+
+func (e *tlsError) Error() string { return e.msg }
+func (e *tlsError) Unwrap() error { return e.err }
 
 // Lines returns the server's field problems, each "field: problem".
 func (e *apiError) Lines() []string { return e.Body.Fields }
