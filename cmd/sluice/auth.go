@@ -138,7 +138,8 @@ func (c *client) explainStatus(e *apiError, resp *http.Response, body []byte) {
 	switch e.Status {
 	case http.StatusUnauthorized:
 		if c.creds.token == "" {
-			e.Hint = "the node requires authentication: give a token (--token-file, --token or $SLUICE_TOKEN) or a client certificate (--cert, --key)"
+			e.Summary = "the node requires authentication"
+			e.Hint = "give a token (--token-file, --token or $SLUICE_TOKEN) or a client certificate (--cert, --key)"
 		} else {
 			e.Hint = "the node refused the token from " + c.creds.tokenFrom
 		}

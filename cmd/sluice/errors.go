@@ -20,17 +20,21 @@ type apiError struct {
 	Method, Path string
 	Status       int       // HTTP status code
 	Body         api.Error // as answered; Error is set even for a body that was not JSON
-	// Hint says what to do, for a 401 or 403 answer say; it follows the
-	// server's message.
-	Hint string
+	// Summary, when set, replaces the server's message; Hint says what to
+	// do (for a 401 or 403 answer, say) and follows it.
+	Summary, Hint string
 }
 
 // Error returns the server's message (its field problems are in Lines).
 func (e *apiError) Error() string {
-	if e.Hint != "" {
-		return e.Body.Error + ": " + e.Hint
+	msg := e.Body.Error
+	if e.Summary != "" {
+		msg = e.Summary
 	}
-	return e.Body.Error
+	if e.Hint != "" {
+		return msg + ": " + e.Hint
+	}
+	return msg
 }
 
 // tlsError is a TLS failure explained in terms of the flags.

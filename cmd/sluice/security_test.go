@@ -57,7 +57,7 @@ func TestCLITokensAndRoles(t *testing.T) {
 		stderr string
 	}{
 		{"no token", nil, []string{"ls"}, exitError,
-			"sluice: authentication required: send \"Authorization: Bearer TOKEN\" or a client certificate: the node requires authentication: give a token (--token-file, --token or $SLUICE_TOKEN) or a client certificate (--cert, --key)\n"},
+			"sluice: the node requires authentication: give a token (--token-file, --token or $SLUICE_TOKEN) or a client certificate (--cert, --key)\n"},
 		{"unknown token", nil, []string{"--token", "not-the-token-0123456789", "ls"}, exitError,
 			"sluice: the token is not valid on this node (unknown or revoked): the node refused the token from --token\n"},
 		{"read token reads", nil, []string{"--token-file", readFile, "ls"}, exitOK, ""},
