@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,6 +68,9 @@ func newCertsCACmd(a *app) *cobra.Command {
 			ca, err := creds.NewCA(name, valid)
 			if err != nil {
 				return err
+			}
+			if err := os.MkdirAll(f.dir, 0o700); err != nil {
+				return fmt.Errorf("--dir: %w", err)
 			}
 			cert, key := filepath.Join(f.dir, "ca.pem"), filepath.Join(f.dir, "ca-key.pem")
 			if err := creds.WriteKeyPair(cert, ca.CertPEM, key, ca.KeyPEM, f.force); err != nil {

@@ -139,7 +139,7 @@ func TestTokenOverPlainHTTPWarns(t *testing.T) {
 }
 
 func TestCertsCommand(t *testing.T) {
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "certs") // made by certs ca
 	run := func(args ...string) (string, string, int) { return runWith(t, nil, nil, append(args, "--dir", dir)...) }
 	if _, stderr, code := run("certs", "node", "n1"); code != exitError || !strings.Contains(stderr, "make one with: sluice certs ca --dir "+dir) {
 		t.Fatalf("node without a CA: exit %d %s", code, stderr)
