@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
@@ -30,11 +29,6 @@ func ControlSecurityFromEnv() (ControlSecurity, error) { return control.Security
 // $SLUICE_LAUNCH_ALLOW_ENV (see launcher.PolicyFromEnv). With none set, no
 // executable may be launched.
 func LaunchPolicyFromEnv() (LaunchPolicy, error) { return launcher.PolicyFromEnv(os.Getenv) }
-
-// ErrLaunchNeedsAuth is returned by Start for Config.Launch on a node
-// whose control API requires no authentication: a launcher runs what
-// deployers name, so only authenticated admins may deploy.
-var ErrLaunchNeedsAuth = errors.New("sdk: Launch needs an authenticated control API")
 
 // security resolves cfg's control security and launch policy (nil: from
 // the environment) and checks that they fit together.
