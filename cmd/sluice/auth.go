@@ -134,7 +134,7 @@ func (c *client) explainTLS(err error) (string, bool) {
 }
 
 // explainStatus adds what to do to a 401 or 403 answer.
-func (c *client) explainStatus(e *apiError, resp *http.Response, body []byte) {
+func (c *client) explainStatus(e *apiError, body []byte) {
 	switch e.Status {
 	case http.StatusUnauthorized:
 		if c.creds.token == "" {

@@ -116,7 +116,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if resp.StatusCode/100 != 2 {
 		e := answerError(method, path, resp, out)
-		c.explainStatus(e, resp, out)
+		c.explainStatus(e, out)
 		return nil, e
 	}
 	return out, nil
