@@ -36,8 +36,8 @@
 // answers 401, and each route checks its role (GET routes and Handle's
 // extra ones need api.RoleRead, changes api.RoleAdmin) and answers 403.
 // Without credentials, Listen refuses an address other than loopback
-// (ErrNoAuth) unless Security.Insecure, and deploys that name an
-// executable are refused.
+// (ErrNoAuth) and refuses deploys that name an executable, unless
+// Security.Insecure (a proxy in front authenticates).
 //
 // Every handler starts with Server.request, which refuses unknown query
 // parameters and bodies where none belongs, bounds the body

@@ -303,11 +303,12 @@ func (s *Server) specFromManifest(mf api.Manifest) (topology.OperatorSpec, []str
 }
 
 // checkManifest applies this node's own rules to a valid manifest: an
-// executable needs an authenticated API (a launcher runs it), and the
-// configured check (the launcher's environment policy) must pass.
+// executable needs an authenticated API (a launcher runs it; an API
+// declared Insecure is authenticated by its proxy), and the configured
+// check (the launcher's environment policy) must pass.
 func (s *Server) checkManifest(mf api.Manifest) []string {
 	var problems []string
-	if mf.Executable != "" && !s.auth.enabled {
+	if mf.Executable != "" && !s.auth.enabled && !s.cfg.Security.Insecure {
 		problems = append(problems, "executable: this node's control API has no authentication, so it accepts no operator with an executable "+
 			"(a launcher would run it for whoever asked): configure tokens or client certificates (docs/security.md)")
 	}
