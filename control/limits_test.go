@@ -212,4 +212,10 @@ func TestOpenNodeRefusesExecutables(t *testing.T) {
 	if _, err := os.Stat(pwned); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s exists: %v", pwned, err)
 	}
+	// Behind a proxy that authenticates (Insecure), executables are fine.
+	behindProxy := serveWith(t, control.Config{Security: control.Security{Insecure: true}})
+	c := caller{t: t, base: behindProxy.URL()}
+	if code := c.do("POST", "/v1/operators", api.DeployRequest{Manifest: api.Manifest{Name: "x", Executable: "/opt/slugs/x"}}, &e); code != 201 {
+		t.Fatalf("deploy with an executable behind an authenticating proxy = %d %+v, want 201", code, e)
+	}
 }
