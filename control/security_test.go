@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -316,4 +318,57 @@ func TestOpenAPIOnLoopbackOnly(t *testing.T) {
 		l.Close()
 		_ = srv
 	}
+}
+
+// TestCredentialsRotateWithoutRestart replaces the node's certificate and
+// its tokens file while it serves: new connections see the new
+// certificate, a removed token is refused.
+func TestCredentialsRotateWithoutRestart(t *testing.T) {
+	ca := credstest.NewCA(t, "cluster CA")
+	node := ca.Node(t, "n1")
+	tokens := credstest.TokenFile(t, "admin:"+adminToken, "read:"+readToken)
+	rt := startSecure(t, control.Security{TLS: node.Config(), TokensFile: tokens})
+	base := "https://" + rt.HTTPAddr()
+	// served returns the name of the certificate a new connection gets.
+	served := func() string {
+		c := tlsCaller(t, base, ca.CertFile, nil)
+		c.token = readToken
+		req, _ := http.NewRequest("GET", base+"/healthz", nil)
+		resp, err := c.http.Do(req)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		resp.Body.Close()
+		return creds.Identity(resp.TLS.PeerCertificates[0])
+	}
+	if got := served(); got != "n1" {
+		t.Fatalf("served %q, want n1", got)
+	}
+	rotated := ca.Issue(t, creds.Request{Name: "n1-2", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Usage: creds.NodeUsage, Valid: time.Hour})
+	for _, f := range [][2]string{{rotated.Cert, node.Cert}, {rotated.Key, node.Key}} {
+		b, err := os.ReadFile(f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f[1]+".new", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(f[1]+".new", f[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sluicetest.WaitFor(t, 30*time.Second, "the node to serve the new certificate", func() bool { return served() == "n1-2" })
+
+	reader := tlsCaller(t, base, ca.CertFile, nil)
+	reader.token = readToken
+	if code := reader.do("GET", "/v1/operators", nil, nil); code != 200 {
+		t.Fatalf("read token before the revocation = %d", code)
+	}
+	if err := os.WriteFile(tokens+".new", []byte("admin:"+adminToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tokens+".new", tokens); err != nil {
+		t.Fatal(err)
+	}
+	sluicetest.WaitFor(t, 30*time.Second, "the read token to be refused", func() bool { return reader.do("GET", "/v1/operators", nil, nil) == 401 })
 }
