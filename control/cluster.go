@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sluicehq/sluice/control/api"
+	"io"
 	"net/http"
 	"slices"
 	"sort"
@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -24,7 +25,7 @@ const launcherKind = "sluice.launcher"
 type view struct {
 	topo    topology.Topology
 	members []cluster.Member
-	nodes   map[string]Status // by member id; missing when it did not answer
+	nodes   map[string]api.NodeStatus // by member id; missing when it did not answer
 	errs    map[string]string
 }
 
@@ -39,7 +40,7 @@ func (s *Server) gather(ctx context.Context) (view, error) {
 	if err != nil {
 		return view{}, err
 	}
-	v := view{topo: topo, members: self.Members, nodes: map[string]Status{self.Node: self}, errs: map[string]string{}}
+	v := view{topo: topo, members: self.Members, nodes: map[string]api.NodeStatus{self.Node: self}, errs: map[string]string{}}
 	if len(v.members) == 0 {
 		v.members = []cluster.Member{{ID: self.Node, Address: self.Address, HTTPAddr: s.addr, Kinds: self.Kinds}}
 	}
@@ -66,29 +67,42 @@ func (s *Server) gather(ctx context.Context) (view, error) {
 	return v, nil
 }
 
-// fetch asks member m for its own status.
-func (s *Server) fetch(ctx context.Context, m cluster.Member) (Status, error) {
+// fetch asks member m for its own status, with this node's credentials:
+// over HTTPS verified against the CA bundle when TLS is on, with its
+// token when it has one.
+func (s *Server) fetch(ctx context.Context, m cluster.Member) (api.NodeStatus, error) {
 	if m.HTTPAddr == "" {
-		return Status{}, fmt.Errorf("node %s announces no control address", m.ID)
+		return api.NodeStatus{}, fmt.Errorf("node %s announces no control address", m.ID)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.HTTPAddr+"/v1/node", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.scheme+"://"+m.HTTPAddr+"/v1/node", nil)
 	if err != nil {
-		return Status{}, err
+		return api.NodeStatus{}, err
 	}
-	resp, err := s.client.Do(req)
+	if t := s.peerToken(); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	resp, err := s.peer.Do(req)
 	if err != nil {
-		return Status{}, fmt.Errorf("node %s: %w", m.ID, err)
+		return api.NodeStatus{}, fmt.Errorf("node %s: %w", m.ID, err)
 	}
 	defer resp.Body.Close()
+	body := io.LimitReader(resp.Body, maxPeerAnswer)
 	if resp.StatusCode != http.StatusOK {
-		return Status{}, fmt.Errorf("node %s: %s", m.ID, resp.Status)
+		var e api.Error
+		if json.NewDecoder(body).Decode(&e) == nil && e.Error != "" {
+			return api.NodeStatus{}, fmt.Errorf("node %s: %s: %s", m.ID, resp.Status, e.Error)
+		}
+		return api.NodeStatus{}, fmt.Errorf("node %s: %s", m.ID, resp.Status)
 	}
-	var st Status
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return Status{}, fmt.Errorf("node %s: %w", m.ID, err)
+	var st api.NodeStatus
+	if err := json.NewDecoder(body).Decode(&st); err != nil {
+		return api.NodeStatus{}, fmt.Errorf("node %s: %w", m.ID, err)
 	}
 	return st, nil
 }
+
+// maxPeerAnswer bounds what a node reads of another node's status.
+const maxPeerAnswer = 64 << 20
 
 // operators builds the view of every deployed operator.
 func (v view) operators() []api.OperatorView {
@@ -120,7 +134,7 @@ func (v view) operator(spec topology.OperatorSpec) api.OperatorView {
 				if in.State == "released" || in.State == "stopped" {
 					continue
 				}
-				placed[in.Index] = api.InstanceView{Index: in.Index, Node: id, State: in.State.String(), FirstGroup: in.FirstGroup, EndGroup: in.EndGroup,
+				placed[in.Index] = api.InstanceView{Index: in.Index, Node: id, State: in.State, FirstGroup: in.FirstGroup, EndGroup: in.EndGroup,
 					Processed: in.Processed, Produced: in.Produced, Restarts: in.Restarts, DeadLetters: in.DeadLetters, LastError: in.LastError}
 			}
 		}
@@ -232,6 +246,9 @@ func (v view) status(self string) api.ClusterStatus {
 }
 
 func (s *Server) clusterStatus(w http.ResponseWriter, r *http.Request) {
+	if !s.request(w, r, nil) {
+		return
+	}
 	v, err := s.gather(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
@@ -247,6 +264,9 @@ func (s *Server) clusterStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) nodes(w http.ResponseWriter, r *http.Request) {
+	if !s.request(w, r, nil) {
+		return
+	}
 	v, err := s.gather(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)

@@ -8,7 +8,7 @@
 //
 //	GET    /healthz                         200 "ok" while the node runs
 //	GET    /v1/status                       api.ClusterStatus: nodes, operators, pending items with reasons, launched processes (local launcher and Mesos)
-//	GET    /v1/node                         Status: this node only (its instances, members, pending handoffs)
+//	GET    /v1/node                         api.NodeStatus: this node only (its instances, members, pending handoffs)
 //	GET    /v1/nodes                        []api.NodeView: members with health
 //	GET    /v1/operators                    []api.OperatorView: settings, state, placement of every instance
 //	GET    /v1/operators/{name}             api.OperatorView
@@ -25,4 +25,24 @@
 // Changes are check-and-set writes of the topology: a change that races
 // another change to the same operator answers 409 with api.Error.Conflict
 // set; the nodes apply accepted changes within milliseconds.
+//
+// # Who may call it
+//
+// Config.Security (see docs/security.md) sets TLS (certificate and key
+// from files, reloaded when they change, via package creds), bearer tokens
+// with a role (a "role:token" file, also reloaded) and client certificates
+// mapped to roles. With any credential configured, every request but GET
+// /healthz passes the authenticator (Server.ServeHTTP): no valid credential
+// answers 401, and each route checks its role (GET routes and Handle's
+// extra ones need api.RoleRead, changes api.RoleAdmin) and answers 403.
+// Without credentials, Listen refuses an address other than loopback
+// (ErrNoAuth) and refuses deploys that name an executable, unless
+// Security.Insecure (a proxy in front authenticates).
+//
+// Every handler starts with Server.request, which refuses unknown query
+// parameters and bodies where none belongs, bounds the body
+// (Limits.MaxBodyBytes) and decodes it with api.Decode; the http.Server has
+// read, write and idle timeouts and a header limit (Limits). A node asks
+// the others for their status with its own credentials: HTTPS verified
+// against the CA bundle, its certificate, its peer token.
 package control

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/topology"
@@ -16,7 +15,7 @@ import (
 // which routing, and whether it dangles, with the counts of records that
 // found no reader (counts, summed over nodes). Dead-letter streams appear
 // when some operator reads them or some of their records were dropped.
-func Streams(t topology.Topology, counts []actors.StreamStatus) []api.StreamView {
+func Streams(t topology.Topology, counts []api.StreamCount) []api.StreamView {
 	byName := map[string]*api.StreamView{}
 	get := func(name string) *api.StreamView {
 		sv := byName[name]
@@ -149,7 +148,7 @@ func (s *Server) streamViews(r *http.Request) (topology.Topology, []api.StreamVi
 	if err != nil {
 		return topology.Topology{}, nil, err
 	}
-	var counts []actors.StreamStatus
+	var counts []api.StreamCount
 	for _, st := range v.nodes {
 		counts = append(counts, st.Streams...)
 	}
@@ -157,6 +156,9 @@ func (s *Server) streamViews(r *http.Request) (topology.Topology, []api.StreamVi
 }
 
 func (s *Server) streams(w http.ResponseWriter, r *http.Request) {
+	if !s.request(w, r, nil) {
+		return
+	}
 	_, views, err := s.streamViews(r)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
@@ -166,13 +168,21 @@ func (s *Server) streams(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
+	if !s.request(w, r, nil, "format") {
+		return
+	}
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "text" && format != "dot" {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("format: unknown %q: want text (the default) or dot", format))
+		return
+	}
 	t, views, err := s.streamViews(r)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if f := r.URL.Query().Get("format"); f == "dot" {
+	if format == "dot" {
 		_, _ = w.Write([]byte(GraphDOT(t, views)))
 		return
 	}

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,6 +15,9 @@ import (
 )
 
 func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) {
+	if !s.request(w, r, nil) {
+		return
+	}
 	v, err := s.gather(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
@@ -25,6 +27,9 @@ func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) {
+	if !s.request(w, r, nil) {
+		return
+	}
 	name := r.PathValue("name")
 	v, err := s.gather(r.Context())
 	if err != nil {
@@ -41,10 +46,7 @@ func (s *Server) getOperator(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) deploy(w http.ResponseWriter, r *http.Request) {
 	var req api.DeployRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+	if !s.request(w, r, &req) {
 		return
 	}
 	spec, fields := s.specFromManifest(req.Manifest)
@@ -64,10 +66,7 @@ func (s *Server) deploy(w http.ResponseWriter, r *http.Request) {
 // deployMany deploys several manifests as one topology change.
 func (s *Server) deployMany(w http.ResponseWriter, r *http.Request) {
 	var req api.DeploymentRequest
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+	if !s.request(w, r, &req) {
 		return
 	}
 	if len(req.Manifests) == 0 {
@@ -98,6 +97,7 @@ func (s *Server) deployMany(w http.ResponseWriter, r *http.Request) {
 		s.answerChange(w, r, t, "", false, err)
 		return
 	}
+	s.log.Info("control: operators deployed", "operators", names, "version", t.Version, "by", who(r.Context()).name)
 	resp := api.DeploymentResponse{Version: t.Version, Created: created}
 	for _, name := range names {
 		spec, _ := t.Find(name)
@@ -115,8 +115,7 @@ func (s *Server) deployMany(w http.ResponseWriter, r *http.Request) {
 func (s *Server) scale(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	var req api.ScaleRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, fmt.Errorf("bad request body: %w", err))
+	if !s.request(w, r, &req) {
 		return
 	}
 	if req.Instances < 1 {
@@ -130,8 +129,19 @@ func (s *Server) scale(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
+	if !s.request(w, r, nil, "purge") {
+		return
+	}
 	name := r.PathValue("name")
-	purge := r.URL.Query().Get("purge") == "1" || r.URL.Query().Get("purge") == "true"
+	var purge bool
+	switch p := r.URL.Query().Get("purge"); p {
+	case "", "0", "false":
+	case "1", "true":
+		purge = true
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Errorf("purge: unknown value %q: want 1 or true to delete the state, 0 or false (the default) to keep it", p))
+		return
+	}
 	t, err := s.change(r.Context(), name, func(t topology.Topology) (topology.Topology, error) {
 		return t.Kill(name, purge)
 	})
@@ -139,6 +149,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request) {
 		s.answerChange(w, r, t, name, false, err)
 		return
 	}
+	s.log.Info("control: operator killed", "operator", name, "purge", purge, "version", t.Version, "by", who(r.Context()).name)
 	writeJSON(w, http.StatusOK, api.DeployResponse{Operator: api.OperatorView{Name: name, State: "killed"}, Version: t.Version})
 }
 
@@ -211,6 +222,7 @@ func (s *Server) answerChange(w http.ResponseWriter, r *http.Request, t topology
 		return
 	}
 	spec, _ := t.Find(name)
+	s.log.Info("control: operator changed", "operator", name, "method", r.Method, "version", t.Version, "by", who(r.Context()).name)
 	code := http.StatusOK
 	if created {
 		code = http.StatusCreated
@@ -232,6 +244,9 @@ func (s *Server) specFromManifest(mf api.Manifest) (topology.OperatorSpec, []str
 			return topology.OperatorSpec{}, ve.Lines()
 		}
 		return topology.OperatorSpec{}, []string{err.Error()}
+	}
+	if problems := s.checkManifest(mf); len(problems) > 0 {
+		return topology.OperatorSpec{}, problems
 	}
 	kind := mf.Kind
 	if kind == "" {
@@ -288,6 +303,22 @@ func (s *Server) specFromManifest(mf api.Manifest) (topology.OperatorSpec, []str
 		return spec, []string{"kind: " + err.Error()}
 	}
 	return spec, nil
+}
+
+// checkManifest applies this node's own rules to a valid manifest: an
+// executable needs an authenticated API (a launcher runs it; an API
+// declared Insecure is authenticated by its proxy), and the configured
+// check (the launcher's environment policy) must pass.
+func (s *Server) checkManifest(mf api.Manifest) []string {
+	var problems []string
+	if mf.Executable != "" && !s.auth.enabled && !s.cfg.Security.Insecure {
+		problems = append(problems, "executable: this node's control API has no authentication, so it accepts no operator with an executable "+
+			"(a launcher would run it for whoever asked): configure tokens or client certificates (docs/security.md)")
+	}
+	if s.cfg.CheckManifest != nil {
+		problems = append(problems, s.cfg.CheckManifest(mf)...)
+	}
+	return problems
 }
 
 // manifestField renders a metadata error with the manifest's field names

@@ -2,18 +2,22 @@ package control
 
 import (
 	"context"
-	"encoding/json"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/sluicehq/sluice/control/api"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/creds"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -44,32 +48,25 @@ type Launcher interface {
 	Launched() []api.LaunchedView
 }
 
-// Status is the answer of GET /v1/node: this node alone.
-type Status struct {
-	Node      string                  `json:"node"`
-	Address   string                  `json:"address"`
-	HTTP      string                  `json:"http"`
-	Kinds     []string                `json:"kinds"`
-	Members   []cluster.Member        `json:"members"`
-	Operators []actors.OperatorStatus `json:"operators"`
-	Pending   []string                `json:"pending"`
-	Queued    int64                   `json:"queued"`
-	Buffered  int64                   `json:"buffered"`
-	// Streams counts, per stream, records produced here while no operator
-	// read it (dropped, or held until one does).
-	Streams  []actors.StreamStatus `json:"streams,omitempty"`
-	Launched []api.LaunchedView    `json:"launched,omitempty"`
-}
+// Status is the answer of GET /v1/node.
+//
+// Deprecated: use api.NodeStatus, which it is an alias of.
+type Status = api.NodeStatus
 
 // Server serves the control API of one node.
 type Server struct {
+	cfg      Config
 	node     Node
 	launcher Launcher
 	log      *slog.Logger
 	http     *http.Server
 	addr     string
+	scheme   string // "http" or "https", for this node and the others
 	mux      *http.ServeMux
-	client   *http.Client
+	auth     authenticator
+	tls      *creds.Source // nil: plain HTTP
+	tokens   *creds.Tokens // nil: no tokens
+	peer     *http.Client  // asks the other nodes
 	done     chan error
 
 	shutdownOnce sync.Once
@@ -79,51 +76,189 @@ type Server struct {
 	mesos func(ctx context.Context) ([]api.LaunchedView, []string)
 }
 
-// Listen opens the control API's listener on addr (":0" picks a port), so
-// that its address is known before the node starts. Serve must follow.
-func Listen(addr string, log *slog.Logger) (*Server, net.Listener, error) {
-	l, err := net.Listen("tcp", addr)
+// Listen opens the control API's listener as cfg says, so that its
+// address is known before the node starts; Serve must follow. It reads
+// the credentials of cfg.Security (every error names the file), and
+// refuses to serve without authentication on an address other than
+// loopback unless cfg.Security.Insecure.
+func Listen(cfg Config) (*Server, net.Listener, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	sec := cfg.Security
+	s := &Server{cfg: cfg, log: cfg.Logger, mux: http.NewServeMux(), done: make(chan error, 1), scheme: "http"}
+	s.auth.enabled = sec.Authenticated()
+	s.auth.certRoles = sec.CertRoles
+	if sec.TLS.Enabled() {
+		tc := sec.TLS
+		tc.Logger = cfg.Logger
+		src, err := creds.Load(tc)
+		if err != nil {
+			return nil, nil, fmt.Errorf("control: TLS: %w", err)
+		}
+		s.tls, s.auth.tls, s.scheme = src, src, "https"
+	}
+	if sec.TokensFile != "" || sec.Tokens != "" {
+		labels := make([]string, len(api.Roles))
+		for i, r := range api.Roles {
+			labels[i] = string(r)
+		}
+		tokens, err := creds.LoadTokens(creds.TokensConfig{File: sec.TokensFile, Inline: sec.Tokens, Labels: labels, Logger: cfg.Logger})
+		if err != nil {
+			return nil, nil, fmt.Errorf("control: tokens: %w", err)
+		}
+		s.tokens, s.auth.tokens = tokens, tokens
+	}
+	if !s.auth.enabled && !sec.Insecure && !loopbackAddr(cfg.Addr) {
+		return nil, nil, fmt.Errorf("%w: %s reaches beyond this host, and anyone reaching it could deploy, kill and launch: "+
+			"configure tokens (-control-tokens-file) or client certificates (-control-ca, -control-cert-roles), or listen on 127.0.0.1; "+
+			"behind a proxy that authenticates, set -control-insecure", ErrNoAuth, cfg.Addr)
+	}
+	l, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("control: listen on %s: %w", addr, err)
+		return nil, nil, fmt.Errorf("control: listen on %s: %w", cfg.Addr, err)
 	}
-	if log == nil {
-		log = slog.Default()
+	s.addr = l.Addr().String()
+	if !s.auth.enabled {
+		s.log.Warn("control: the control API has no authentication: whoever reaches it can deploy and kill operators; see docs/security.md", "addr", s.addr)
 	}
-	s := &Server{log: log, addr: l.Addr().String(), mux: http.NewServeMux(), done: make(chan error, 1),
-		client: &http.Client{Timeout: 3 * time.Second}}
+	l = netutil.LimitListener(l, cfg.Limits.MaxConns)
+	if s.tls != nil {
+		auth := creds.NoClientCert
+		switch {
+		case sec.RequireClientCert:
+			auth = creds.RequireClientCert
+		case sec.TLS.CAFile != "":
+			auth = creds.VerifyClientCertIfGiven
+		}
+		tc, err := s.tls.ServerTLS(auth)
+		if err != nil {
+			l.Close()
+			return nil, nil, fmt.Errorf("control: TLS: %w", err)
+		}
+		l = tls.NewListener(l, tc)
+	}
+	s.peer = s.peerClient()
 	return s, l, nil
+}
+
+// loopbackAddr reports whether addr (host:port) listens on loopback only:
+// a loopback IP address or "localhost". All interfaces (":7070",
+// "0.0.0.0:7070") and other names are not.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// peerClient returns the client that asks other nodes for their status:
+// HTTPS verified against the CA bundle, with this node's certificate,
+// when TLS is on.
+func (s *Server) peerClient() *http.Client {
+	d := &net.Dialer{Timeout: s.cfg.Limits.PeerTimeout}
+	tr := &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute,
+		ResponseHeaderTimeout: s.cfg.Limits.PeerTimeout}
+	if s.tls != nil {
+		tr.DialTLSContext = s.tls.DialTLS(d)
+	}
+	return &http.Client{Timeout: s.cfg.Limits.PeerTimeout, Transport: tr,
+		// A node never follows a redirect with its credentials.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// peerToken returns the token this node presents to the others, or "".
+func (s *Server) peerToken() string {
+	if s.cfg.Security.PeerToken != "" {
+		return s.cfg.Security.PeerToken
+	}
+	if s.tokens == nil {
+		return ""
+	}
+	for _, r := range api.Roles {
+		if t, ok := s.tokens.First(string(r)); ok {
+			return t
+		}
+	}
+	return ""
 }
 
 // Addr returns the address the server listens on.
 func (s *Server) Addr() string { return s.addr }
 
-// Handle registers an extra handler (e.g. /metrics) before Serve.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+// URL returns the server's base URL: http:// or https:// and its address.
+func (s *Server) URL() string { return s.scheme + "://" + s.addr }
+
+// Authenticated reports whether the server requires credentials.
+func (s *Server) Authenticated() bool { return s.auth.enabled }
+
+// Handle registers an extra handler (e.g. /metrics) before Serve. It needs
+// the read role, like every GET endpoint.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, need(api.RoleRead, h.ServeHTTP))
+}
 
 // SetLauncher makes the launcher's processes part of the status.
 func (s *Server) SetLauncher(l Launcher) { s.launcher = l }
 
-// Serve serves the API for node on l until Shutdown.
+// Serve serves the API for node on l (from Listen) until Shutdown, and
+// starts reloading the credentials when their files change.
 func (s *Server) Serve(l net.Listener, node Node) {
 	s.node = node
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	s.mux.HandleFunc("GET /v1/node", s.nodeStatus)
-	s.mux.HandleFunc("GET /v1/status", s.clusterStatus)
-	s.mux.HandleFunc("GET /v1/nodes", s.nodes)
-	s.mux.HandleFunc("GET /v1/operators", s.listOperators)
-	s.mux.HandleFunc("GET /v1/operators/{name}", s.getOperator)
-	s.mux.HandleFunc("POST /v1/operators", s.deploy)
-	s.mux.HandleFunc("POST /v1/deployments", s.deployMany)
-	s.mux.HandleFunc("PUT /v1/operators/{name}/instances", s.scale)
-	s.mux.HandleFunc("DELETE /v1/operators/{name}", s.kill)
-	s.mux.HandleFunc("GET /v1/streams", s.streams)
-	s.mux.HandleFunc("GET /v1/graph", s.graph)
-	s.http = &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	for _, rt := range []struct {
+		pattern string
+		role    api.Role
+		h       http.HandlerFunc
+	}{
+		{"GET /v1/node", api.RoleRead, s.nodeStatus},
+		{"GET /v1/status", api.RoleRead, s.clusterStatus},
+		{"GET /v1/nodes", api.RoleRead, s.nodes},
+		{"GET /v1/operators", api.RoleRead, s.listOperators},
+		{"GET /v1/operators/{name}", api.RoleRead, s.getOperator},
+		{"GET /v1/streams", api.RoleRead, s.streams},
+		{"GET /v1/graph", api.RoleRead, s.graph},
+		{"POST /v1/operators", api.RoleAdmin, s.deploy},
+		{"POST /v1/deployments", api.RoleAdmin, s.deployMany},
+		{"PUT /v1/operators/{name}/instances", api.RoleAdmin, s.scale},
+		{"DELETE /v1/operators/{name}", api.RoleAdmin, s.kill},
+	} {
+		s.mux.HandleFunc(rt.pattern, need(rt.role, rt.h))
+	}
+	if s.tls != nil {
+		if err := s.tls.Watch(); err != nil {
+			s.log.Warn("control: certificates will not be reloaded", "error", err)
+		}
+	}
+	if s.tokens != nil {
+		if err := s.tokens.Watch(); err != nil {
+			s.log.Warn("control: tokens will not be reloaded", "error", err)
+		}
+	}
+	lim := s.cfg.Limits
+	s.http = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout:       lim.ReadTimeout,
+		WriteTimeout:      lim.WriteTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
+		// TLS handshake failures (a client certificate of another CA, say)
+		// are logged with why.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 	go func() { s.done <- s.http.Serve(l) }()
 }
 
 // Shutdown stops the server, waiting for requests in progress until ctx
-// ends. It is safe to call twice; later calls return the first's result.
+// ends, then stops reloading credentials. It is safe to call twice; later
+// calls return the first's result.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if s.http == nil {
 		return nil
@@ -133,27 +268,34 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 			err = serr
 		}
+		s.peer.CloseIdleConnections()
+		if s.tls != nil {
+			err = errors.Join(err, s.tls.Close())
+		}
+		if s.tokens != nil {
+			err = errors.Join(err, s.tokens.Close())
+		}
 		s.shutdownErr = err
 	})
 	return s.shutdownErr
 }
 
 // local returns this node's status.
-func (s *Server) local(ctx context.Context) (Status, error) {
+func (s *Server) local(ctx context.Context) (api.NodeStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	members, err := s.node.Members(ctx)
 	if err != nil {
-		return Status{}, err
+		return api.NodeStatus{}, err
 	}
 	pending, err := s.node.Pending(ctx)
 	if err != nil {
-		return Status{}, err
+		return api.NodeStatus{}, err
 	}
-	st := Status{
+	st := api.NodeStatus{
 		Node: s.node.ID(), Address: s.node.Address(), HTTP: s.addr, Kinds: s.node.Kinds(),
-		Members: members, Operators: s.node.Status(), Pending: pending,
-		Queued: s.node.Queued(), Buffered: s.node.Buffered(), Streams: s.node.Streams(),
+		Members: members, Operators: operatorViews(s.node.Status()), Pending: pending,
+		Queued: s.node.Queued(), Buffered: s.node.Buffered(), Streams: streamCounts(s.node.Streams()),
 	}
 	if s.launcher != nil {
 		st.Launched = s.launcher.Launched()
@@ -162,22 +304,13 @@ func (s *Server) local(ctx context.Context) (Status, error) {
 }
 
 func (s *Server) nodeStatus(w http.ResponseWriter, r *http.Request) {
+	if !s.request(w, r, nil) {
+		return
+	}
 	st, err := s.local(r.Context())
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, st)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, err error) {
-	writeJSON(w, code, api.Error{Error: err.Error()})
 }

@@ -11,12 +11,25 @@
 // Nodes that run a launcher announce the pseudo kind Kind; for each
 // operator, the launcher node with the highest rendezvous score starts its
 // process, so that several launchers never start the same slug twice.
+//
+// A launcher runs what manifests name, as the node's user, so it runs only
+// what its Policy allows: executables on an allow-list or in a directory
+// of slugs (optionally pinned to a SHA-256 digest), with an environment
+// from which the variables that make programs load code (LD_PRELOAD,
+// PERL5OPT, PYTHONPATH, NODE_OPTIONS, …; see DeniedEnv) are refused. A
+// refused operator shows in the status as "refused", with the reason.
+// Each operator's process keeps its state in its own directory under
+// Config.DataDir, named after the operator, which never leads outside it.
+// The node must also require authentication on its control API (package
+// sdk refuses Launch otherwise), so that only admins deploy.
 package launcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,6 +68,33 @@ type Config struct {
 	Interval time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Policy says which executables may run, with which environment.
+	// Required: the zero Policy allows nothing.
+	Policy Policy
+	// Env is added to every launched process's environment after the
+	// manifest's (the control API's security settings, say).
+	Env []string
+}
+
+// Validate checks cfg: every problem names the field and the fix.
+func (cfg Config) Validate() error {
+	var errs []error
+	if cfg.Node == "" {
+		errs = append(errs, errors.New("launcher: Config.Node is empty: give the id of the node running the launcher"))
+	}
+	if cfg.DataDir == "" {
+		errs = append(errs, errors.New("launcher: Config.DataDir is empty: give the directory for the launched processes' state"))
+	}
+	if cfg.Store == nil || cfg.Members == nil {
+		errs = append(errs, errors.New("launcher: Config.Store and Config.Members are required"))
+	}
+	if cfg.Interval < 0 {
+		errs = append(errs, fmt.Errorf("launcher: Config.Interval must be ≥ 0 (0: 1s), got %v", cfg.Interval))
+	}
+	if err := cfg.Policy.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Local launches slugs as local processes. Its methods are safe for
@@ -73,22 +113,25 @@ type proc struct {
 	exe      string
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	state    string // "starting", "running", "backoff", "failed", "stopped"
+	state    string // "starting", "running", "backoff", "failed", "refused", "stopped"
 	restarts int
 	message  string
 	next     time.Time // when to start again after an exit
 	spec     topology.OperatorSpec
 }
 
-// New returns a launcher; Run starts it.
-func New(cfg Config) *Local {
+// New returns a launcher after checking cfg; Run starts it.
+func New(cfg Config) (*Local, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Local{cfg: cfg, procs: make(map[string]*proc)}
+	return &Local{cfg: cfg, procs: make(map[string]*proc)}, nil
 }
 
 // Run reconciles launched processes with the topology until ctx ends, then
@@ -150,6 +193,10 @@ func (l *Local) reconcile(ctx context.Context) {
 			p = &proc{op: spec.Meta.Name, state: "starting"}
 			l.procs[spec.Meta.Name] = p
 		}
+		if (p.state == "failed" || p.state == "refused") && !p.spec.DeployedAt.Equal(spec.DeployedAt) {
+			// A new manifest: try it afresh.
+			p.state, p.restarts, p.message, p.next = "starting", 0, "", time.Time{}
+		}
 		p.spec, p.exe = spec, spec.Executable
 		l.supervise(p)
 	}
@@ -203,41 +250,56 @@ func (l *Local) supervise(p *proc) {
 		p.next = time.Now().Add(min(time.Second<<min(p.restarts-1, 5), 30*time.Second))
 		l.cfg.Logger.Warn("launcher: slug exited; restarting", "operator", p.op, "restarts", p.restarts, "at", p.next.Format(time.TimeOnly), "reason", p.message)
 	}
-	if p.state == "failed" || time.Now().Before(p.next) {
+	if p.state == "failed" || p.state == "refused" || time.Now().Before(p.next) {
 		return
 	}
 	if err := l.start(p); err != nil {
 		p.message = err.Error()
 		p.state = "failed"
-		l.cfg.Logger.Error("launcher: cannot start slug", "operator", p.op, "executable", p.exe, "error", err)
+		if errors.Is(err, ErrNotAllowed) || errors.Is(err, ErrDigestMismatch) || errors.Is(err, ErrEnvDenied) || errors.Is(err, ErrUnsafeName) {
+			p.state = "refused" // until the operator is deployed again
+		}
+		l.cfg.Logger.Error("launcher: cannot start slug", "operator", p.op, "executable", p.exe, "state", p.state, "error", err)
 	}
 }
 
-// start runs p's executable.
+// start runs p's executable, if the policy allows it and its environment.
 func (l *Local) start(p *proc) error {
-	exe := strings.TrimPrefix(p.exe, "file://")
-	if !filepath.IsAbs(exe) {
-		return fmt.Errorf("executable %q: the local launcher needs an absolute path or file:// URI", p.exe)
+	exe, err := l.cfg.Policy.Resolve(p.exe)
+	if err != nil {
+		return err
+	}
+	if problems := l.cfg.Policy.CheckEnv(p.spec.Env); len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrEnvDenied, strings.Join(problems, "; "))
+	}
+	dataDir, err := operatorDir(l.cfg.DataDir, p.op)
+	if err != nil {
+		return err
 	}
 	id := fmt.Sprintf("%s-%s-%d", p.op, l.cfg.Node, p.restarts)
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(),
+	cmd.Env = os.Environ()
+	for _, k := range slices.Sorted(maps.Keys(p.spec.Env)) {
+		cmd.Env = append(cmd.Env, k+"="+p.spec.Env[k])
+	}
+	// The launcher's own settings come last: for a name given twice, the
+	// last wins.
+	cmd.Env = append(cmd.Env,
 		"SLUICE_CONSUL="+l.cfg.Consul,
 		"SLUICE_CLUSTER="+l.cfg.Cluster,
 		"SLUICE_HOST="+p.spec.Kind,
 		"SLUICE_HOST_ONLY=1",
 		"SLUICE_NODE_ID="+id,
-		"SLUICE_DATA_DIR="+filepath.Join(l.cfg.DataDir, p.op),
+		"SLUICE_DATA_DIR="+dataDir,
 		"SLUICE_HTTP=127.0.0.1:0",
 		"SLUICE_BIND=127.0.0.1:0",
+		"SLUICE_LAUNCH=", // no launcher in a launched process
 	)
-	for k, v := range p.spec.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	if err := os.MkdirAll(l.cfg.DataDir, 0o755); err != nil {
+	cmd.Env = append(cmd.Env, l.cfg.Env...)
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		return fmt.Errorf("launcher data dir: %w", err)
 	}
-	logs, err := os.OpenFile(filepath.Join(l.cfg.DataDir, p.op+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	logs, err := os.OpenFile(dataDir+".log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
 	if err != nil {
 		return fmt.Errorf("launcher log: %w", err)
 	}
@@ -258,6 +320,21 @@ func (l *Local) start(p *proc) error {
 	}()
 	l.cfg.Logger.Info("launcher: started slug", "operator", p.op, "executable", exe, "pid", cmd.Process.Pid, "node_id", id)
 	return nil
+}
+
+// operatorDir returns the directory of operator op under base: base/op,
+// for an op that is one local path element other than "." (".." and
+// "a/b" would lead elsewhere). Manifest validation refuses such names
+// too; this holds whatever reached the topology.
+func operatorDir(base, op string) (string, error) {
+	if op == "" || op == "." || !filepath.IsLocal(op) || strings.ContainsAny(op, `/\`) || filepath.Base(op) != op {
+		return "", fmt.Errorf("%w: %q: an operator's directory must be one element under %s", ErrUnsafeName, op, base)
+	}
+	dir := filepath.Join(base, op)
+	if filepath.Dir(dir) != filepath.Clean(base) {
+		return "", fmt.Errorf("%w: %q leads outside %s", ErrUnsafeName, op, base)
+	}
+	return dir, nil
 }
 
 // stop ends p's process: SIGTERM (a graceful leave), SIGKILL after 30 s.

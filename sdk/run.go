@@ -76,7 +76,21 @@ type Config struct {
 	// Launch runs a local launcher in this process (cluster mode only): it
 	// starts the executable of deployed operators whose kind no node hosts
 	// (see package launcher), keeping their state under DataDir/launched.
+	// It needs a control API (HTTP) that requires authentication (see
+	// ControlSecurity) and a LaunchPolicy that allows some executable;
+	// Start fails otherwise.
 	Launch bool
+	// ControlSecurity says who may use the control API: TLS, tokens,
+	// client certificates. nil means ControlSecurityFromEnv (the
+	// SLUICE_CONTROL_* variables). Without authentication the control API
+	// serves on a loopback address only, accepts no operator with an
+	// executable, and Launch is refused.
+	ControlSecurity *ControlSecurity
+	// LaunchPolicy says which executables Launch may start and which
+	// environment variables manifests may give them; nil means
+	// LaunchPolicyFromEnv. Its environment rules also apply to every
+	// deploy through this node's control API.
+	LaunchPolicy *LaunchPolicy
 	// OnEvent receives instance and membership events (tests, tooling).
 	OnEvent func(actors.Event)
 	// Guarantee is what a crash may cost (README "Guarantees"). The zero
@@ -193,12 +207,17 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 	if logger == nil {
 		logger = slog.Default()
 	}
+	sec, policy, err := security(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		srv *control.Server
 		lis net.Listener
 	)
 	if cfg.HTTP != "" {
-		if srv, lis, err = control.Listen(cfg.HTTP, logger); err != nil {
+		ccfg := control.Config{Addr: cfg.HTTP, Logger: logger, Security: sec, CheckManifest: policy.CheckManifest}
+		if srv, lis, err = control.Listen(ccfg); err != nil {
 			return nil, fmt.Errorf("sdk: start: %w", err)
 		}
 	}
@@ -242,10 +261,14 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 	tel.Attach(n)
 	rt := &Runtime{node: n, http: srv, telemetry: tel}
 	if cfg.Launch && cfg.Consul != "" {
-		rt.launcher = launcher.New(launcher.Config{
+		rt.launcher, err = launcher.New(launcher.Config{
 			Node: n.ID(), Consul: cfg.Consul, Cluster: clusterName(cfg), DataDir: filepath.Join(dataDir(cfg), "launched"),
-			Store: n.Store(), Members: n.Members, Logger: logger,
+			Store: n.Store(), Members: n.Members, Logger: logger, Policy: policy, Env: sec.Environ(),
 		})
+		if err != nil {
+			closeListener(lis)
+			return nil, errors.Join(fmt.Errorf("sdk: start: %w", err), n.Stop(context.Background()), tel.Shutdown(context.Background()))
+		}
 		lctx, cancel := context.WithCancel(context.Background())
 		rt.stopLaunch, rt.launchDone = cancel, make(chan struct{})
 		go func() {

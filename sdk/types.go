@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"errors"
+
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/core"
 )
@@ -117,6 +119,10 @@ var (
 	// ErrTransient, wrapped in an error from Poll or Flush, means "retry
 	// later": the runtime records it and backs off instead of restarting.
 	ErrTransient = core.ErrTransient
+	// ErrLaunchNeedsAuth is returned by Start for Config.Launch on a node
+	// whose control API requires no authentication: a launcher runs what
+	// deployers name, so only authenticated admins may deploy.
+	ErrLaunchNeedsAuth = errors.New("sdk: Launch needs an authenticated control API")
 )
 
 // ParseRouting parses a routing name such as "group-by".

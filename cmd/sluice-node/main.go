@@ -5,7 +5,9 @@
 //
 // Every flag has an environment fallback (SLUICE_*), so launchers (the
 // Mesos framework, the local launcher) configure it through the
-// environment.
+// environment. The control API's security (-control-*, SLUICE_CONTROL_*)
+// and the launcher's policy (-launch-*, SLUICE_LAUNCH_*) are described in
+// docs/security.md.
 package main
 
 import (
@@ -53,9 +55,18 @@ func main() {
 	flag.StringVar(&cfg.Advertise, "advertise", os.Getenv("SLUICE_ADVERTISE"), "address other nodes use to reach -bind ($SLUICE_ADVERTISE)")
 	host := flag.String("host", os.Getenv("SLUICE_HOST"), "comma-separated kinds to host (default: all built in)")
 	deploy := flag.String("deploy", os.Getenv("SLUICE_DEPLOY"), "comma-separated operators to deploy at first start, with their built-in settings (default: none)")
-	flag.BoolVar(&cfg.Launch, "launch", os.Getenv("SLUICE_LAUNCH") != "", "run a local launcher for operators deployed with an executable ($SLUICE_LAUNCH)")
+	flag.BoolVar(&cfg.Launch, "launch", os.Getenv("SLUICE_LAUNCH") != "", "run a local launcher for operators deployed with an executable; needs -control-tokens-file or -control-cert-roles, and -launch-allow or -launch-dir ($SLUICE_LAUNCH)")
+	var sec sdk.ControlSecurity
+	var policy sdk.LaunchPolicy
+	for _, err := range []error{sec.RegisterFlags(flag.CommandLine, os.Getenv), policy.RegisterFlags(flag.CommandLine, os.Getenv)} {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sluice-node:", err)
+			os.Exit(2)
+		}
+	}
 	list := flag.Bool("kinds", false, "list the built-in kinds and exit")
 	flag.Parse()
+	cfg.ControlSecurity, cfg.LaunchPolicy = &sec, &policy
 
 	if *list {
 		for _, f := range kinds() {

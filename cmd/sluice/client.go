@@ -25,23 +25,41 @@ type client struct {
 	base    *url.URL // scheme, host and path prefix, no trailing slash
 	http    *http.Client
 	timeout time.Duration
+	creds   credentials
+	warn    io.Writer // where the warning about a token over plain HTTP goes; nil once given
 }
 
 // newClient returns a client of the control API at addr: "host:port", or
 // an http:// or https:// URL, possibly with a path prefix (behind a
-// proxy). timeout bounds each request; 0 means none.
-func newClient(addr string, timeout time.Duration) (*client, error) {
-	base, err := parseAddr(addr)
+// proxy); host:port means https:// when c asks for TLS. timeout bounds
+// each request; 0 means none.
+func newClient(addr string, timeout time.Duration, c credentials) (*client, error) {
+	scheme := "http"
+	if c.tls() {
+		scheme = "https"
+	}
+	base, err := parseAddr(addr, scheme)
 	if err != nil {
 		return nil, err
 	}
-	return &client{base: base, http: &http.Client{Timeout: timeout}, timeout: timeout}, nil
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if base.Scheme == "https" {
+		if tr.TLSClientConfig, err = c.tlsConfig(base.Hostname()); err != nil {
+			return nil, err
+		}
+	} else if c.tls() {
+		return nil, &usageError{fmt.Errorf("--ca, --cert and --key are for HTTPS, and %s is plain HTTP: use an https:// address", addr)}
+	}
+	return &client{base: base, http: &http.Client{Timeout: timeout, Transport: tr,
+		// The token is for this node only: never follow a redirect with it.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		timeout: timeout, creds: c}, nil
 }
 
-func parseAddr(addr string) (*url.URL, error) {
+func parseAddr(addr, scheme string) (*url.URL, error) {
 	s := strings.TrimSpace(addr)
 	if !strings.Contains(s, "://") {
-		s = "http://" + s
+		s = scheme + "://" + s
 	}
 	u, err := url.Parse(s)
 	if err != nil {
@@ -83,6 +101,10 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if c.creds.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.creds.token)
+		c.warnPlainToken(&u)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return nil, c.unreachable(method, err)
@@ -93,7 +115,9 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 		return nil, fmt.Errorf("%s %s: read answer: %w", method, u.Redacted(), err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return nil, answerError(method, path, resp, out)
+		e := answerError(method, path, resp, out)
+		c.explainStatus(e, out)
+		return nil, e
 	}
 	return out, nil
 }
@@ -104,6 +128,9 @@ func (c *client) unreachable(method string, err error) error {
 	if errors.As(err, &ue) {
 		if ue.Timeout() && c.timeout > 0 {
 			return fmt.Errorf("%s %s: no answer within %v (--timeout)", method, ue.URL, c.timeout)
+		}
+		if why, ok := c.explainTLS(ue.Err); ok {
+			return &tlsError{msg: fmt.Sprintf("%s %s: %s", method, ue.URL, why), err: ue.Err}
 		}
 		err = fmt.Errorf("%s %s: %w", method, ue.URL, ue.Err)
 	}

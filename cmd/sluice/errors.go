@@ -20,10 +20,31 @@ type apiError struct {
 	Method, Path string
 	Status       int       // HTTP status code
 	Body         api.Error // as answered; Error is set even for a body that was not JSON
+	// Summary, when set, replaces the server's message; Hint says what to
+	// do (for a 401 or 403 answer, say) and follows it.
+	Summary, Hint string
 }
 
 // Error returns the server's message (its field problems are in Lines).
-func (e *apiError) Error() string { return e.Body.Error }
+func (e *apiError) Error() string {
+	msg := e.Body.Error
+	if e.Summary != "" {
+		msg = e.Summary
+	}
+	if e.Hint != "" {
+		return msg + ": " + e.Hint
+	}
+	return msg
+}
+
+// tlsError is a TLS failure explained in terms of the flags.
+type tlsError struct {
+	msg string
+	err error
+}
+
+func (e *tlsError) Error() string { return e.msg }
+func (e *tlsError) Unwrap() error { return e.err }
 
 // Lines returns the server's field problems, each "field: problem".
 func (e *apiError) Lines() []string { return e.Body.Fields }

@@ -30,6 +30,9 @@ type app struct {
 	addr    string
 	json    bool
 	timeout time.Duration
+	// Credentials (see credentials).
+	token, tokenFile string
+	ca, cert, key    string
 
 	stdin          io.Reader
 	stdout, stderr io.Writer
@@ -46,6 +49,7 @@ var commands = []func(*app) *cobra.Command{
 	newDescribeCmd,
 	newGraphCmd,
 	newStatusCmd,
+	newCertsCmd,
 }
 
 // newRootCmd builds the sluice command tree for a.
@@ -57,6 +61,11 @@ func newRootCmd(a *app) *cobra.Command {
 scale, kill and inspect operators while the cluster runs.
 
 The node is given by --addr, else $SLUICE_ADDR, else ` + defaultAddr + `.
+A node that requires authentication takes a token (--token-file, --token,
+$SLUICE_TOKEN_FILE or $SLUICE_TOKEN) or a client certificate (--cert and
+--key); over HTTPS, --ca names the CA that signed the node's certificate.
+Reading needs the role read, changes the role admin. See docs/security.md.
+
 Exit codes: 0 success, 1 error, 2 bad usage, 3 conflict (the topology
 changed concurrently: run the command again).`,
 		SilenceErrors: true, // run prints errors, with the exit code's wording
@@ -66,6 +75,11 @@ changed concurrently: run the command again).`,
 	f.StringVar(&a.addr, "addr", "", "control API of any node, host:port or URL (default $SLUICE_ADDR, else "+defaultAddr+")")
 	f.BoolVar(&a.json, "json", false, "print the API's JSON instead of tables")
 	f.DurationVar(&a.timeout, "timeout", 10*time.Second, "time limit for each request to the node (0: none)")
+	f.StringVar(&a.tokenFile, "token-file", "", "file holding the token to send (default $SLUICE_TOKEN_FILE)")
+	f.StringVar(&a.token, "token", "", "token to send, visible to other users in the process list: prefer --token-file (default $SLUICE_TOKEN)")
+	f.StringVar(&a.ca, "ca", "", "PEM CA bundle that signed the node's certificate, for https:// addresses (default $SLUICE_CA)")
+	f.StringVar(&a.cert, "cert", "", "PEM client certificate to present (default $SLUICE_CERT)")
+	f.StringVar(&a.key, "key", "", "PEM private key of --cert (default $SLUICE_KEY)")
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd(a))
 	}
@@ -134,9 +148,18 @@ func (a *app) client() (*client, error) {
 	if a.timeout < 0 {
 		return nil, &usageError{fmt.Errorf("--timeout must be ≥ 0, got %v", a.timeout)}
 	}
-	c, err := newClient(addr, a.timeout)
+	cr, err := a.credentials()
 	if err != nil {
+		return nil, err
+	}
+	c, err := newClient(addr, a.timeout, cr)
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		return nil, err
+	case err != nil:
 		return nil, &usageError{fmt.Errorf("%s: %w", from, err)}
 	}
+	c.warn = a.stderr
 	return c, nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/cluster"
@@ -12,7 +13,7 @@ import (
 //
 //	GET    /healthz                         "ok"
 //	GET    /v1/status                       ClusterStatus (this node's view of the whole cluster)
-//	GET    /v1/node                         Status (this node only)
+//	GET    /v1/node                         NodeStatus (this node only)
 //	GET    /v1/nodes                        []NodeView
 //	GET    /v1/operators                    []OperatorView
 //	GET    /v1/operators/{name}             OperatorView
@@ -25,6 +26,12 @@ import (
 //
 // A change that loses a race with another change (both read the same
 // topology version) answers 409 with Error.Conflict set.
+//
+// When the node requires authentication (see package control), every
+// endpoint but /healthz answers 401 without a valid credential (a bearer
+// token, "Authorization: Bearer TOKEN", or a client certificate with a
+// role), and 403 when the credential's Role does not allow the request:
+// the GET endpoints need RoleRead, the others RoleAdmin.
 
 // Error is the body of every error answer.
 type Error struct {
@@ -33,6 +40,52 @@ type Error struct {
 	Fields []string `json:"fields,omitempty"`
 	// Conflict is set on 409: the topology changed concurrently.
 	Conflict bool `json:"conflict,omitempty"`
+	// Role and Need are set on 403: the caller's role, and the role the
+	// request needs.
+	Role Role `json:"role,omitempty"`
+	Need Role `json:"need,omitempty"`
+}
+
+// Role is what a credential (a token, a client certificate) may do with
+// the control API. A 401 answer means no valid credential was given, a
+// 403 that the credential's role does not allow the request.
+type Role string
+
+const (
+	// RoleRead may read: GET /v1/status, /v1/node, /v1/nodes,
+	// /v1/operators, /v1/streams, /v1/graph, /metrics and the web UI.
+	RoleRead Role = "read"
+	// RoleAdmin may also change the topology: POST /v1/operators and
+	// /v1/deployments, PUT /v1/operators/{name}/instances, DELETE
+	// /v1/operators/{name} (with purge).
+	RoleAdmin Role = "admin"
+)
+
+// Roles lists the roles, least privileged first.
+var Roles = []Role{RoleRead, RoleAdmin}
+
+// String returns the role's name.
+func (r Role) String() string { return string(r) }
+
+// Allows reports whether r may make a request that needs role need.
+func (r Role) Allows(need Role) bool {
+	switch r {
+	case RoleAdmin:
+		return need == RoleAdmin || need == RoleRead
+	case RoleRead:
+		return need == RoleRead
+	}
+	return false
+}
+
+// ParseRole returns the role named s ("read" or "admin").
+func ParseRole(s string) (Role, error) {
+	for _, r := range Roles {
+		if s == string(r) {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("unknown role %q: want read or admin", s)
 }
 
 // Manifest describes one operator deployment, as in a manifest file (YAML or

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
-	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/proctest"
 )
 
@@ -123,8 +123,8 @@ func (c *cluster) logTail(id string) string {
 }
 
 // status fetches a node's /v1/status.
-func (n *node) status() (control.Status, error) {
-	var st control.Status
+func (n *node) status() (api.NodeStatus, error) {
+	var st api.NodeStatus
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.http+"/v1/node", nil)
@@ -138,7 +138,7 @@ func (n *node) status() (control.Status, error) {
 
 // eachInstance calls fn for every instance of op on every running node
 // that answers.
-func (c *cluster) eachInstance(op string, fn func(n *node, in actors.InstanceStatus)) {
+func (c *cluster) eachInstance(op string, fn func(n *node, in api.NodeInstance)) {
 	c.mu.Lock()
 	nodes := make([]*node, 0, len(c.nodes))
 	for _, n := range c.nodes {
@@ -163,7 +163,7 @@ func (c *cluster) eachInstance(op string, fn func(n *node, in actors.InstanceSta
 // processed sums the Processed count of op's running instances over the
 // running nodes (a count moves with its instance).
 func (c *cluster) processed(op string) (sum int64) {
-	c.eachInstance(op, func(_ *node, in actors.InstanceStatus) {
+	c.eachInstance(op, func(_ *node, in api.NodeInstance) {
 		if in.State == "running" {
 			sum += in.Processed
 		}
@@ -175,7 +175,7 @@ func (c *cluster) processed(op string) (sum int64) {
 // nodes (like processed: the count moves with its instance, so a released
 // instance's count is also in its new owner's).
 func (c *cluster) produced(op string) (sum int64) {
-	c.eachInstance(op, func(_ *node, in actors.InstanceStatus) {
+	c.eachInstance(op, func(_ *node, in api.NodeInstance) {
 		if in.State == "running" {
 			sum += in.Produced
 		}
@@ -187,7 +187,7 @@ func (c *cluster) produced(op string) (sum int64) {
 // of op, by "node/epoch.index".
 func (c *cluster) instanceProgress(op string) map[string]int64 {
 	out := map[string]int64{}
-	c.eachInstance(op, func(n *node, in actors.InstanceStatus) {
+	c.eachInstance(op, func(n *node, in api.NodeInstance) {
 		if in.State == "running" {
 			out[fmt.Sprintf("%s/%d.%d", n.id, in.Epoch, in.Index)] = in.Processed
 		}

@@ -3,19 +3,51 @@ package integration
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/proctest"
+	"github.com/sluicehq/sluice/launcher"
 )
+
+// adminToken is the admin token of nodes started with launcherEnv; nodes
+// without authentication ignore it.
+const adminToken = "integration-admin-0123456789abcdef"
+
+// launcherEnv configures the node processes started next (they inherit the
+// test's environment) to run a launcher: their control API requires
+// adminToken, and the launcher may start nodeBinary.
+func launcherEnv(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("admin:"+adminToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(control.EnvTokensFile, tokens)
+	t.Setenv(launcher.EnvAllow, nodeBinary)
+}
+
+// call sends a request with adminToken.
+func call(method string, n *node, path string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequest(method, "http://"+n.http+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	return http.DefaultClient.Do(req)
+}
 
 func post(t *testing.T, n *node, m api.Manifest) int {
 	t.Helper()
 	b, _ := json.Marshal(api.DeployRequest{Manifest: m})
-	resp, err := http.Post("http://"+n.http+"/v1/operators", "application/json", bytes.NewReader(b))
+	resp, err := call(http.MethodPost, n, "/v1/operators", b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +57,7 @@ func post(t *testing.T, n *node, m api.Manifest) int {
 
 func clusterStatus(n *node) (api.ClusterStatus, error) {
 	var cs api.ClusterStatus
-	resp, err := http.Get("http://" + n.http + "/v1/status")
+	resp, err := call(http.MethodGet, n, "/v1/status", nil)
 	if err != nil {
 		return cs, err
 	}
@@ -33,8 +65,27 @@ func clusterStatus(n *node) (api.ClusterStatus, error) {
 	return cs, json.NewDecoder(resp.Body).Decode(&cs)
 }
 
+// TestLaunchWithoutAuthenticationRefusesToStart: a node that would run a
+// launcher with an open control API does not start (anyone could deploy
+// an executable for it to run).
+func TestLaunchWithoutAuthenticationRefusesToStart(t *testing.T) {
+	agent := consultest.Start(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "n1.log")
+	p, err := proctest.Start(nodeBinary, []string{"-id", "n1", "-data", filepath.Join(dir, "data"), "-consul", agent.Addr(), "-launch"}, log)
+	if err == nil {
+		p.Kill()
+		t.Fatal("a node with -launch and no authentication started")
+	}
+	b, _ := os.ReadFile(log)
+	if !errors.Is(err, proctest.ErrExited) || !strings.Contains(string(b), "Launch needs an authenticated control API") {
+		t.Fatalf("got %v and log:\n%s\nwant an exit saying Launch needs an authenticated control API", err, b)
+	}
+}
+
 func TestLauncherStartsSlugsAndStatusExplainsPending(t *testing.T) {
 	agent := consultest.Start(t)
+	launcherEnv(t)
 	// n1 hosts only the generator and runs a launcher.
 	c := newCluster(t, agent.Addr(), "-records", "0", "-rate", "2000", "-gen-parallelism", "1", "-host", "gen", "-launch")
 	n1 := c.start("n1")
@@ -81,8 +132,7 @@ func TestLauncherStartsSlugsAndStatusExplainsPending(t *testing.T) {
 	}
 
 	// Killing the operator stops its process, which leaves the cluster.
-	req, _ := http.NewRequest(http.MethodDelete, "http://"+n1.http+"/v1/operators/tally", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := call(http.MethodDelete, n1, "/v1/operators/tally", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

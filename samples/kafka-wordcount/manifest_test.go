@@ -96,6 +96,8 @@ func runManifestPipeline(t *testing.T, load kafkawordcount.Load, preload bool, d
 	rt, err := sdk.Start(ctx, sdk.Config{
 		NodeID: "m1", DataDir: t.TempDir(), HTTP: "127.0.0.1:0", HostOnly: true, AtLeastOnce: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Telemetry: &sdk.TelemetryConfig{},
+		// The manifests name an executable: only an authenticated admin may deploy them.
+		ControlSecurity: &sdk.ControlSecurity{Tokens: "admin:" + adminToken},
 	}, ops...)
 	if err != nil {
 		t.Fatal(err)
@@ -162,6 +164,9 @@ func runManifestPipeline(t *testing.T, load kafkawordcount.Load, preload bool, d
 	t.Logf("%d words and %d poison records through the manifest-deployed pipeline in %v: counts exact", load.Records-poison, poison, time.Since(start).Round(time.Millisecond))
 }
 
+// adminToken is the control API token of the test's node.
+const adminToken = "manifest-test-admin-0123456789"
+
 // pipelineManifests reads and checks manifests/pipeline.yaml.
 func pipelineManifests(t *testing.T) []api.Manifest {
 	t.Helper()
@@ -212,7 +217,13 @@ func post(t *testing.T, rt *sdk.Runtime, path string, in, out any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post("http://"+rt.HTTPAddr()+path, "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, "http://"+rt.HTTPAddr()+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,6 +36,10 @@ func run() error {
 	httpAddr := flag.String("http", "", "control API address, e.g. 127.0.0.1:0")
 	bind := flag.String("bind", "", "node-to-node address (default 127.0.0.1:0)")
 	without := flag.String("without", "", "comma-separated operators not to deploy at first start (deploy them later with sluice deploy)")
+	var sec sdk.ControlSecurity // -control-*: who may use the control API (docs/security.md)
+	if err := sec.RegisterFlags(flag.CommandLine, os.Getenv); err != nil {
+		return err
+	}
 	flag.Parse()
 	if *duration == 0 && os.Getenv("DURATION") != "" {
 		d, err := time.ParseDuration(os.Getenv("DURATION"))
@@ -66,8 +70,8 @@ func run() error {
 			}
 		}
 	}
-	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger, Consul: *consulAddr, NodeID: *id, HTTP: *httpAddr, Bind: *bind, Deploy: deploy},
-		ops...)
+	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger, Consul: *consulAddr, NodeID: *id, HTTP: *httpAddr, Bind: *bind, Deploy: deploy,
+		ControlSecurity: &sec}, ops...)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,12 @@ func node(args []string) error {
 	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "time between checkpoints (0: 1 s)")
 	statePrefix := fs.String("state-prefix", envOr("SLUICE_KAFKA_STATE_PREFIX", "kafka-wordcount"), "at least once: changelog topics' prefix for operator state ($SLUICE_KAFKA_STATE_PREFIX); \"none\": no state log")
 	level := fs.String("log-level", "info", "log level")
+	var sec sdk.ControlSecurity // -control-*, $SLUICE_CONTROL_*: who may use the control API (docs/security.md)
+	if err := sec.RegisterFlags(fs, os.Getenv); err != nil {
+		return err
+	}
 	_ = fs.Parse(args)
+	cfg.ControlSecurity = &sec
 
 	wc.Brokers = kafka.ParseBrokers(*brokers)
 	if len(wc.Brokers) == 0 {

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/core"
+)
+
+// NodeStatus is the answer of GET /v1/node: one node alone, as it sees
+// itself. Nodes ask each other for it to build the cluster's status.
+type NodeStatus struct {
+	Node    string   `json:"node"`
+	Address string   `json:"address"`
+	HTTP    string   `json:"http"`
+	Kinds   []string `json:"kinds"`
+	// Members is the cluster as this node sees it.
+	Members []cluster.Member `json:"members"`
+	// Operators lists the operators with instances on this node.
+	Operators []NodeOperator `json:"operators"`
+	// Pending lists instances waiting (for their state, say) and why.
+	Pending []string `json:"pending"`
+	// Queued and Buffered count records in mailboxes and in producers'
+	// output buffers on this node.
+	Queued   int64 `json:"queued"`
+	Buffered int64 `json:"buffered"`
+	// Streams counts, per stream, records produced here while no operator
+	// read it (dropped, or held until one does).
+	Streams []StreamCount `json:"streams,omitempty"`
+	// Launched lists the processes this node's launcher runs.
+	Launched []LaunchedView `json:"launched,omitempty"`
+}
+
+// NodeOperator is one operator in a NodeStatus, with its instances on that
+// node.
+type NodeOperator struct {
+	Name        string       `json:"name"`
+	Kind        string       `json:"kind"`
+	Parallelism int          `json:"parallelism"`
+	Epoch       int64        `json:"epoch"`
+	Inputs      []core.Input `json:"inputs"`
+	Outputs     []string     `json:"outputs"`
+	// Instances are the instances on this node, of any epoch, in any
+	// state.
+	Instances []NodeInstance `json:"instances"`
+}
+
+// NodeInstance is one operator instance on a node.
+type NodeInstance struct {
+	Index int    `json:"index"`
+	Epoch int64  `json:"epoch"`
+	Node  string `json:"node"`
+	// FirstGroup and EndGroup bound the key groups it owns: [first, end).
+	FirstGroup int `json:"firstGroup"`
+	EndGroup   int `json:"endGroup"`
+	// State is "awaiting" (its state), "running", "restarting", "failed",
+	// "released" (moved elsewhere) or "stopped".
+	State    string `json:"state"`
+	Restarts int    `json:"restarts"`
+	// Processed and Produced count records over the instance's life (they
+	// move with its state).
+	Processed   int64 `json:"processed"`
+	Produced    int64 `json:"produced"`
+	DeadLetters int64 `json:"deadLetters"`
+	// Queued is its mailbox depth in records.
+	Queued int64 `json:"queued"`
+	// StateBytes estimates the disk space of its key groups.
+	StateBytes int64 `json:"stateBytes"`
+	// TransientErrors counts retried failures of Poll and Flush.
+	TransientErrors int64  `json:"transientErrors"`
+	LastError       string `json:"lastError,omitempty"`
+	FailedReason    string `json:"failedReason,omitempty"`
+}
+
+// StreamCount counts the records of one stream that found no reader on a
+// node.
+type StreamCount struct {
+	Stream string `json:"stream"`
+	// Dropped counts records discarded since the node started.
+	Dropped int64 `json:"dropped"`
+	// Held is the number of records producers on the node hold now,
+	// waiting for a reader.
+	Held int64 `json:"held"`
+}

@@ -1,0 +1,84 @@
+package sdk_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+func sink() sdk.Operator { return countingSink{} }
+
+// TestLaunchNeedsAnAuthenticatedControlAPI: a node that would launch the
+// executables of deployed operators refuses to start unless its control
+// API requires credentials and its policy allows some executable.
+func TestLaunchNeedsAnAuthenticatedControlAPI(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("admin:0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Consul is never reached: the settings are checked first.
+	base := sdk.Config{DataDir: t.TempDir(), Consul: "127.0.0.1:1", HTTP: "127.0.0.1:0", Launch: true, Guarantee: sdk.AtLeastOnce, Logger: sluicetest.Logger(t)}
+	for _, tc := range []struct {
+		name   string
+		change func(*sdk.Config)
+		is     error
+		want   string
+	}{
+		{"no authentication", func(c *sdk.Config) { c.ControlSecurity = &sdk.ControlSecurity{} }, sdk.ErrLaunchNeedsAuth, "-control-tokens-file"},
+		{"no control API", func(c *sdk.Config) {
+			c.HTTP, c.ControlSecurity = "", &sdk.ControlSecurity{TokensFile: tokens}
+		}, sdk.ErrLaunchNeedsAuth, "must require tokens"},
+		{"nothing allowed", func(c *sdk.Config) {
+			c.ControlSecurity, c.LaunchPolicy = &sdk.ControlSecurity{TokensFile: tokens}, &sdk.LaunchPolicy{}
+		}, nil, "no executable is allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			tc.change(&cfg)
+			rt, err := sdk.Start(context.Background(), cfg, sink)
+			if err == nil {
+				_ = rt.Stop(context.Background())
+				t.Fatal("started")
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %v mentioning %q", err, tc.is, tc.want)
+			}
+		})
+	}
+}
+
+// TestControlSecurityFromTheEnvironment: with Config.ControlSecurity nil,
+// the SLUICE_CONTROL_* variables configure the control API.
+func TestControlSecurityFromTheEnvironment(t *testing.T) {
+	t.Setenv("SLUICE_CONTROL_TOKENS", "read:env-read-token-0123456789")
+	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), HTTP: "127.0.0.1:0", NoSync: true, Logger: sluicetest.Logger(t)}, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(context.Background())
+	get := func(token string) int {
+		req, _ := http.NewRequest("GET", "http://"+rt.HTTPAddr()+"/v1/operators", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(""); code != 401 {
+		t.Fatalf("without the token: %d, want 401", code)
+	}
+	if code := get("env-read-token-0123456789"); code != 200 {
+		t.Fatalf("with the token: %d, want 200", code)
+	}
+}
