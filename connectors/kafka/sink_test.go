@@ -80,6 +80,9 @@ func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
 	t.Logf("%d records written for 200 (%d duplicates)", out.len(), out.len()-200)
 }
 
+// TestCommitProducedResumesFromThePositionsInState: at least once, with
+// CommitProduced, a clean restart resumes where the first run stopped and
+// the group's offsets end at what was produced.
 func TestCommitProducedResumesFromThePositionsInState(t *testing.T) {
 	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
 	ctx := context.Background()
@@ -100,7 +103,7 @@ func TestCommitProducedResumesFromThePositionsInState(t *testing.T) {
 	}
 	dir := t.TempDir()
 	run := func(total int) {
-		rt, err := sdk.Start(ctx, sdk.Config{NodeID: "n", DataDir: dir, NoSync: true, Logger: quiet}, src, sink)
+		rt, err := sdk.Start(ctx, sdk.Config{NodeID: "n", DataDir: dir, NoSync: true, Logger: quiet, Guarantee: sdk.AtLeastOnce}, src, sink)
 		if err != nil {
 			t.Fatal(err)
 		}
