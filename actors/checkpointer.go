@@ -136,6 +136,8 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		c.onSnapped(m)
 	case ckUploadedMsg:
 		c.onUploaded(m)
+	case ckMovedMsg:
+		c.onMoved(m)
 	case *wire.CheckpointComplete:
 		c.onComplete(m)
 	case *wire.CheckpointAbort:
@@ -171,7 +173,7 @@ func (c *checkpointer) loadLatest() {
 	n.goFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		m, err := c.store.Latest(ctx)
+		m, err := c.store.Restorable(ctx)
 		n.system.Root.Send(pid, ckLatestMsg{meta: m, err: err})
 	})
 }
@@ -335,6 +337,20 @@ func (c *checkpointer) releaseHolds(id uint64) {
 	}
 }
 
+// onMoved fails this node's part of checkpoint m.id: an instance moved
+// away during it and committed state from after its barrier, which the
+// node's copy may hold.
+func (c *checkpointer) onMoved(m ckMovedMsg) {
+	p := c.part
+	if p == nil || p.id != m.id {
+		return
+	}
+	if p.failed == "" {
+		p.failed = fmt.Sprintf("instance %s moved away from node %s during the checkpoint", m.key, c.n.cfg.NodeID)
+	}
+	c.maybeTake()
+}
+
 // onUploaded reports the uploaded part.
 func (c *checkpointer) onUploaded(m ckUploadedMsg) {
 	p := c.part
@@ -448,7 +464,7 @@ func (n *Node) startCheckpointer(ctx context.Context) error {
 	}
 	var latest *checkpoint.Meta
 	for delays := (&backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 5 * time.Second, RandomizationFactor: 0.2}); ; {
-		m, err := n.cfg.Checkpoints.Store.Latest(ctx)
+		m, err := n.cfg.Checkpoints.Store.Restorable(ctx)
 		if err == nil {
 			latest = &m
 			break

@@ -39,6 +39,15 @@ type ckCompleteMsg struct{ id uint64 }
 // ckAbortMsg tells an instance that checkpoint id was abandoned.
 type ckAbortMsg struct{ id uint64 }
 
+// ckMovedMsg tells the node's checkpointer that an instance holding
+// commits for checkpoint id moves away and commits what it wrote after the
+// barrier: the node's copy for id, if not taken before that commit, would
+// hold state from after the checkpoint, so the node's part fails.
+type ckMovedMsg struct {
+	id  uint64
+	key instKey
+}
+
 // ckSnappedMsg reports an instance's snapshot for checkpoint id to the
 // node's checkpointer.
 type ckSnappedMsg struct {

@@ -41,7 +41,7 @@ type coordRole struct {
 	pending  *pendingCheckpoint
 	rollback *pendingRollback
 	delays   *backoff.ExponentialBackOff // after failures
-	requests []ckRequestMsg             // savepoints asked for
+	requests []ckRequestMsg              // savepoints asked for
 
 	stats CheckpointStats
 }
@@ -49,6 +49,7 @@ type coordRole struct {
 // pendingCheckpoint is a checkpoint in progress.
 type pendingCheckpoint struct {
 	id         uint64
+	gen        uint64 // the rollback generation it was triggered in
 	started    time.Time
 	savepoint  bool
 	topology   int64
@@ -215,7 +216,7 @@ func (c *checkpointer) coordTrigger() {
 	r := &c.coord
 	id := max(uint64(time.Now().UnixNano()), r.lastID+1)
 	r.lastID = id
-	p := &pendingCheckpoint{id: id, started: time.Now(), topology: c.view.topo.Version,
+	p := &pendingCheckpoint{id: id, gen: c.gen, started: time.Now(), topology: c.view.topo.Version,
 		members: slices.Clone(c.view.members), waiting: make(map[string]bool), requests: r.requests}
 	p.savepoint = len(r.requests) > 0
 	r.requests = nil
@@ -253,7 +254,7 @@ func (c *checkpointer) coordOnPart(m *wire.CheckpointPart) {
 		return
 	}
 	meta := checkpoint.Meta{ID: p.id, Savepoint: p.savepoint, Started: p.started, Completed: time.Now(),
-		TopologyVersion: p.topology, Nodes: p.parts}
+		TopologyVersion: p.topology, Generation: p.gen, Nodes: p.parts}
 	// Every key group of every operator must be in some node's part: an
 	// instance that moved to a node outside the checkpoint's members (one
 	// that joined meanwhile) is in none, and restoring this checkpoint

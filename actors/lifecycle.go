@@ -129,7 +129,13 @@ func (i *instance) startIncarnation() {
 // still holds keeps being delivered. The coordinator is told when done.
 func (i *instance) release() {
 	if i.mode == modeActive {
-		i.ckHold = 0 // a move abandons the checkpoint in progress: the state must go along
+		if i.ckHold != 0 {
+			// A move abandons the checkpoint in progress: the state must
+			// go along. Told before the commit below, the checkpointer
+			// fails its part even if it copies the database after it.
+			i.node.system.Root.Send(i.node.ckpt, ckMovedMsg{id: i.ckHold, key: i.key})
+			i.ckHold = 0
+		}
 		if i.exactlyOnce() {
 			i.precommitForMove()
 		}

@@ -68,6 +68,11 @@ type nodeRollback struct {
 // that a new coordinator continues the sequence, and is recorded in the
 // store before any node hears of it: a node that starts later reads it and
 // runs in it (else the others would drop what it sends).
+//
+// The target is read from the store, not taken from what this node heard:
+// a coordinator that crashed after storing checkpoint C may have told some
+// nodes, whose sinks then committed C's output, and not this one; rolling
+// back to the checkpoint before C would make that output again.
 func (c *checkpointer) coordRollback(reason string) {
 	r := &c.coord
 	if r.pending != nil {
@@ -78,26 +83,26 @@ func (c *checkpointer) coordRollback(reason string) {
 		gen = max(gen, r.rollback.gen+1)
 	}
 	rb := &pendingRollback{gen: gen, started: time.Now(), waiting: make(map[string]bool)}
-	if c.latest != nil {
-		rb.target = c.latest.ID
-	}
 	r.rollback = rb
 	r.stats.Rollbacks++
-	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "checkpoint", rb.target, "generation", gen)
+	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "generation", gen)
 	store, pid, log := c.store, c.self, c.n.log
-	rec := checkpoint.Generation{Gen: gen, Checkpoint: rb.target, At: time.Now()}
 	c.n.goFunc(func() {
 		delays := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 5 * time.Second}
 		delays.Reset()
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := context.WithTimeout(c.n.life, 30*time.Second)
-			err := store.SetGeneration(ctx, rec)
+			meta, err := rollbackTarget(ctx, store, gen)
 			cancel()
-			if err == nil || c.n.life.Err() != nil {
-				break
+			if err == nil {
+				c.n.system.Root.Send(pid, ckGenRecordedMsg{gen: gen, meta: meta})
+				return
+			}
+			if c.n.life.Err() != nil {
+				return
 			}
 			if attempt == 0 {
-				log.Warn("recording the rollback generation failed; the rollback waits for the store", "error", err)
+				log.Warn("reading the newest checkpoint or recording the rollback generation failed; the rollback waits for the store", "error", err)
 			}
 			select {
 			case <-c.n.life.Done():
@@ -105,12 +110,33 @@ func (c *checkpointer) coordRollback(reason string) {
 			case <-time.After(delays.NextBackOff()):
 			}
 		}
-		c.n.system.Root.Send(pid, ckGenRecordedMsg{gen: gen})
 	})
 }
 
-// ckGenRecordedMsg tells the coordinator that generation gen is recorded.
-type ckGenRecordedMsg struct{ gen uint64 }
+// rollbackTarget reads the checkpoint a rollback in generation gen goes
+// back to (nil: none) and records the generation with it.
+func rollbackTarget(ctx context.Context, store *checkpoint.Store, gen uint64) (*checkpoint.Meta, error) {
+	var meta *checkpoint.Meta
+	m, err := store.Restorable(ctx)
+	switch {
+	case err == nil:
+		meta = &m
+	case !errors.Is(err, checkpoint.ErrNotFound):
+		return nil, err
+	}
+	rec := checkpoint.Generation{Gen: gen, At: time.Now()}
+	if meta != nil {
+		rec.Checkpoint = meta.ID
+	}
+	return meta, store.SetGeneration(ctx, rec)
+}
+
+// ckGenRecordedMsg tells the coordinator that generation gen is recorded,
+// going back to checkpoint meta (nil: none).
+type ckGenRecordedMsg struct {
+	gen  uint64
+	meta *checkpoint.Meta
+}
 
 // coordOnGenRecorded sends the rollback of a recorded generation to every
 // member.
@@ -119,15 +145,18 @@ func (c *checkpointer) coordOnGenRecorded(m ckGenRecordedMsg) {
 	if rb == nil || rb.gen != m.gen {
 		return // superseded
 	}
-	msg := &wire.Rollback{Generation: rb.gen, Coordinator: c.self, Checkpoint: rb.target}
-	if c.latest != nil {
-		b, err := json.Marshal(c.latest)
+	c.latest = m.meta
+	msg := &wire.Rollback{Generation: rb.gen, Coordinator: c.self}
+	if m.meta != nil {
+		rb.target = m.meta.ID
+		b, err := json.Marshal(m.meta)
 		if err != nil {
 			c.n.log.Error("encoding checkpoint metadata failed", "error", err)
 			return
 		}
-		msg.Meta = b
+		msg.Checkpoint, msg.Meta = m.meta.ID, b
 	}
+	c.n.log.Info("rollback target read from the store", "generation", rb.gen, "checkpoint", rb.target)
 	rb.started = time.Now()
 	for _, mem := range c.view.members {
 		rb.waiting[mem.ID] = true

@@ -28,6 +28,9 @@ type Meta struct {
 	Completed time.Time `json:"completed"`
 	// TopologyVersion is the topology every node ran when it took its part.
 	TopologyVersion int64 `json:"topologyVersion"`
+	// Generation is the rollback generation every node ran in when it took
+	// its part (see Store.Restorable).
+	Generation uint64 `json:"generation,omitempty"`
 	// Nodes holds each node's part.
 	Nodes []NodePart `json:"nodes"`
 }

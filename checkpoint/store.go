@@ -136,6 +136,37 @@ func (s *Store) Latest(ctx context.Context) (Meta, error) {
 	return s.Get(ctx, ids[len(ids)-1])
 }
 
+// Restorable returns the newest complete checkpoint that a rollback or a
+// restart may restore: one taken before the newest recorded rollback's
+// target, or in that rollback's generation or a later one. A checkpoint
+// that a coordinator of an older generation finished writing after the
+// rollback was decided is skipped: the rollback already discarded what its
+// sinks had pre-committed, and its state is from before the rollback.
+// ErrNotFound means there is none.
+func (s *Store) Restorable(ctx context.Context) (Meta, error) {
+	g, err := s.Generation(ctx)
+	if err != nil {
+		return Meta{}, err
+	}
+	ids, err := s.ids(ctx)
+	if err != nil {
+		return Meta{}, err
+	}
+	for _, id := range slices.Backward(ids) {
+		m, err := s.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile by Retain
+		}
+		if err != nil {
+			return Meta{}, err
+		}
+		if id <= g.Checkpoint || m.Generation >= g.Gen {
+			return m, nil
+		}
+	}
+	return Meta{}, ErrNotFound
+}
+
 // ids returns the ids of complete checkpoints, ascending.
 func (s *Store) ids(ctx context.Context) ([]uint64, error) {
 	objs, err := s.obj.List(ctx, "chk/")

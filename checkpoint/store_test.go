@@ -163,3 +163,40 @@ func TestRetainKeepsTheNewest(t *testing.T) {
 		t.Fatalf("restored 5 = %q, want v5", got)
 	}
 }
+
+// TestRestorableSkipsACheckpointOfAnOlderGeneration: a checkpoint that an
+// older coordinator finished storing after a rollback was decided is not
+// what the next rollback or restart restores; one taken before the
+// rollback's target, or in its generation, is.
+func TestRestorableSkipsACheckpointOfAnOlderGeneration(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	if _, err := w.store.Restorable(ctx); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("Restorable with no checkpoint: %v, want ErrNotFound", err)
+	}
+	complete := func(id, gen uint64) {
+		t.Helper()
+		if err := w.store.Complete(ctx, checkpoint.Meta{ID: id, Generation: gen, Started: time.Now(), Completed: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(id uint64) {
+		t.Helper()
+		m, err := w.store.Restorable(ctx)
+		if err != nil || m.ID != id {
+			t.Fatalf("Restorable = %d, %v; want %d", m.ID, err, id)
+		}
+	}
+	complete(10, 0)
+	complete(20, 0)
+	want(20)
+	// A rollback in generation 5 goes back to 20; checkpoint 30 of
+	// generation 0 lands in the store afterwards.
+	if err := w.store.SetGeneration(ctx, checkpoint.Generation{Gen: 5, Checkpoint: 20}); err != nil {
+		t.Fatal(err)
+	}
+	complete(30, 0)
+	want(20)
+	complete(40, 5)
+	want(40)
+}
