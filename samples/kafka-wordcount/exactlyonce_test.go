@@ -1,3 +1,9 @@
+//go:build !race
+
+// The SIGKILL runs of node processes (built without -race) check no Go
+// code of this process for races; they run in make test's second pass, at
+// full speed, rather than beside every -race package on a loaded machine.
+
 package kafkawordcount_test
 
 import (
