@@ -58,7 +58,8 @@ func main() {
 	flag.BoolVar(&cfg.Launch, "launch", os.Getenv("SLUICE_LAUNCH") != "", "run a local launcher for operators deployed with an executable; needs -control-tokens-file or -control-cert-roles, and -launch-allow or -launch-dir ($SLUICE_LAUNCH)")
 	var sec sdk.ControlSecurity
 	var policy sdk.LaunchPolicy
-	for _, err := range []error{sec.RegisterFlags(flag.CommandLine, os.Getenv), policy.RegisterFlags(flag.CommandLine, os.Getenv)} {
+	for _, err := range []error{sec.RegisterFlags(flag.CommandLine, os.Getenv), policy.RegisterFlags(flag.CommandLine, os.Getenv),
+		cfg.RegisterGuaranteeFlags(flag.CommandLine, os.Getenv)} {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sluice-node:", err)
 			os.Exit(2)

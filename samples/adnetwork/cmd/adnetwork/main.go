@@ -36,8 +36,10 @@ func run() error {
 	httpAddr := flag.String("http", "", "control API address, e.g. 127.0.0.1:0")
 	bind := flag.String("bind", "", "node-to-node address (default 127.0.0.1:0)")
 	without := flag.String("without", "", "comma-separated operators not to deploy at first start (deploy them later with sluice deploy)")
-	guarantee := flag.String("guarantee", "exactly-once", "what a crash may cost: exactly-once, at-least-once or none (README \"Guarantees\")")
-	checkpoints := flag.String("checkpoints", os.Getenv("SLUICE_CHECKPOINTS"), "exactly-once checkpoint store: a directory or s3://bucket/prefix; a cluster needs one every node reaches ($SLUICE_CHECKPOINTS; default: under -data when embedded)")
+	var cfg sdk.Config // -guarantee, -checkpoints…: what a crash may cost (README "Guarantees")
+	if err := cfg.RegisterGuaranteeFlags(flag.CommandLine, os.Getenv); err != nil {
+		return err
+	}
 	var sec sdk.ControlSecurity // -control-*: who may use the control API (docs/security.md)
 	if err := sec.RegisterFlags(flag.CommandLine, os.Getenv); err != nil {
 		return err
@@ -49,11 +51,6 @@ func run() error {
 			return fmt.Errorf("bad DURATION %q: %w", os.Getenv("DURATION"), err)
 		}
 		*duration = d
-	}
-
-	g, err := sdk.ParseGuarantee(*guarantee)
-	if err != nil {
-		return fmt.Errorf("-guarantee: %w", err)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,8 +74,9 @@ func run() error {
 			}
 		}
 	}
-	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger, Consul: *consulAddr, NodeID: *id, HTTP: *httpAddr, Bind: *bind, Deploy: deploy,
-		Guarantee: g, Checkpoints: *checkpoints, ControlSecurity: &sec}, ops...)
+	cfg.DataDir, cfg.Logger, cfg.Consul, cfg.NodeID, cfg.HTTP, cfg.Bind, cfg.Deploy = *dataDir, logger, *consulAddr, *id, *httpAddr, *bind, deploy
+	cfg.ControlSecurity = &sec
+	rt, err := sdk.Start(ctx, cfg, ops...)
 	if err != nil {
 		return err
 	}

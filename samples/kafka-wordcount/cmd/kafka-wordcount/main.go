@@ -70,9 +70,9 @@ func node(args []string) error {
 	fs.IntVar(&wc.SourceParallelism, "source-parallelism", wc.SourceParallelism, "source instances")
 	fs.IntVar(&wc.CountParallelism, "count-parallelism", wc.CountParallelism, "counter instances")
 	fs.IntVar(&wc.SinkParallelism, "sink-parallelism", wc.SinkParallelism, "sink instances")
-	guarantee := fs.String("guarantee", envOr("SLUICE_GUARANTEE", "exactly-once"), "exactly-once (checkpoints, Kafka transactions), at-least-once or none ($SLUICE_GUARANTEE)")
-	fs.StringVar(&cfg.Checkpoints, "checkpoints", os.Getenv("SLUICE_CHECKPOINTS"), "checkpoint store for exactly-once: a directory or s3://bucket/prefix ($SLUICE_CHECKPOINTS; a cluster needs one every node reaches)")
-	fs.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "time between checkpoints (0: 1 s)")
+	if err := cfg.RegisterGuaranteeFlags(fs, os.Getenv); err != nil { // exactly-once: checkpoints, Kafka transactions
+		return err
+	}
 	statePrefix := fs.String("state-prefix", envOr("SLUICE_KAFKA_STATE_PREFIX", "kafka-wordcount"), "at least once: changelog topics' prefix for operator state ($SLUICE_KAFKA_STATE_PREFIX); \"none\": no state log")
 	level := fs.String("log-level", "info", "log level")
 	var sec sdk.ControlSecurity // -control-*, $SLUICE_CONTROL_*: who may use the control API (docs/security.md)
@@ -94,11 +94,7 @@ func node(args []string) error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
-	g, err := sdk.ParseGuarantee(*guarantee)
-	if err != nil {
-		return fmt.Errorf("-guarantee: %w", err)
-	}
-	cfg.Guarantee = g
+	g := cfg.Guarantee
 	if g == sdk.NoGuarantee {
 		wc.Commit = kafka.CommitProduced
 	}
