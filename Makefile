@@ -6,7 +6,7 @@ GO        ?= go
 DURATION  ?=
 export DURATION
 
-.PHONY: run test vet unit tools bench fmt clean
+.PHONY: run test vet unit tools bench fuzz fmt clean
 
 ## run: the ad-network sample on the embedded runtime (Ctrl-C or DURATION=30s to stop)
 run:
@@ -45,6 +45,11 @@ tools:
 bench: tools
 	SLUICE_CONSUL_BIN="$$(scripts/ensure-tool.sh consul)" $(GO) run ./cmd/sluice-bench
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./internal/bench/...
+
+## fuzz: every fuzz target for FUZZTIME each (default 30s): make fuzz FUZZTIME=90s
+FUZZTIME ?= 30s
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
