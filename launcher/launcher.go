@@ -42,6 +42,7 @@ import (
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/placement"
+	"github.com/sluicehq/sluice/sdk/nodeenv"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -285,15 +286,15 @@ func (l *Local) start(p *proc) error {
 	// The launcher's own settings come last: for a name given twice, the
 	// last wins.
 	cmd.Env = append(cmd.Env,
-		"SLUICE_CONSUL="+l.cfg.Consul,
-		"SLUICE_CLUSTER="+l.cfg.Cluster,
-		"SLUICE_HOST="+p.spec.Kind,
-		"SLUICE_HOST_ONLY=1",
-		"SLUICE_NODE_ID="+id,
-		"SLUICE_DATA_DIR="+dataDir,
-		"SLUICE_HTTP=127.0.0.1:0",
-		"SLUICE_BIND=127.0.0.1:0",
-		"SLUICE_LAUNCH=", // no launcher in a launched process
+		nodeenv.Consul+"="+l.cfg.Consul,
+		nodeenv.Cluster+"="+l.cfg.Cluster,
+		nodeenv.Host+"="+p.spec.Kind,
+		nodeenv.HostOnly+"=1",
+		nodeenv.NodeID+"="+id,
+		nodeenv.DataDir+"="+dataDir,
+		nodeenv.HTTP+"=127.0.0.1:0",
+		nodeenv.Bind+"=127.0.0.1:0",
+		nodeenv.Launch+"=", // no launcher in a launched process
 	)
 	cmd.Env = append(cmd.Env, l.cfg.Env...)
 	if err := os.MkdirAll(dataDir, 0o750); err != nil {

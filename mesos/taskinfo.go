@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+
+	"github.com/sluicehq/sluice/sdk/nodeenv"
 )
 
 // taskInfo builds the TaskInfo launching t: the pool's command (with the
@@ -18,19 +20,19 @@ import (
 func (m *machine) taskInfo(t *task, p *Pool, resources []mesos.Resource) mesos.TaskInfo {
 	env := map[string]string{}
 	maps.Copy(env, p.Env)
-	env["SLUICE_CLUSTER"] = m.cfg.cluster
-	env["SLUICE_CONSUL"] = m.cfg.nodeConsul
+	env[nodeenv.Cluster] = m.cfg.cluster
+	env[nodeenv.Consul] = m.cfg.nodeConsul
 	env["HOST"] = t.hostname
 	if len(t.ports) == nodePorts {
 		actor := net.JoinHostPort(t.hostname, strconv.FormatUint(t.ports[0], 10))
-		env["SLUICE_BIND"], env["SLUICE_ADVERTISE"] = actor, actor
-		env["SLUICE_HTTP"] = net.JoinHostPort(t.hostname, strconv.FormatUint(t.ports[1], 10))
+		env[nodeenv.Bind], env[nodeenv.Advertise] = actor, actor
+		env[nodeenv.HTTP] = net.JoinHostPort(t.hostname, strconv.FormatUint(t.ports[1], 10))
 	}
 	switch {
 	case p.Volume != nil:
-		env["SLUICE_DATA_DIR"] = p.Volume.path()
+		env[nodeenv.DataDir] = p.Volume.path()
 	case p.DataDir != "":
-		env["SLUICE_DATA_DIR"] = p.DataDir
+		env[nodeenv.DataDir] = p.DataDir
 	}
 	vars := make([]mesos.Environment_Variable, 0, len(env))
 	for _, k := range slices.Sorted(maps.Keys(env)) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/sluicehq/sluice/sdk/nodeenv"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -27,7 +28,7 @@ func PoolsFromTopology(t topology.Topology) []Pool {
 		if spec.Executable == "" {
 			continue
 		}
-		env := map[string]string{"SLUICE_HOST": spec.Kind, "SLUICE_HOST_ONLY": "1"}
+		env := map[string]string{nodeenv.Host: spec.Kind, nodeenv.HostOnly: "1"}
 		for k, v := range spec.Env {
 			env[k] = v
 		}

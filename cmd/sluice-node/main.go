@@ -37,25 +37,13 @@ func kinds() []sdk.Factory {
 	)
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
 func main() {
 	var cfg sdk.Config
-	flag.StringVar(&cfg.NodeID, "id", envOr("SLUICE_NODE_ID", os.Getenv("MESOS_TASK_ID")), "node id ($SLUICE_NODE_ID; default: host name)")
-	flag.StringVar(&cfg.DataDir, "data", envOr("SLUICE_DATA_DIR", "sluice-data"), "data directory ($SLUICE_DATA_DIR)")
-	flag.StringVar(&cfg.Consul, "consul", os.Getenv("SLUICE_CONSUL"), "Consul address; empty: embedded ($SLUICE_CONSUL)")
-	flag.StringVar(&cfg.ClusterName, "cluster", envOr("SLUICE_CLUSTER", "sluice"), "cluster name ($SLUICE_CLUSTER)")
-	flag.StringVar(&cfg.HTTP, "http", envOr("SLUICE_HTTP", "127.0.0.1:7070"), "control API address ($SLUICE_HTTP)")
-	flag.StringVar(&cfg.Bind, "bind", envOr("SLUICE_BIND", "127.0.0.1:0"), "node-to-node address ($SLUICE_BIND)")
-	flag.StringVar(&cfg.Advertise, "advertise", os.Getenv("SLUICE_ADVERTISE"), "address other nodes use to reach -bind ($SLUICE_ADVERTISE)")
-	host := flag.String("host", os.Getenv("SLUICE_HOST"), "comma-separated kinds to host (default: all built in)")
+	// The control API on the CLI's default address (sluice --addr), unless
+	// $SLUICE_HTTP or -http says otherwise.
+	cfg.HTTP = "127.0.0.1:7070"
+	cfg.RegisterNodeFlags(flag.CommandLine, os.Getenv)
 	deploy := flag.String("deploy", os.Getenv("SLUICE_DEPLOY"), "comma-separated operators to deploy at first start, with their built-in settings (default: none)")
-	flag.BoolVar(&cfg.Launch, "launch", os.Getenv("SLUICE_LAUNCH") != "", "run a local launcher for operators deployed with an executable; needs -control-tokens-file or -control-cert-roles, and -launch-allow or -launch-dir ($SLUICE_LAUNCH)")
 	var sec sdk.ControlSecurity
 	var policy sdk.LaunchPolicy
 	for _, err := range []error{sec.RegisterFlags(flag.CommandLine, os.Getenv), policy.RegisterFlags(flag.CommandLine, os.Getenv),
@@ -75,9 +63,6 @@ func main() {
 			fmt.Printf("%-18s inputs %v outputs %v\n", m.Name, m.Inputs, m.Outputs)
 		}
 		return
-	}
-	if *host != "" {
-		cfg.Host = strings.Split(*host, ",")
 	}
 	cfg.Deploy = []string{}
 	if *deploy != "" {

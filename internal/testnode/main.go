@@ -35,12 +35,7 @@ func run() error {
 	// Defaults come from the environment, so that a launcher (the Mesos
 	// framework, a local-process launcher) can configure the node without
 	// knowing its flags.
-	flag.StringVar(&cfg.NodeID, "id", envOr("SLUICE_NODE_ID", os.Getenv("MESOS_TASK_ID")), "node id ($SLUICE_NODE_ID, else $MESOS_TASK_ID)")
-	flag.StringVar(&cfg.DataDir, "data", envOr("SLUICE_DATA_DIR", sandboxData()), "data directory ($SLUICE_DATA_DIR, else $MESOS_SANDBOX/data)")
-	flag.StringVar(&cfg.Consul, "consul", os.Getenv("SLUICE_CONSUL"), "Consul address ($SLUICE_CONSUL; empty: embedded)")
-	flag.StringVar(&cfg.ClusterName, "cluster", envOr("SLUICE_CLUSTER", "sluice"), "cluster (Consul service) name ($SLUICE_CLUSTER)")
-	flag.StringVar(&cfg.HTTP, "http", envOr("SLUICE_HTTP", "127.0.0.1:0"), "control API address ($SLUICE_HTTP)")
-	flag.StringVar(&cfg.Bind, "bind", envOr("SLUICE_BIND", "127.0.0.1:0"), "node-to-node address ($SLUICE_BIND)")
+	cfg.RegisterNodeFlags(flag.CommandLine, os.Getenv)
 	records := flag.Int64("records", 1_000_000, "records the generator produces in total")
 	keys := flag.Int("keys", 10_000, "distinct keys")
 	rate := flag.Float64("rate", 0, "records/s per generator instance (0: unlimited)")
@@ -53,12 +48,10 @@ func run() error {
 	traceSample := flag.String("trace-sample", "", "trace sampling, e.g. \"1000\" or \"1000,gen=1\"; 0 = off (empty: $SLUICE_TRACE_SAMPLE, else 1000); exporters from the OTEL_* variables")
 	events := flag.String("events", "", "file to append instance and membership events to (JSON lines)")
 	level := flag.String("log-level", "info", "log level")
-	host := flag.String("host", os.Getenv("SLUICE_HOST"), "comma-separated operators this node hosts: gen, count ($SLUICE_HOST; empty: both)")
-	flag.BoolVar(&cfg.Launch, "launch", os.Getenv("SLUICE_LAUNCH") != "", "run a local launcher for operator executables ($SLUICE_LAUNCH)")
-	cfg.HostOnly = os.Getenv("SLUICE_HOST_ONLY") != ""
-	guarantee := flag.String("guarantee", "none", "exactly-once, at-least-once or none (the tests choose; sdk's default is exactly-once)")
-	flag.StringVar(&cfg.Checkpoints, "checkpoints", os.Getenv("SLUICE_CHECKPOINTS"), "checkpoint store: a directory or s3://bucket/prefix ($SLUICE_CHECKPOINTS)")
-	flag.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "time between checkpoints (0: 1 s)")
+	cfg.Guarantee = sdk.NoGuarantee // the tests choose; sdk's default is exactly-once
+	if err := cfg.RegisterGuaranteeFlags(flag.CommandLine, os.Getenv); err != nil {
+		return err
+	}
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until the node stops")
 	rawSink := flag.Int64("raw-sink", 0, "benchmark mode: instead of a node, run a bare protoactor remote on -bind with an actor \"sink\" that counts this many messages, then prints \"done\"")
 	flag.Parse()
@@ -79,14 +72,6 @@ func run() error {
 	if *rawSink > 0 {
 		return runRawSink(cfg.Bind, *rawSink)
 	}
-	if *host != "" {
-		cfg.Host = strings.Split(*host, ",")
-	}
-	g, err := sdk.ParseGuarantee(*guarantee)
-	if err != nil {
-		return fmt.Errorf("-guarantee: %w", err)
-	}
-	cfg.Guarantee = g
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return err
@@ -115,6 +100,7 @@ func run() error {
 		ops = append(ops, testkinds.SinkFactory(2))
 	}
 	if *fileIn != "" {
+		var err error
 		if ops, err = fileOps(*fileIn, *fileOut, *rate, *countPar); err != nil {
 			return err
 		}
@@ -139,21 +125,6 @@ func run() error {
 }
 
 // envOr returns $name, or def when it is empty.
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// sandboxData returns $MESOS_SANDBOX/data when running as a Mesos task.
-func sandboxData() string {
-	if sb := os.Getenv("MESOS_SANDBOX"); sb != "" {
-		return sb + "/data"
-	}
-	return ""
-}
-
 // applyEnvInts sets flags not given on the command line from
 // SLUICE_TEST_<FLAG> variables (e.g. SLUICE_TEST_RECORDS), for launchers
 // that pass only an environment.

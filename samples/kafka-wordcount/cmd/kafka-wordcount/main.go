@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -54,14 +53,8 @@ func node(args []string) error {
 	fs := flag.NewFlagSet("kafka-wordcount", flag.ExitOnError)
 	var cfg sdk.Config
 	wc := kafkawordcount.DefaultConfig()
-	fs.StringVar(&cfg.NodeID, "id", os.Getenv("SLUICE_NODE_ID"), "node id ($SLUICE_NODE_ID; empty: the host name)")
-	fs.StringVar(&cfg.DataDir, "data", envOr("SLUICE_DATA_DIR", "sluice-data/kafka-wordcount"), "data directory ($SLUICE_DATA_DIR)")
-	fs.StringVar(&cfg.Consul, "consul", os.Getenv("SLUICE_CONSUL"), "Consul address ($SLUICE_CONSUL; empty: embedded)")
-	fs.StringVar(&cfg.ClusterName, "cluster", envOr("SLUICE_CLUSTER", "sluice"), "cluster (Consul service) name ($SLUICE_CLUSTER)")
-	fs.StringVar(&cfg.HTTP, "http", envOr("SLUICE_HTTP", "127.0.0.1:0"), "control API address ($SLUICE_HTTP)")
-	fs.StringVar(&cfg.Bind, "bind", envOr("SLUICE_BIND", "127.0.0.1:0"), "node-to-node address ($SLUICE_BIND)")
-	host := fs.String("host", os.Getenv("SLUICE_HOST"), "comma-separated operators this node hosts ($SLUICE_HOST; empty: all)")
-	fs.BoolVar(&cfg.HostOnly, "host-only", os.Getenv("SLUICE_HOST_ONLY") != "", "deploy nothing: only host the kinds, for manifests ($SLUICE_HOST_ONLY)")
+	cfg.DataDir = "sluice-data/kafka-wordcount"
+	cfg.RegisterNodeFlags(fs, os.Getenv) // -id, -data, -consul, -http, -host, -host-only…: $SLUICE_* (package nodeenv)
 	brokers := fs.String("brokers", os.Getenv("SLUICE_KAFKA_BROKERS"), "comma-separated Kafka brokers ($SLUICE_KAFKA_BROKERS); required")
 	fs.StringVar(&wc.Input, "input", envOr("SLUICE_KAFKA_INPUT", wc.Input), "topic of words ($SLUICE_KAFKA_INPUT)")
 	fs.StringVar(&wc.Output, "output", envOr("SLUICE_KAFKA_OUTPUT", wc.Output), "topic of counts ($SLUICE_KAFKA_OUTPUT)")
@@ -85,9 +78,6 @@ func node(args []string) error {
 	wc.Brokers = kafka.ParseBrokers(*brokers)
 	if len(wc.Brokers) == 0 {
 		return fmt.Errorf("-brokers (or $SLUICE_KAFKA_BROKERS) is required")
-	}
-	if *host != "" {
-		cfg.Host = strings.Split(*host, ",")
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
