@@ -23,11 +23,14 @@
 //			return err
 //		}
 //		sdk.PutInt64(ctx.State(), rec.Key, n+1)
-//		return ctx.Produce("counts", sdk.Record{Key: rec.Key, Value: sdk.Int64Bytes(n + 1)})
+//		return ctx.Produce("counts", sdk.Record{Key: rec.Key, Value: fmt.Appendf(nil, "%d", n+1)})
 //	}
 //	func (Counter) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 //
 //	err := sdk.Run(ctx, sdk.Config{DataDir: "data"}, func() sdk.Operator { return Counter{} })
+//
+// (the README's and Example's code: the count travels as decimal text, for
+// readers outside Go; Int64Bytes is the compact 8-byte form.)
 //
 // The names below are aliases of the runtime's own types, so values pass
 // between sdk and the runtime without conversion.

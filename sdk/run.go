@@ -67,8 +67,10 @@ type Config struct {
 	// empty means all of them. The others run on the nodes that host them.
 	Host []string
 	// Deploy lists which of the given operators to deploy when the
-	// program first starts (later starts never redeploy a killed one); nil
-	// means all of them. The others are only hosted, ready for "sluice
+	// program first starts; nil means all of them. Later starts never
+	// redeploy a killed one, nor change one changed through the control
+	// API, but update one still deployed from the code whose metadata in
+	// the code changed (a new Parallelism rescales it). The others are only hosted, ready for "sluice
 	// deploy". HostOnly deploys none (an operator "slug" started by a
 	// launcher).
 	Deploy   []string

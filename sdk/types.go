@@ -7,15 +7,50 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 )
 
-// Operator is the unit of work; see the method docs for the contract.
+// Operator is the unit of work: the runtime creates one value per instance
+// (with a Factory) and calls it on the instance's goroutine only.
+//
+//	Metadata() Metadata
+//		Name, inputs (stream + routing), outputs, parallelism, key groups
+//		and restart policy. Called once on a fresh value, before Init.
+//	Init(ctx Context) error
+//		Runs on every (re)start; State and timers hold what was committed.
+//	ProcessRecord(ctx Context, rec Record) error
+//		One record of one input. An error or panic fails the attempt: its
+//		state writes, timers and produced records are discarded, the
+//		instance restarts per its RestartPolicy and the record is tried
+//		again, then dead-lettered to "<operator>.deadletter".
+//	ProcessTimer(ctx Context, key string, at time.Time) error
+//		A timer set with Context.SetTimer is due; failures as above.
+//
+// Optional interfaces add to it: Source (Poll), Closer, Flusher,
+// Committer, Resumable, Replayable.
 type Operator = core.Operator
 
-// Closer is implemented by operators that release resources on stop or
-// restart.
+// Closer is implemented by operators that release resources when an
+// instance stops or is about to restart:
+//
+//	Close(ctx Context) error
+//
+// It runs on the instance's goroutine; errors are logged.
 type Closer = core.Closer
 
-// Source is implemented by operators that create records: the runtime calls
-// Poll whenever downstream has room.
+// Source is implemented by operators that create records (generators,
+// Kafka consumers, file readers):
+//
+//	Poll(ctx Context) error
+//
+// The runtime calls Poll on the instance's goroutine whenever the instance
+// has nothing else to do and downstream has room, so a source never
+// outruns its consumers. Poll produces zero or more records with
+// ctx.Produce and returns, within about 100 ms when no data is available;
+// after a Poll that produced nothing the runtime waits up to 100 ms. An
+// error restarts the instance like a ProcessRecord error.
+//
+// Memory: the records of one Poll are held until it returns (they are
+// discarded if it fails), so the runtime's memory bound applies between
+// Polls, not within one: produce a bounded batch per call (the connectors
+// produce at most a few thousand) rather than everything available.
 type Source = core.Source
 
 // Replayable is implemented by sources that can produce again from a
@@ -44,12 +79,36 @@ type Committer = core.Committer
 // every restart.
 type Factory = core.Factory
 
-// Context is handed to every operator callback: produce records, set timers,
-// use state, read instance info and log. It is also a context.Context.
+// Context is handed to every operator callback; it is also a
+// context.Context, done when the instance stops.
+//
+//	Produce(stream string, rec Record) error
+//		Sends rec to one of the operator's declared outputs; delivered
+//		after the callback returns successfully, discarded if it fails.
+//	SetTimer(key string, at time.Time) error / DeleteTimer(key string) error
+//		Durable timers (one per key; setting again replaces it), fired by
+//		ProcessTimer at or after at, also after a restart.
+//	State() State
+//		The instance's key-value state.
+//	Instance() InstanceInfo
+//		Operator, index, parallelism, node, key groups, guarantee.
+//	Logger() *slog.Logger
+//		A logger with the operator and instance as attributes.
 type Context = core.Context
 
 // State is an instance's key-value store, partitioned by key group and kept
 // in Pebble.
+//
+//	Get(key []byte) ([]byte, error)   // ErrNotFound when absent
+//	Set(key, value []byte)            // keeps its own copies
+//	Delete(key []byte)
+//	Scan(prefix []byte, fn func(key, value []byte) error) error
+//
+// While a group-by record is processed, reads and writes go to the key
+// group of the record's key; while a timer fires, to the timer's key group;
+// otherwise (other routings, Init, Poll) to the instance's first key group.
+// Writes are visible at once and committed in batches (every 200 ms, at
+// stops and at checkpoints). GetInt64 and PutInt64 store counters.
 type State = core.State
 
 // Record is one item on a stream.
