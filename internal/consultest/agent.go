@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/sluicehq/sluice/internal/toolbin"
 )
 
 // Timeouts of the agent's life cycle.
@@ -270,7 +271,7 @@ func (a *Agent) logTail() string {
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	return tail(string(b), 60)
+	return toolbin.Tail(string(b), 60)
 }
 
 // freePorts picks distinct free ports on 127.0.0.1: HTTP and Server free

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/toolbin"
 )
 
 // The test services' binaries: Jaeger v1.76.0 built by
@@ -639,19 +640,8 @@ func jaegerBinary(t *testing.T) string {
 	t.Helper()
 	hint := "build it with `scripts/ensure-tool.sh jaeger` (Jaeger " + jaegerVersion +
 		" from the Go module proxy into $HOME/.cache/sluice/bin, about 10 minutes the first time; `make test` does this) and/or set " + envJaegerBin
-	p := os.Getenv(envJaegerBin)
-	if p == "" {
-		cache := os.Getenv("SLUICE_CACHE")
-		if cache == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				t.Fatalf("no Jaeger binary (%v); %s", err, hint)
-			}
-			cache = filepath.Join(home, ".cache", "sluice")
-		}
-		p = filepath.Join(cache, "bin", "jaeger-"+jaegerVersion)
-	}
-	if err := executable(p); err != nil {
+	p, err := toolbin.Tool{Name: "jaeger", File: "jaeger-" + jaegerVersion, Env: envJaegerBin, Check: executable}.Find(nil)
+	if err != nil {
 		t.Fatalf("no usable Jaeger binary: %v; %s", err, hint)
 	}
 	return p

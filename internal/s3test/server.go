@@ -19,6 +19,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/sluicehq/sluice/internal/toolbin"
 )
 
 // Timeouts of the server's life cycle.
@@ -408,7 +409,7 @@ func (s *Server) logTail() string {
 	if err != nil {
 		return fmt.Sprintf("(no log: %v)", err)
 	}
-	return tail(string(b), 60)
+	return toolbin.Tail(string(b), 60)
 }
 
 // freePorts picks distinct free TCP ports on 127.0.0.1 below the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/sluicehq/sluice/internal/toolbin"
 )
 
 // client returns a minio client for srv with the given credentials, with
@@ -273,6 +274,6 @@ func TestLogsStayInTheTempDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(b, []byte("Start Seaweed")) {
-		t.Errorf("log %s has no glog output (want -logtostderr to bring it here):\n%s", srv.LogPath(), tail(string(b), 20))
+		t.Errorf("log %s has no glog output (want -logtostderr to bring it here):\n%s", srv.LogPath(), toolbin.Tail(string(b), 20))
 	}
 }
