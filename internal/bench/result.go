@@ -16,6 +16,9 @@ type Result struct {
 	CPU time.Duration
 	// Latencies are per-record end-to-end latencies, if measured.
 	Latencies []time.Duration
+	// Checkpoints are the durations of the run's complete checkpoints,
+	// if it ran exactly-once.
+	Checkpoints []time.Duration
 }
 
 // PerSec returns Ops per second.

@@ -3,13 +3,17 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/checkpoint"
+	"github.com/sluicehq/sluice/objstore/fsstore"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -26,6 +30,11 @@ type WordCountConfig struct {
 	// Telemetry configures OpenTelemetry for the run; nil means off
 	// (whatever the OTEL_* variables say). See TelemetryOn.
 	Telemetry *sdk.TelemetryConfig
+	// ExactlyOnce runs with checkpoints every CheckpointInterval (0: 1 s)
+	// in a directory store; otherwise the run has no guarantee (what the
+	// figures before checkpoints measured).
+	ExactlyOnce        bool
+	CheckpointInterval time.Duration
 }
 
 // WordCount runs source → group-by counter with Pebble state → sink in one
@@ -49,11 +58,18 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 	}
 	sink := &latencySink{lat: make([]time.Duration, 0, cfg.Records), want: cfg.Records, done: make(chan struct{})}
 	src := &wordSource{n: cfg.Records, keys: keys, rate: cfg.Rate}
-	rt, err := sdk.Start(context.Background(), sdk.Config{
+	scfg := sdk.Config{
 		NodeID: "bench", DataDir: dir, NoSync: true,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Telemetry: cmp.Or(cfg.Telemetry, &sdk.TelemetryConfig{}),
-	},
+		Guarantee: sdk.NoGuarantee,
+	}
+	if cfg.ExactlyOnce {
+		scfg.Guarantee, scfg.CheckpointInterval = sdk.ExactlyOnce, cfg.CheckpointInterval
+		scfg.Checkpoints = filepath.Join(dir, "checkpoints")
+		scfg.CheckpointsKept = 100_000 // all, for their durations
+	}
+	rt, err := sdk.Start(context.Background(), scfg,
 		func() sdk.Operator { return src },
 		func() sdk.Operator { return wordCounter{par: cfg.Parallelism} },
 		func() sdk.Operator { return sink },
@@ -67,10 +83,36 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 	case <-time.After(10 * time.Minute):
 		return Result{}, fmt.Errorf("bench: word count: only %d of %d records reached the sink", len(sink.lat), cfg.Records)
 	}
-	return Result{Ops: int64(cfg.Records), Elapsed: time.Since(src.start), CPU: processCPU() - src.cpu, Latencies: sink.lat}, nil
+	r := Result{Ops: int64(cfg.Records), Elapsed: time.Since(src.start), CPU: processCPU() - src.cpu, Latencies: sink.lat}
+	if cfg.ExactlyOnce {
+		if r.Checkpoints, err = checkpointDurations(filepath.Join(dir, "checkpoints")); err != nil {
+			return Result{}, err
+		}
+	}
+	return r, nil
 }
 
-// wordSource produces n records over keys, optionally rate-limited.
+// checkpointDurations returns how long each complete checkpoint in the
+// directory store took.
+func checkpointDurations(dir string) ([]time.Duration, error) {
+	obj, err := fsstore.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("bench: open the checkpoint store: %w", err)
+	}
+	metas, err := checkpoint.NewStore(obj).List(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("bench: list checkpoints: %w", err)
+	}
+	out := make([]time.Duration, len(metas))
+	for i, m := range metas {
+		out[i] = m.Duration()
+	}
+	return out, nil
+}
+
+// wordSource produces n records over keys, optionally rate-limited. It
+// keeps its position in State (Resumable), so that it can run
+// exactly-once.
 type wordSource struct {
 	n, next int
 	keys    [][]byte
@@ -85,16 +127,36 @@ func (s *wordSource) Metadata() sdk.Metadata {
 
 // Init starts the clock once: a restarted incarnation (the factory returns
 // the same source) keeps counting from the first start.
-func (s *wordSource) Init(sdk.Context) error {
+func (s *wordSource) Init(ctx sdk.Context) error {
 	if s.start.IsZero() {
 		s.start, s.cpu = time.Now(), processCPU()
 	}
+	v, err := ctx.State().Get(positionKey)
+	switch {
+	case err == nil:
+		n, perr := strconv.Atoi(string(v))
+		if perr != nil {
+			return fmt.Errorf("bench: bad source position %q", v)
+		}
+		s.next = n
+	case !errors.Is(err, sdk.ErrNotFound):
+		return err
+	}
 	return nil
 }
+
+// positionKey is where wordSource keeps its position.
+var positionKey = []byte("position")
+
+// ResumesFromState implements sdk.Resumable.
+func (s *wordSource) ResumesFromState() {}
 func (s *wordSource) Poll(ctx sdk.Context) error {
 	limit := s.n
 	if s.rate > 0 {
 		limit = min(limit, int(s.rate*time.Since(s.start).Seconds()))
+	}
+	if s.next >= limit {
+		return nil
 	}
 	for i := 0; i < 1024 && s.next < limit; i++ {
 		if err := ctx.Produce("words", sdk.Record{Key: s.keys[s.next%len(s.keys)], EventTime: time.Now()}); err != nil {
@@ -102,6 +164,7 @@ func (s *wordSource) Poll(ctx sdk.Context) error {
 		}
 		s.next++
 	}
+	ctx.State().Set(positionKey, strconv.AppendInt(nil, int64(s.next), 10))
 	return nil
 }
 func (s *wordSource) ProcessRecord(sdk.Context, sdk.Record) error       { return nil }
