@@ -24,6 +24,13 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 	i := c.inst
 	if stream != c.lastStream {
 		if !i.outs[stream] {
+			// A redeploy may have added it, and this record come before
+			// the coordinator's word of it.
+			if spec, ok := i.node.topology().Find(i.key.op); ok {
+				i.adopt(spec)
+			}
+		}
+		if !i.outs[stream] {
 			return fmt.Errorf("operator %q: produce to %q: %w (declared outputs: %v)", i.key.op, stream, core.ErrUnknownStream, i.spec.Meta.Outputs)
 		}
 		c.lastStream = stream

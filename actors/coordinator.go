@@ -66,6 +66,7 @@ type localInst struct {
 	inst       *instance
 	state      localState
 	releasedAt time.Time
+	revision   int64 // the spec revision last sent to inst
 }
 
 type localState uint8
@@ -323,6 +324,10 @@ func (c *coordinator) apply() {
 				continue
 			}
 			li := c.local[k]
+			if li != nil && li.revision != spec.Revision {
+				li.revision = spec.Revision
+				c.n.system.Root.Send(li.inst.pid, specMsg{spec: spec})
+			}
 			switch {
 			case li == nil:
 				op, err := c.n.operator(spec.Meta.Name, spec.Kind)
@@ -335,7 +340,7 @@ func (c *coordinator) apply() {
 					c.n.log.Error("cannot spawn instance", "instance", k.String(), "error", err)
 					continue
 				}
-				li = &localInst{inst: inst, state: lsAwaiting}
+				li = &localInst{inst: inst, state: lsAwaiting, revision: spec.Revision}
 				c.local[k] = li
 			case li.state == lsReleasing || li.state == lsReleased:
 				c.n.system.Root.Send(li.inst.pid, acquireMsg{})

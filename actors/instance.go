@@ -171,20 +171,13 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 		hi:     hi,
 		pid:    pid,
 		log:    op.node.log.With("operator", key.op, "instance", key.index, "epoch", key.epoch),
-		outs:   map[string]bool{core.DeadLetterStream(key.op): true},
 		state:  StateAwaiting,
 		ctx:    ctx,
 		cancel: cancel,
 		store:  op.node.db.NewStore(key.op),
 		timers: newTimerQueue(),
 	}
-	for _, s := range spec.Meta.Outputs {
-		inst.outs[s] = true
-	}
-	for s := range inst.outs {
-		inst.outputs = append(inst.outputs, s)
-	}
-	slices.Sort(inst.outputs)
+	inst.setOutputs(spec.Meta.Outputs)
 	inst.watermark = noWatermark
 	inst.gen = op.node.gen.Load()
 	fc := op.node.flowConfig()
@@ -195,6 +188,35 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 	inst.octx = &opContext{Context: ctx, inst: inst}
 	inst.curGroup = lo
 	return inst
+}
+
+// setOutputs sets the streams the instance may produce to: outputs and its
+// dead-letter stream.
+func (i *instance) setOutputs(outputs []string) {
+	i.outs = map[string]bool{core.DeadLetterStream(i.key.op): true}
+	for _, s := range outputs {
+		i.outs[s] = true
+	}
+	i.outputs = i.outputs[:0]
+	for s := range i.outs {
+		i.outputs = append(i.outputs, s)
+	}
+	slices.Sort(i.outputs)
+}
+
+// adopt takes the operator's new settings of the same epoch: outputs (the
+// next Produce may use a new one; barriers and watermarks go to every
+// one), inputs (alignment counts the new upstreams) and the dead-letter
+// threshold. The supervisor's restart policy stays the one the instance
+// was spawned with until the next epoch.
+func (i *instance) adopt(spec topology.OperatorSpec) {
+	if spec.Epoch != i.key.epoch || spec.Revision <= i.spec.Revision {
+		return
+	}
+	i.spec = spec
+	i.setOutputs(spec.Meta.Outputs)
+	i.ins.refresh(i.node.topology(), i.spec)
+	i.log.Info("operator settings changed; adopted", "revision", spec.Revision, "outputs", spec.Meta.Outputs)
 }
 
 // newIncarnation is the actor producer: protoactor calls it on spawn and on
@@ -270,6 +292,8 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 		}
 	case releaseMsg:
 		i.release()
+	case specMsg:
+		i.adopt(m.spec)
 	case acquireMsg:
 		if i.mode == modeReleased {
 			i.mode = modeAwaiting

@@ -3,6 +3,7 @@ package actors
 import (
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // The runtime's messages. Each meaning has one type: what arrives from
@@ -80,4 +81,8 @@ type (
 	// acquireMsg tells a released instance that it runs here again: it
 	// waits for its state, then for activateMsg.
 	acquireMsg struct{}
+	// specMsg tells an instance that its operator's settings changed
+	// within its epoch (a redeploy with other outputs, inputs or restart
+	// policy): it adopts them at once.
+	specMsg struct{ spec topology.OperatorSpec }
 )
