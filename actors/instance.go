@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -389,15 +390,37 @@ func (i *instance) handle(u unit) {
 // no unsent or unacknowledged output, no stashed or held input, no item in
 // progress. Records held for a stream nobody reads do not count: nothing
 // will take them (Node.Stop drains everything else and stops).
-func (i *instance) quiet() bool {
+func (i *instance) quiet() string {
 	blocked := i.blocked && (i.out.Pending() || i.out.Unread() == 0)
+	stashed := 0
 	for _, u := range i.stash {
 		if u.kind == unitBatch {
-			return false // polls and timer ticks wait too, but hold no record
+			stashed++ // polls and timer ticks wait too, but hold no record
 		}
 	}
-	return !i.out.Pending() && i.out.Inflight() == 0 && len(i.ins.blocked) == 0 &&
-		i.cur.kind == workNone && !blocked
+	var held []string
+	if stashed > 0 {
+		held = append(held, fmt.Sprintf("%d input batches stashed", stashed))
+	}
+	if i.out.Pending() {
+		held = append(held, "output not sent")
+	}
+	if n := i.out.Inflight(); n > 0 {
+		held = append(held, fmt.Sprintf("%d batches not acknowledged", n))
+	}
+	if n := len(i.ins.blocked); n > 0 {
+		held = append(held, fmt.Sprintf("%d input batches held to align checkpoint %d", n, i.ins.aligning))
+	}
+	if i.cur.kind != workNone {
+		held = append(held, "a record or timer in progress")
+	}
+	if blocked {
+		held = append(held, "blocked by backpressure")
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	return i.key.String() + ": " + strings.Join(held, ", ")
 }
 
 // stateName returns the instance's state for messages.

@@ -68,8 +68,9 @@ type (
 		checkpoint bool // restore it from the base checkpoint (exactly-once)
 	}
 	// quiesceMsg asks an instance whether it holds unsent output or
-	// unprocessed input; the answer goes to reply.
-	quiesceMsg struct{ reply chan<- bool }
+	// unprocessed input; the answer goes to reply: empty when it holds
+	// none, else what it holds.
+	quiesceMsg struct{ reply chan<- string }
 	// spawnMsg asks an operator's supervisor to spawn an instance.
 	spawnMsg struct {
 		inst *instance

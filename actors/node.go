@@ -692,13 +692,22 @@ func (n *Node) abort() {
 }
 
 // drain waits until no record is queued or buffered on the node. Sources
-// have stopped polling by then (see Node.stopping).
+// have stopped polling by then (see Node.stopping). Every 10 s it logs
+// what it still waits for.
 func (n *Node) drain(ctx context.Context) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	nextLog := time.Now().Add(10 * time.Second)
 	for {
-		if n.queued.Load() == 0 && n.quiescent(ctx) && n.queued.Load() == 0 {
-			return nil
+		if n.queued.Load() == 0 {
+			busy := n.busy(ctx)
+			if len(busy) == 0 && n.queued.Load() == 0 {
+				return nil
+			}
+			if time.Now().After(nextLog) {
+				nextLog = time.Now().Add(10 * time.Second)
+				n.log.Warn("stop waits for instances that still hold records", "instances", busy)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -708,25 +717,32 @@ func (n *Node) drain(ctx context.Context) error {
 	}
 }
 
-// quiescent asks every instance whether it holds unsent or unprocessed
+// quiescent reports whether no instance holds unsent or unprocessed
 // records.
-func (n *Node) quiescent(ctx context.Context) bool {
-	var replies []chan bool
-	for _, inst := range n.instances() {
-		ch := make(chan bool, 1)
-		n.system.Root.Send(inst.pid, quiesceMsg{reply: ch})
-		replies = append(replies, ch)
+func (n *Node) quiescent(ctx context.Context) bool { return len(n.busy(ctx)) == 0 }
+
+// busy asks every instance whether it holds unsent or unprocessed records
+// and returns what those that do hold (all of them, as unknown, if ctx
+// ends first).
+func (n *Node) busy(ctx context.Context) []string {
+	insts := n.instances()
+	replies := make([]chan string, len(insts))
+	for k, inst := range insts {
+		replies[k] = make(chan string, 1)
+		n.system.Root.Send(inst.pid, quiesceMsg{reply: replies[k]})
 	}
-	all := true
-	for _, ch := range replies {
+	var out []string
+	for k, ch := range replies {
 		select {
-		case idle := <-ch:
-			all = all && idle
+		case held := <-ch:
+			if held != "" {
+				out = append(out, held)
+			}
 		case <-ctx.Done():
-			return false
+			return append(out, fmt.Sprintf("%s: no answer (%v)", insts[k].key, ctx.Err()))
 		}
 	}
-	return all
+	return out
 }
 
 // isStopping reports whether Stop has begun.

@@ -21,11 +21,20 @@ func TestAddTrendingURLsToARunningPipeline(t *testing.T) {
 			deploy = append(deploy, name)
 		}
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t), Deploy: deploy}, ops...)
+	// The walkthrough is about the CLI; it runs without checkpoints, as the
+	// sample's README did before exactly-once became the default.
+	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t), Deploy: deploy,
+		Guarantee: sdk.NoGuarantee}, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Stop(context.Background())
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := rt.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
 	addr := rt.HTTPAddr()
 	sluicetest.WaitFor(t, 30*time.Second, "CTR figures", func() bool { return len(dash.Top(1)) > 0 })
 	if ls := mustCLI(t, addr, "ls"); strings.Contains(ls, "trending-urls") || !strings.Contains(ls, "publisher-counts") {
