@@ -71,15 +71,20 @@ func (i *instance) activate() {
 	for _, t := range stored {
 		i.timers.set(t.Group, t.Key, t.At)
 	}
+	// The counters are the stored ones, or zero when the state holds none
+	// (a rollback to a checkpoint taken before the first commit, or to no
+	// checkpoint): never what this value counted before a rollback.
+	var processed, produced int64
 	if v, ok, err := i.store.GetMeta(i.lo, metaProcessed); err == nil && ok && len(v) == 8 {
-		i.processed.Store(int64(binary.BigEndian.Uint64(v)))
+		processed = int64(binary.BigEndian.Uint64(v))
 	}
-	i.processedSet = i.processed.Load()
 	if v, ok, err := i.store.GetMeta(i.lo, metaProduced); err == nil && ok && len(v) == 8 {
-		i.produced = int64(binary.BigEndian.Uint64(v))
-		i.producedSet = i.produced
-		i.producedPub.Store(i.produced)
+		produced = int64(binary.BigEndian.Uint64(v))
 	}
+	i.processed.Store(processed)
+	i.processedSet = processed
+	i.produced, i.producedSet = produced, produced
+	i.producedPub.Store(produced)
 	i.node.event(i.key, EventActive)
 	i.startIncarnation()
 }

@@ -1,3 +1,10 @@
+//go:build !race
+
+// The SIGKILL runs of node processes run in make test's second pass, at
+// full speed: under -race the harness builds the nodes with the race
+// detector too, and five exactly-once node processes beside every other
+// -race package overload a 2-core machine.
+
 package integration
 
 import (
