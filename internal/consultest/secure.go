@@ -184,3 +184,28 @@ func uuid() (string, error) {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 }
+
+// NewToken creates, with the management token, an ACL policy named name
+// holding rules (HCL, e.g. `key_prefix "sluice/" { policy = "write" }`)
+// and a token with only that policy, and returns the token's SecretID. An
+// empty rules makes a token without any policy. The agent must have been
+// started with Options.ACL.
+func (a *Agent) NewToken(name, rules string) string {
+	a.t.Helper()
+	if !a.opts.ACL {
+		a.t.Fatalf("consultest: NewToken %q: the agent was started without Options.ACL", name)
+	}
+	tok := &api.ACLToken{Description: "consultest " + name}
+	if rules != "" {
+		p, _, err := a.client.ACL().PolicyCreate(&api.ACLPolicy{Name: name, Rules: rules}, nil)
+		if err != nil {
+			a.t.Fatalf("consultest: create ACL policy %q: %v", name, err)
+		}
+		tok.Policies = []*api.ACLTokenPolicyLink{{ID: p.ID}}
+	}
+	created, _, err := a.client.ACL().TokenCreate(tok, nil)
+	if err != nil {
+		a.t.Fatalf("consultest: create ACL token %q: %v", name, err)
+	}
+	return created.SecretID
+}
