@@ -8,6 +8,7 @@ import (
 
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler"
 
+	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos/mesostest"
 )
@@ -97,4 +98,26 @@ func TestNoCredentials(t *testing.T) {
 	if len(e.master.Frameworks()) != 0 {
 		t.Errorf("frameworks %v without credentials", e.master.Frameworks())
 	}
+}
+
+// TestConsulTLSAndACL: the scheduler reaches a Consul agent that serves
+// HTTPS only, requires client certificates and denies requests without a
+// token, through the standard CONSUL_* variables (which it ignored when
+// its transport already had a TLS configuration).
+func TestConsulTLSAndACL(t *testing.T) {
+	e := newEnvSecure(t, mesostest.Config{Agents: []mesostest.AgentSpec{{ID: "agent-1", CPUs: 2, Mem: 1024}}},
+		consultest.Options{ACL: true, TLS: true})
+	for _, kv := range e.consul.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	t.Setenv("CONSUL_HTTP_TOKEN", e.consul.ManagementToken())
+	cfg := e.config("s1")
+	cfg.Consul = e.consul.URL()
+	s := e.start(cfg, shellPool("p", 1, "sleep 600", 3))
+	e.waitMaster(waitTimeout, "the task running", func() bool { return len(e.running()) == 1 })
+	sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the status in Consul", func() bool {
+		st, err := e.readStatus()
+		return err == nil && st.Role == s.Status().Role && len(st.Tasks) == 1
+	})
 }
