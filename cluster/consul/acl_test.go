@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -162,5 +164,44 @@ func TestTLS(t *testing.T) {
 		}
 		t.Setenv("CONSUL_HTTP_TOKEN", token)
 		checkNodeWorks(t, agent, consul.Config{Address: agent.URL(), Service: service, Logger: testLogger(t)})
+	})
+}
+
+// lockedBuffer is a log sink safe for concurrent writes and reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestACLFilteredWarning: a token without node:read registers, but Consul
+// silently leaves its members out of the health results; the watcher
+// says which permission is missing.
+func TestACLFilteredWarning(t *testing.T) {
+	agent := consultest.StartWith(t, consultest.Options{ACL: true})
+	service := newService()
+	token := agent.NewToken("no-node-read", fmt.Sprintf(`service %q { policy = "write" }`, service))
+	var logs lockedBuffer
+	d, err := consul.New(consul.Config{Address: agent.Addr(), Service: service, Token: token,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Leave(context.Background()) })
+	join(t, d, clustertest.Member("node-1", 1))
+	_ = d.Watch(t.Context())
+	sluicetest.WaitFor(t, 10*time.Second, "the ACL filtering warning", func() bool {
+		return strings.Contains(logs.String(), "because of ACLs") && strings.Contains(logs.String(), "needs node:read")
 	})
 }
