@@ -86,7 +86,14 @@ func newEnv(t *testing.T, agents ...mesostest.AgentSpec) *env {
 // short ones of newEnv.
 func newEnvWith(t *testing.T, cfg mesostest.Config) *env {
 	t.Helper()
-	c := consultest.Start(t)
+	return newEnvSecure(t, cfg, consultest.Options{})
+}
+
+// newEnvSecure is newEnvWith with a Consul agent started with opts (ACLs,
+// TLS).
+func newEnvSecure(t *testing.T, cfg mesostest.Config, opts consultest.Options) *env {
+	t.Helper()
+	c := consultest.StartWith(t, opts)
 	if cfg.HeartbeatInterval == 0 {
 		cfg.HeartbeatInterval = time.Second
 	}

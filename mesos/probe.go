@@ -19,7 +19,10 @@ import (
 //     Master::Http::redirect), resolved here against the request's URL;
 //   - 503 Service Unavailable: no leader is elected ("No leader elected")
 //     or this master was just elected and has not recovered its state yet
-//     ("Master has not finished recovery").
+//     ("Master has not finished recovery");
+//   - 401 Unauthorized: the master authenticates frameworks and refused
+//     the credentials; its WWW-Authenticate challenge goes into the error
+//     (explainUnauthorized).
 //
 // The subscriber reads it when the subscription ends (after), and follows
 // the redirect at once, or asks the same master again after a backoff.
@@ -29,6 +32,7 @@ type masterProbe struct {
 	mu          sync.Mutex
 	leader      string // endpoint a 307 pointed to
 	unavailable string // body of the last 503
+	challenge   string // WWW-Authenticate of the last 401
 }
 
 var _ http.RoundTripper = (*masterProbe)(nil)
@@ -47,6 +51,10 @@ func (p *masterProbe) RoundTrip(req *http.Request) (*http.Response, error) {
 				p.mu.Unlock()
 			}
 		}
+	case http.StatusUnauthorized:
+		p.mu.Lock()
+		p.challenge = resp.Header.Get("WWW-Authenticate")
+		p.mu.Unlock()
 	case http.StatusServiceUnavailable:
 		// Keep the body for mesos-go, which puts it into its error.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, apierrors.MaxSizeDetails))
@@ -69,4 +77,12 @@ func (p *masterProbe) after() (leader, unavailable string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.leader, p.unavailable
+}
+
+// authChallenge returns the WWW-Authenticate header of the last 401
+// answer ("" for none).
+func (p *masterProbe) authChallenge() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.challenge
 }

@@ -58,6 +58,14 @@ func New(cfg Config) (*Scheduler, error) {
 	// request rate is low (state and status writes, a blocking query).
 	consulTransport := http.DefaultTransport.(*http.Transport).Clone()
 	consulTransport.DisableKeepAlives = true
+	// api.NewClient applies the TLS settings (CONSUL_CACERT,
+	// CONSUL_CLIENT_CERT, ...) only to a transport without a
+	// TLSClientConfig, which a clone of http.DefaultTransport may have.
+	tlsCfg, err := api.SetupTLSConfig(&ccfg.TLSConfig)
+	if err != nil {
+		return nil, fmt.Errorf("mesos: Consul TLS settings (CONSUL_CACERT, CONSUL_CLIENT_CERT, CONSUL_CLIENT_KEY): %w", err)
+	}
+	consulTransport.TLSClientConfig = tlsCfg
 	ccfg.Transport = consulTransport
 	client, err := api.NewClient(ccfg)
 	if err != nil {

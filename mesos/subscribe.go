@@ -187,6 +187,7 @@ func (s *subscriber) attempt(ctx context.Context, attempt int, endpoint string, 
 		controller.WithRegistrationTokens(tokens),
 		controller.WithSubscriptionTerminated(func(err error) { lastErr = err }),
 	)
+	lastErr = explainUnauthorized(s.cfg, endpoint, probe.authChallenge(), lastErr)
 	if lastErr != nil && !subscribed {
 		lastErr = fmt.Errorf("SUBSCRIBE to %s: %w", endpoint, lastErr)
 	}

@@ -4,16 +4,30 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/hashicorp/consul/api"
 )
 
 // Config configures a Consul Discovery. Zero values mean the defaults of
 // DefaultConfig; they are filled in one place, withDefaults.
 type Config struct {
 	// Address is the Consul agent's HTTP API: "host:port", or
-	// "https://host:port". Default "127.0.0.1:8500".
+	// "https://host:port" (or "host:port" with CONSUL_HTTP_SSL=true).
+	// Default "127.0.0.1:8500". It takes precedence over CONSUL_HTTP_ADDR.
+	//
+	// The other settings of the client come from the standard environment
+	// variables of Consul's API client (api.DefaultConfig):
+	// CONSUL_HTTP_TOKEN or CONSUL_HTTP_TOKEN_FILE (the ACL token),
+	// CONSUL_HTTP_SSL, CONSUL_CACERT, CONSUL_CAPATH, CONSUL_CLIENT_CERT,
+	// CONSUL_CLIENT_KEY, CONSUL_TLS_SERVER_NAME, CONSUL_HTTP_SSL_VERIFY
+	// and CONSUL_HTTP_AUTH.
 	Address string
-	// Token is the ACL token sent with every request; empty means the
-	// agent's default token (or CONSUL_HTTP_TOKEN).
+	// Token is the ACL token sent with every request; empty means
+	// CONSUL_HTTP_TOKEN (or CONSUL_HTTP_TOKEN_FILE), else the agent's
+	// default token. It needs service:write on Service (register, TTL
+	// checks, deregister), service:read on it and node:read on the nodes
+	// (the health endpoint Watch queries leaves out the entries of nodes
+	// the token cannot read); docs/security.md has the policy.
 	Token string
 	// Datacenter to register in and watch; empty means the agent's.
 	Datacenter string
@@ -81,6 +95,20 @@ const minDeregisterAfter = time.Minute
 
 // DefaultConfig returns the configuration with every default filled in.
 func DefaultConfig() Config { return Config{}.withDefaults() }
+
+// apiConfig is the Consul client configuration: api.DefaultConfig (the
+// CONSUL_* environment variables) with the fields of c that are set.
+func (c Config) apiConfig() *api.Config {
+	ac := api.DefaultConfig()
+	ac.Address = c.Address
+	if c.Token != "" {
+		ac.Token, ac.TokenFile = c.Token, ""
+	}
+	if c.Datacenter != "" {
+		ac.Datacenter = c.Datacenter
+	}
+	return ac
+}
 
 // withDefaults fills zero fields with their defaults.
 func (c Config) withDefaults() Config {

@@ -61,11 +61,7 @@ func New(cfg Config) (*Discovery, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	client, err := api.NewClient(&api.Config{
-		Address:    cfg.Address,
-		Token:      cfg.Token,
-		Datacenter: cfg.Datacenter,
-	})
+	client, err := api.NewClient(cfg.apiConfig())
 	if err != nil {
 		return nil, fmt.Errorf("consul: client for %s: %w", cfg.Address, err)
 	}
@@ -110,7 +106,7 @@ func (d *Discovery) Join(ctx context.Context, self cluster.Member) error {
 	err := d.register(rctx, reg)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("consul: join %q: register with the Consul agent at %s: %w", self.ID, d.cfg.Address, d.classify(ctx, err))
+		return fmt.Errorf("consul: join %q: register with the Consul agent at %s: %w", self.ID, d.cfg.Address, d.classify(ctx, d.denied(err, "service:write")))
 	}
 
 	hctx, stop := context.WithCancelCause(ctx)
@@ -154,7 +150,7 @@ func (d *Discovery) Leave(ctx context.Context) error {
 		return nil
 	}
 	if err := d.deregister(ctx); err != nil {
-		return fmt.Errorf("consul: leave %q: deregister from the Consul agent at %s: %w", d.self.ID, d.cfg.Address, d.classify(ctx, err))
+		return fmt.Errorf("consul: leave %q: deregister from the Consul agent at %s: %w", d.self.ID, d.cfg.Address, d.classify(ctx, d.denied(err, "service:write")))
 	}
 	d.log.Info("left", "member", d.self.ID)
 	return nil
@@ -212,7 +208,7 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 		case err != nil:
 			failures++
 			if failures == 1 || failures%10 == 0 {
-				d.log.Warn("heartbeat failed; retrying", "member", d.self.ID, "failures", failures, "err", err)
+				d.log.Warn("heartbeat failed; retrying", "member", d.self.ID, "failures", failures, "err", d.denied(err, "service:write"))
 			}
 			timer.Reset(retry.NextBackOff())
 		default:
@@ -278,6 +274,8 @@ func (d *Discovery) watch(ctx context.Context, ch chan []cluster.Member) {
 		failures   int              // consecutive failed queries
 		graceUntil time.Time        // until then, members of sent missing from Consul are kept
 		retry      = d.retryBackoff()
+		// filteredWarned: the ACL filtering of results was logged.
+		filteredWarned bool
 	)
 	for {
 		wait := d.cfg.WaitTime
@@ -299,12 +297,16 @@ func (d *Discovery) watch(ctx context.Context, ch chan []cluster.Member) {
 			failures++
 			index = 0 // Consul may come back restarted, with a lower index
 			if failures == 1 || failures%10 == 0 {
-				d.log.Warn("watch query failed; keeping the last membership and retrying", "failures", failures, "err", err)
+				d.log.Warn("watch query failed; keeping the last membership and retrying", "failures", failures, "err", d.denied(err, "service:read"))
 			}
 			if !sleep(ctx, retry.NextBackOff()) {
 				return
 			}
 			continue
+		}
+		if meta.ResultsFilteredByACLs && !filteredWarned {
+			filteredWarned = true
+			d.log.Warn(fmt.Sprintf("Consul left members out of the health of service %q because of ACLs: the token (Config.Token or CONSUL_HTTP_TOKEN) needs node:read on the nodes (e.g. node_prefix \"\" { policy = \"read\" }) and service:read on the service", d.cfg.Service))
 		}
 		wentBack := meta.LastIndex < index
 		if sent != nil && (failures > 0 || wentBack) {

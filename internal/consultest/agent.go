@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,9 +26,9 @@ const (
 )
 
 // Ports are the ports a dev agent listens on, all on 127.0.0.1. The others
-// (DNS, HTTPS, gRPC, gRPC TLS, serf WAN) are disabled.
+// (DNS, HTTPS or HTTP, gRPC, gRPC TLS, serf WAN) are disabled.
 type Ports struct {
-	HTTP    int // HTTP API
+	HTTP    int // HTTP API; its HTTPS port with Options.TLS (and no HTTP)
 	SerfLAN int // gossip, TCP and UDP
 	Server  int // server RPC
 }
@@ -44,6 +43,11 @@ type Agent struct {
 	logPath string
 	ports   Ports
 	client  *api.Client
+	opts    Options
+
+	mgmtToken             string   // Options.ACL
+	tlsFiles              TLSFiles // Options.TLS
+	serverCert, serverKey string   // Options.TLS: the agent's certificate
 
 	mu   sync.Mutex
 	proc *process // nil while stopped
@@ -63,9 +67,18 @@ type process struct {
 // or the agent is not ready within 30s.
 func Start(t TB) *Agent {
 	t.Helper()
-	a := &Agent{t: t, bin: Binary(t), dir: t.TempDir()}
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with ACLs and/or TLS (Options).
+func StartWith(t TB, o Options) *Agent {
+	t.Helper()
+	a := &Agent{t: t, bin: Binary(t), dir: t.TempDir(), opts: o}
 	a.logPath = filepath.Join(a.dir, "consul.log")
 	t.Cleanup(a.cleanup)
+	if err := a.prepareSecurity(); err != nil {
+		t.Fatalf("consultest: %v", err)
+	}
 
 	var err error
 	for try := 1; try <= startTries; try++ {
@@ -73,7 +86,11 @@ func Start(t TB) *Agent {
 			t.Fatalf("consultest: pick ports: %v", err)
 		}
 		if err = a.start(); err == nil {
-			if a.client, err = api.NewClient(&api.Config{Address: a.Addr()}); err != nil {
+			cfg, err := a.apiConfig(0)
+			if err == nil {
+				a.client, err = api.NewClient(cfg)
+			}
+			if err != nil {
 				t.Fatalf("consultest: api client: %v", err)
 			}
 			return a
@@ -90,8 +107,9 @@ func Start(t TB) *Agent {
 // Addr returns the host:port of the agent's HTTP API.
 func (a *Agent) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(a.ports.HTTP)) }
 
-// Client returns an API client for the agent (no ACL token, no timeout:
-// bound requests with QueryOptions.WithContext).
+// Client returns an API client for the agent (no timeout: bound requests
+// with QueryOptions.WithContext), with the management token under
+// Options.ACL and the client certificate under Options.TLS.
 func (a *Agent) Client() *api.Client { return a.client }
 
 // Ports returns the agent's ports; they stay the same across Restart.
@@ -187,8 +205,12 @@ func (a *Agent) start() error {
 }
 
 // config is the agent's HCL: ports picked by freePorts, everything that
-// would open another port or reach the network disabled.
+// would open another port or reach the network disabled, and Options.
 func (a *Agent) config() string {
+	httpPort, httpsPort := a.ports.HTTP, -1
+	if a.opts.TLS {
+		httpPort, httpsPort = -1, a.ports.HTTP
+	}
 	return fmt.Sprintf(`
 node_name            = "consultest"
 data_dir             = %q
@@ -201,22 +223,23 @@ ports {
   http     = %d
   serf_lan = %d
   server   = %d
-  https    = -1
+  https    = %d
   grpc     = -1
   grpc_tls = -1
   dns      = -1
   serf_wan = -1
 }
-`, filepath.Join(a.dir, "data"), a.ports.HTTP, a.ports.SerfLAN, a.ports.Server)
+`, filepath.Join(a.dir, "data"), httpPort, a.ports.SerfLAN, a.ports.Server, httpsPort) + a.securityConfig()
 }
 
 // waitReady polls until the agent has a leader and its own node is in the
 // catalog (it has synced), or the process exits, or readyTimeout passes.
 func (a *Agent) waitReady(p *process) error {
-	probe, err := api.NewClient(&api.Config{
-		Address:    a.Addr(),
-		HttpClient: &http.Client{Timeout: 2 * time.Second},
-	})
+	cfg, err := a.apiConfig(2 * time.Second)
+	if err != nil {
+		return err
+	}
+	probe, err := api.NewClient(cfg)
 	if err != nil {
 		return err
 	}

@@ -104,3 +104,43 @@ func TestCheckBinaryRejectsOtherVersions(t *testing.T) {
 		t.Errorf("checkBinary(%s): %v", Binary(t), err)
 	}
 }
+
+// TestACLAndTLS: an agent with Options.ACL refuses requests without a
+// token and accepts the management token; with Options.TLS it answers
+// HTTPS only, to clients with a certificate of its CA.
+func TestACLAndTLS(t *testing.T) {
+	a := StartWith(t, Options{ACL: true, TLS: true})
+	if a.ManagementToken() == "" || !strings.HasPrefix(a.URL(), "https://127.0.0.1:") {
+		t.Fatalf("ManagementToken %q, URL %q", a.ManagementToken(), a.URL())
+	}
+	if _, err := a.Client().KV().Put(&api.KVPair{Key: "k", Value: []byte("v")}, nil); err != nil {
+		t.Fatalf("KV put with the management token: %v", err)
+	}
+	tf := a.TLS()
+	tlsCfg := api.TLSConfig{CAFile: tf.CA, CertFile: tf.ClientCert, KeyFile: tf.ClientKey}
+	anon, err := api.NewClient(&api.Config{Address: a.URL(), TLSConfig: tlsCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := anon.KV().Get("k", nil); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Errorf("KV get without a token: %v, want 403", err)
+	}
+	noCert, err := api.NewClient(&api.Config{Address: a.URL(), Token: a.ManagementToken(), TLSConfig: api.TLSConfig{CAFile: tf.CA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := noCert.KV().Get("k", nil); err == nil {
+		t.Error("KV get without a client certificate succeeded; want the TLS handshake refused")
+	}
+	plain, err := api.NewClient(&api.Config{Address: "http://" + a.Addr(), Token: a.ManagementToken()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := plain.KV().Get("k", nil); err == nil {
+		t.Error("plain HTTP answered; want HTTPS only")
+	}
+	a.Restart()
+	if _, _, err := a.Client().KV().Get("k", nil); err != nil {
+		t.Errorf("KV get after Restart: %v", err)
+	}
+}

@@ -14,6 +14,12 @@
 //	agent.Stop()    // Consul down
 //	agent.Restart() // back on the same ports, with empty state (dev mode)
 //
+// [StartWith] adds security (Options): ACLs with default_policy "deny" and
+// a generated management token (ManagementToken), and TLS: HTTPS only,
+// with verify_incoming, certificates made with the creds package (TLS
+// returns the CA and a client certificate; Env the CONSUL_* variables a
+// client needs). Client is then authorised and authenticated.
+//
 // The binary is Consul v1.14.11 (never 1.15 or later: see [Binary]). It is
 // taken from $SLUICE_CONSUL_BIN, else from the cache that scripts/ensure-tool.sh
 // fills, else built by that script. A test that cannot find it fails; it

@@ -33,6 +33,16 @@
 // (src/master/http.cpp Master::Http::scheduler, src/master/validation.cpp,
 // src/master/master.cpp):
 //
+//   - With Config.Credentials the masters require HTTP framework
+//     authentication (--authenticate_http_frameworks, --credentials, the
+//     default "basic" authenticator): a request without HTTP Basic
+//     credentials, or with a principal or secret not in Credentials, is
+//     answered 401 with `WWW-Authenticate: Basic realm="mesos-master-scheduler"`
+//     and an empty body, before any other check, as libprocess
+//     authenticates a request before its handler runs. A SUBSCRIBE whose
+//     FrameworkInfo.principal differs from the authenticated principal is
+//     a validation error (400, validation::scheduler::call::validate). See
+//     auth.go.
 //   - A master that does not lead answers 307 with Location
 //     "//<leader>/api/v1/scheduler" (a protocol-relative URL), or 503 "No
 //     leader elected"; a new leader answers 503 "Master has not finished
@@ -234,8 +244,9 @@
 //
 // Not modelled: agent restarts and checkpoint recovery, the registry's
 // garbage collection of unreachable agents and the agent re-registration
-// timeout after a master failover, authentication (other than
-// RejectSubscribe), reservation refinement (stacked reservations), shared
+// timeout after a master failover, SASL (v0 API) authentication, HTTP
+// authenticators other than Basic with Config.Credentials, authorization
+// (ACLs; RejectSubscribe can imitate a refusal), reservation refinement (stacked reservations), shared
 // and revocable resources, resource providers, SET resources, operation
 // feedback and all offer operations other than RESERVE, UNRESERVE, CREATE,
 // DESTROY, LAUNCH and LAUNCH_GROUP (ignored), multiple roles per framework

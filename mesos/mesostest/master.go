@@ -105,6 +105,24 @@ type Config struct {
 	// testing that a scheduler keeps the allocation_info it was offered.
 	StrictAllocationInfo bool
 
+	// Credentials, if not empty, make the masters require HTTP framework
+	// authentication, like a Mesos master started with
+	// --authenticate_http_frameworks and --credentials (which maps
+	// principals to secrets), using the default "basic" authenticator:
+	// every request to /api/v1/scheduler must carry HTTP Basic
+	// credentials (user: the principal, password: its secret) found here,
+	// else it is answered 401 Unauthorized with
+	// `WWW-Authenticate: Basic realm="mesos-master-scheduler"` (AuthRealm)
+	// and an empty body, before any other check (libprocess authenticates
+	// before the handler runs, so even a master that does not lead answers
+	// 401 rather than redirecting). A SUBSCRIBE whose
+	// FrameworkInfo.principal is set and differs from the authenticated
+	// principal fails validation (400, "Authenticated principal 'a' does
+	// not match principal 'b' set in `FrameworkInfo`", as
+	// validation::scheduler::call::validate); one without a principal is
+	// accepted. AuthFailures counts the 401s.
+	Credentials map[string]string
+
 	// Logf, if non-nil, receives diagnostic messages (e.g. testing.T.Logf).
 	// It may be called from any goroutine until Close returns, sometimes
 	// with the master's lock held, so it must not call the Master.
@@ -184,6 +202,7 @@ type Master struct {
 	rrStart        int
 	procs          int
 	subReject      SubscribeRejection
+	authFailures   int
 	acceptFail     int
 	acceptDelay    time.Duration
 	pendingAccepts []*pendingAccept

@@ -43,6 +43,10 @@ func writeError(w http.ResponseWriter, e *httpError) {
 // the checks (and their order) of Master::Http::scheduler in
 // src/master/http.cpp: leadership and recovery first.
 func (m *Master) handleScheduler(i int, w http.ResponseWriter, r *http.Request) {
+	principal, ok := m.authenticate(w, r)
+	if !ok {
+		return
+	}
 	if m.notLeading(i, w, r) {
 		return
 	}
@@ -77,7 +81,7 @@ func (m *Master) handleScheduler(i int, w http.ResponseWriter, r *http.Request) 
 		writeError(w, &httpError{http.StatusBadRequest, what + err.Error()})
 		return
 	}
-	if err := validateCall(&call); err != nil {
+	if err := validateCall(&call, principal); err != nil {
 		writeError(w, &httpError{http.StatusBadRequest, "Failed to validate scheduler::Call: " + err.Error()})
 		return
 	}
@@ -122,8 +126,9 @@ func (m *Master) handleScheduler(i int, w http.ResponseWriter, r *http.Request) 
 }
 
 // validateCall mirrors validation::scheduler::call::validate
-// (src/master/validation.cpp).
-func validateCall(c *scheduler.Call) error {
+// (src/master/validation.cpp); principal is the authenticated principal
+// ("" without authentication).
+func validateCall(c *scheduler.Call, principal string) error {
 	// In the generated Go type 'type' is not a pointer, so "missing" and
 	// UNKNOWN are indistinguishable; both are rejected.
 	if c.Type == scheduler.Call_UNKNOWN {
@@ -138,6 +143,9 @@ func validateCall(c *scheduler.Call) error {
 		}
 		if c.Subscribe.FrameworkInfo.GetID().GetValue() != c.GetFrameworkID().GetValue() {
 			return errors.New("'framework_id' differs from 'subscribe.framework_info.id'")
+		}
+		if fp := c.Subscribe.FrameworkInfo.GetPrincipal(); principal != "" && c.Subscribe.FrameworkInfo.Principal != nil && fp != principal {
+			return fmt.Errorf("Authenticated principal '%s' does not match principal '%s' set in `FrameworkInfo`", principal, fp)
 		}
 		return nil
 	}
@@ -227,7 +235,7 @@ func (m *Master) serveSubscribe(w http.ResponseWriter, r *http.Request, call *sc
 	if rej := m.subReject; rej.StatusCode != 0 {
 		m.mu.Unlock()
 		if rej.StatusCode == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Basic realm="mesos"`)
+			w.Header().Set("WWW-Authenticate", `Basic realm="`+AuthRealm+`"`)
 		}
 		msg := rej.Message
 		if msg == "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -29,8 +30,11 @@ var (
 )
 
 // New returns the store of cluster at the Consul agent at addr
-// ("127.0.0.1:8500"). The client reads the agent's token and TLS settings
-// from the usual CONSUL_* environment variables. It does not contact the
+// ("127.0.0.1:8500", or "https://host:port"). The client reads the ACL
+// token and TLS settings from the usual CONSUL_* environment variables of
+// Consul's API client (CONSUL_HTTP_TOKEN, CONSUL_HTTP_SSL, CONSUL_CACERT,
+// CONSUL_CLIENT_CERT, CONSUL_CLIENT_KEY, ...); the token needs key:write
+// on the key (docs/security.md has the policy). It does not contact the
 // agent; a nil log means slog.Default().
 func New(addr, cluster string, log *slog.Logger) (*Store, error) {
 	cfg := api.DefaultConfig()
@@ -56,7 +60,7 @@ func (s *Store) load(ctx context.Context, opts *api.QueryOptions) (topology.Topo
 	}
 	pair, meta, err := s.kv.Get(s.key, opts.WithContext(ctx))
 	if err != nil {
-		return topology.Topology{}, 0, nil, fmt.Errorf("topology: read %s from Consul: %w", s.key, err)
+		return topology.Topology{}, 0, nil, fmt.Errorf("topology: read %s from Consul: %w", s.key, s.denied(err, "key:read"))
 	}
 	if pair == nil {
 		return topology.Topology{}, 0, meta, nil
@@ -101,7 +105,7 @@ func (s *Store) write(ctx context.Context, expected int64, t topology.Topology) 
 	}
 	ok, _, err := s.kv.CAS(&api.KVPair{Key: s.key, Value: b, ModifyIndex: idx}, (&api.WriteOptions{}).WithContext(ctx))
 	if err != nil {
-		return fmt.Errorf("topology: write %s to Consul: %w", s.key, err)
+		return fmt.Errorf("topology: write %s to Consul: %w", s.key, s.denied(err, "key:write"))
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s was written by someone else", topology.ErrConflict, s.key)
@@ -151,4 +155,22 @@ func (s *Store) Watch(ctx context.Context) <-chan topology.Topology {
 		}
 	}()
 	return ch
+}
+
+// ErrPermissionDenied is returned (wrapped) when Consul refuses to read or
+// write the topology with 403 "Permission denied": the ACL token lacks a
+// permission on the key. The error names it.
+var ErrPermissionDenied = errors.New("topology: permission denied by Consul ACLs")
+
+// denied wraps a 403 from Consul with ErrPermissionDenied and the
+// permission (e.g. "key:write") the request needs on the store's key;
+// Consul's own message (naming the token's AccessorID and the missing
+// permission) stays in the chain. Other errors are returned unchanged.
+func (s *Store) denied(err error, permission string) error {
+	var se api.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusForbidden {
+		return err
+	}
+	return fmt.Errorf("%w: the ACL token (CONSUL_HTTP_TOKEN, else the agent's default token) needs %s on %s (key_prefix \"sluice/<cluster>/\"): %w",
+		ErrPermissionDenied, permission, s.key, err)
 }
