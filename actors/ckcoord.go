@@ -41,7 +41,7 @@ type coordRole struct {
 	pending  *pendingCheckpoint
 	rollback *pendingRollback
 	delays   *backoff.ExponentialBackOff // after failures
-	requests []ckRequestMsg             // savepoints asked for
+	requests []ckRequestMsg              // savepoints asked for
 
 	stats CheckpointStats
 }
@@ -82,8 +82,16 @@ type CheckpointStats struct {
 	LastSize     int64         `json:"lastSize"`
 	// InProgress is the checkpoint being taken (0: none).
 	InProgress uint64 `json:"inProgress,omitempty"`
-	// LastError says why the newest failure failed.
-	LastError string `json:"lastError,omitempty"`
+	// LastError says why the newest failure failed, LastFailure when;
+	// ConsecutiveFailures counts failures since the last completion.
+	LastError           string    `json:"lastError,omitempty"`
+	LastFailure         time.Time `json:"lastFailure,omitzero"`
+	ConsecutiveFailures int64     `json:"consecutiveFailures"`
+	// LastSavepoint marks Last as a savepoint.
+	LastSavepoint bool `json:"lastSavepoint,omitempty"`
+	// CoordinatorNode is the node that coordinates, as this node sees the
+	// cluster.
+	CoordinatorNode string `json:"coordinatorNode,omitempty"`
 	// Generation is the rollback generation; Rollbacks counts them.
 	Generation uint64 `json:"generation"`
 	Rollbacks  int64  `json:"rollbacks"`
@@ -100,9 +108,14 @@ type (
 		err  error
 	}
 	// ckRequestMsg asks the coordinator for a checkpoint now (a
-	// savepoint); the id or an error goes to reply.
-	ckRequestMsg struct{ reply chan<- ckReply }
-	ckReply      struct {
+	// savepoint); the id or an error goes to reply (a request of this
+	// node) or to remote (a request another node forwarded, as seq).
+	ckRequestMsg struct {
+		reply  chan<- ckReply
+		remote *actor.PID
+		seq    uint64
+	}
+	ckReply struct {
 		id  uint64
 		err error
 	}
@@ -133,6 +146,10 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 		if r.pending != nil {
 			c.coordAbort("this node no longer coordinates")
 		}
+		for _, req := range r.requests {
+			c.answer(req, ckReply{err: fmt.Errorf("node %s no longer coordinates checkpoints", c.n.cfg.NodeID)})
+		}
+		r.requests = nil
 		return
 	}
 	if len(v.crashed) > 0 {
@@ -297,6 +314,8 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 	r.pending = nil
 	meta := m.meta
 	r.stats.Completed++
+	r.stats.ConsecutiveFailures = 0
+	r.stats.LastSavepoint = meta.Savepoint
 	r.stats.InProgress = 0
 	r.stats.Last, r.stats.LastTime, r.stats.LastDuration = meta.ID, meta.Completed, meta.Duration()
 	r.stats.LastUploaded, r.stats.LastSize = meta.Uploaded(), meta.Size()
@@ -312,7 +331,7 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 		}
 	}
 	for _, req := range p.requests {
-		req.reply <- ckReply{id: meta.ID}
+		c.answer(req, ckReply{id: meta.ID})
 	}
 	if obs := c.n.checkpointObserver(); obs != nil {
 		obs.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
@@ -338,6 +357,8 @@ func (c *checkpointer) coordAbort(reason string) {
 	}
 	r.pending = nil
 	r.stats.Failed++
+	r.stats.ConsecutiveFailures++
+	r.stats.LastFailure = time.Now()
 	r.stats.InProgress = 0
 	r.stats.LastError = fmt.Sprintf("checkpoint %d: %s", p.id, reason)
 	if r.delays == nil {
@@ -350,7 +371,7 @@ func (c *checkpointer) coordAbort(reason string) {
 		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), abort)
 	}
 	for _, req := range p.requests {
-		req.reply <- ckReply{err: fmt.Errorf("checkpoint %d failed: %s", p.id, reason)}
+		c.answer(req, ckReply{err: fmt.Errorf("checkpoint %d failed: %s", p.id, reason)})
 	}
 	if obs := c.n.checkpointObserver(); obs != nil {
 		obs.Checkpointed(p.id, time.Since(p.started), 0, 0, errors.New(reason))
@@ -359,17 +380,22 @@ func (c *checkpointer) coordAbort(reason string) {
 }
 
 // coordOnRequest takes a savepoint request: the next checkpoint starts now
-// (or once the one in progress ends).
+// (or once the one in progress ends); a node that does not coordinate
+// forwards it (ckrequest.go).
 func (c *checkpointer) coordOnRequest(m ckRequestMsg) {
 	r := &c.coord
 	if !r.leader {
-		m.reply <- ckReply{err: fmt.Errorf("node %s does not coordinate checkpoints; ask %s", c.n.cfg.NodeID, leaderOf(c.view.members))}
+		if m.remote != nil {
+			// Forwarded by a node that thinks this one coordinates: the
+			// views differ for a moment; never forward twice.
+			c.answer(m, ckReply{err: fmt.Errorf("node %s does not coordinate checkpoints (%s does, as it sees the cluster)", c.n.cfg.NodeID, leaderOf(c.view.members))})
+			return
+		}
+		c.forward(m)
 		return
 	}
-	if p := r.pending; p != nil {
-		p.requests = append(p.requests, m) // it will do
-		return
-	}
+	// The checkpoint in progress, if any, started before the request: the
+	// savepoint is the next one, which starts as soon as it ends.
 	r.requests = append(r.requests, m)
 	c.tick()
 }
@@ -378,6 +404,7 @@ func (c *checkpointer) coordOnRequest(m ckRequestMsg) {
 func (c *checkpointer) status() CheckpointStats {
 	s := c.coord.stats
 	s.Coordinator = c.coord.leader
+	s.CoordinatorNode = leaderOf(c.view.members)
 	s.Generation = c.gen
 	if c.latest != nil && s.Last < c.latest.ID {
 		s.Last, s.LastTime = c.latest.ID, c.latest.Completed

@@ -69,6 +69,21 @@ func (c *counter) ProcessRecord(ctx core.Context, rec core.Record) error {
 }
 func (c *counter) ProcessTimer(core.Context, string, time.Time) error { return nil }
 
+// running counts op's running instances on n.
+func running(n *actors.Node, op string) int {
+	k := 0
+	for _, st := range n.Status() {
+		if st.Name == op {
+			for _, in := range st.Instances {
+				if in.State == "running" {
+					k++
+				}
+			}
+		}
+	}
+	return k
+}
+
 func processed(n *actors.Node, op string) int64 {
 	var sum int64
 	for _, st := range n.Status() {
