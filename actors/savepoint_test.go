@@ -20,7 +20,9 @@ func spNode(t *testing.T, dir string, store *checkpoint.Store, count, parallelis
 	gen := func() core.Operator {
 		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: count, Key: sluicetest.Key(1000), Batch: 100}
 	}
-	cnt := func() core.Operator { return &counter{name: "count", input: "words", parallelism: parallelism, total: total} }
+	cnt := func() core.Operator {
+		return &counter{name: "count", input: "words", parallelism: parallelism, total: total}
+	}
 	n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
 		Checkpoints: &actors.CheckpointConfig{Store: store, Interval: 20 * time.Millisecond, Keep: 1, RestoreFrom: restoreFrom}}, gen, cnt)
 	sluicetest.Must(t, err)
