@@ -549,7 +549,9 @@ func (n *Node) databaseID() (string, error) {
 
 // Checkpoint takes a checkpoint now (a savepoint, which retention keeps)
 // and returns its id once it is complete. A node that does not coordinate
-// asks the coordinator (ckrequest.go).
+// asks the coordinator (ckrequest.go). A checkpoint that fails is tried
+// again after the coordinator's retry delay, up to five times; then the
+// error says why the last one failed.
 func (n *Node) Checkpoint(ctx context.Context) (uint64, error) {
 	if n.ckpt == nil {
 		return 0, ErrNoCheckpoints

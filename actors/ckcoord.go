@@ -32,6 +32,11 @@ import (
 // any id seen), so that a new coordinator after a failover continues the
 // sequence without agreement; the generation of rollbacks grows by one.
 
+// savepointAttempts is how many checkpoints a savepoint request tries
+// before it fails: a cluster that changes (an instance moving, awaiting its
+// state) fails a checkpoint without anything being wrong.
+const savepointAttempts = 5
+
 // coordRole is the coordinator's state (meaningful while leader).
 type coordRole struct {
 	leader   bool
@@ -111,9 +116,10 @@ type (
 	// savepoint); the id or an error goes to reply (a request of this
 	// node) or to remote (a request another node forwarded, as seq).
 	ckRequestMsg struct {
-		reply  chan<- ckReply
-		remote *actor.PID
-		seq    uint64
+		reply    chan<- ckReply
+		remote   *actor.PID
+		seq      uint64
+		failures int // checkpoints that failed for it
 	}
 	ckReply struct {
 		id  uint64
@@ -209,8 +215,8 @@ func (c *checkpointer) tick() {
 		}
 		return
 	}
-	if now.Before(r.next) && len(r.requests) == 0 {
-		return
+	if now.Before(r.next) && !slices.ContainsFunc(r.requests, func(m ckRequestMsg) bool { return m.failures == 0 }) {
+		return // a new savepoint request does not wait
 	}
 	if len(c.view.members) == 0 || (len(c.view.topo.Operators) == 0 && len(r.requests) == 0) {
 		return
@@ -371,7 +377,13 @@ func (c *checkpointer) coordAbort(reason string) {
 		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), abort)
 	}
 	for _, req := range p.requests {
-		c.answer(req, ckReply{err: fmt.Errorf("checkpoint %d failed: %s", p.id, reason)})
+		// A savepoint is tried again, after the same delay, unless it failed
+		// too often.
+		if req.failures++; req.failures < savepointAttempts {
+			r.requests = append(r.requests, req)
+			continue
+		}
+		c.answer(req, ckReply{err: fmt.Errorf("checkpoint %d failed (attempt %d of %d): %s", p.id, req.failures, savepointAttempts, reason)})
 	}
 	if obs := c.n.checkpointObserver(); obs != nil {
 		obs.Checkpointed(p.id, time.Since(p.started), 0, 0, errors.New(reason))
