@@ -59,6 +59,7 @@ func run() error {
 	guarantee := flag.String("guarantee", "none", "exactly-once, at-least-once or none (the tests choose; sdk's default is exactly-once)")
 	flag.StringVar(&cfg.Checkpoints, "checkpoints", os.Getenv("SLUICE_CHECKPOINTS"), "checkpoint store: a directory or s3://bucket/prefix ($SLUICE_CHECKPOINTS)")
 	flag.DurationVar(&cfg.CheckpointInterval, "checkpoint-interval", 0, "time between checkpoints (0: 1 s)")
+	flag.StringVar(&cfg.RestoreFrom, "restore-from", "", "start the cluster from this checkpoint id rather than the newest")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until the node stops")
 	rawSink := flag.Int64("raw-sink", 0, "benchmark mode: instead of a node, run a bare protoactor remote on -bind with an actor \"sink\" that counts this many messages, then prints \"done\"")
 	flag.Parse()
