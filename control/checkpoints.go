@@ -1,10 +1,12 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -141,6 +143,9 @@ func checkpointDetail(m checkpoint.Meta) api.CheckpointDetail {
 			n.Instances = append(n.Instances, api.CheckpointInstance{Operator: g.Operator, Epoch: g.Epoch, Index: g.Index,
 				FirstGroup: g.First, EndGroup: g.End, StateBytes: g.StateBytes})
 		}
+		slices.SortFunc(n.Instances, func(a, b api.CheckpointInstance) int {
+			return cmp.Or(cmp.Compare(a.Operator, b.Operator), cmp.Compare(a.Epoch, b.Epoch), cmp.Compare(a.Index, b.Index))
+		})
 		d.Nodes = append(d.Nodes, n)
 	}
 	return d
