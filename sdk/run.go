@@ -118,8 +118,9 @@ type Config struct {
 	// from, rather than the newest: newer checkpoints are abandoned. Only
 	// the cluster's first start from it does; once a node started from it,
 	// later starts resume from the newest checkpoint again, so the setting
-	// may stay. The operators' parallelism may differ from the
-	// checkpoint's: key groups are redistributed.
+	// may stay. Start a stopped cluster with it (every node alike). The
+	// operators' parallelism may differ from the checkpoint's: key groups
+	// are redistributed.
 	RestoreFrom string
 	// AtLeastOnce is the old spelling of Guarantee: AtLeastOnce.
 	//
