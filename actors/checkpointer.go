@@ -348,7 +348,7 @@ func (c *checkpointer) onUploaded(m ckUploadedMsg) {
 		return // abandoned meanwhile
 	}
 	if m.err != nil {
-		p.failed = fmt.Sprintf("node %s: upload: %v", c.n.cfg.NodeID, m.err)
+		p.failed = fmt.Sprintf("node %s: %s", c.n.cfg.NodeID, storeFailure(m.err))
 		c.n.log.Warn("checkpoint upload failed", "checkpoint", m.id, "error", m.err)
 	}
 	c.reportPart(p, m.part)

@@ -314,7 +314,7 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 		return
 	}
 	if m.err != nil {
-		c.coordAbort(fmt.Sprintf("write the metadata: %v", m.err))
+		c.coordAbort(storeFailure(m.err))
 		return
 	}
 	r.pending = nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"time"
 
@@ -126,4 +127,15 @@ func (n *Node) CheckpointMeta(ctx context.Context, id uint64) (checkpoint.Meta, 
 		return checkpoint.Meta{}, fmt.Errorf("actors: %w", err)
 	}
 	return m, nil
+}
+
+// storeFailure says why the checkpoint store failed: "store unreachable: "
+// and the error when it is a network failure or a timeout (what an outage
+// of S3 looks like), else the error.
+func storeFailure(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded) {
+		return "store unreachable: " + err.Error()
+	}
+	return err.Error()
 }

@@ -90,7 +90,7 @@ func TestStatusShowsCheckpoints(t *testing.T) {
 	f.on("GET /v1/status", http.StatusOK, api.ClusterStatus{Node: "n1", TopologyVersion: 3, Checkpoints: &api.CheckpointStatus{
 		Coordinator: "n1", Completed: 120, Failed: 9, Last: 1796150510000000000, LastAgeMS: 12_300, LastDurationMS: 48,
 		LastUploaded: 1_234, LastSize: 2_345_678, ConsecutiveFailures: 4, LastFailure: time.Date(2026, 12, 1, 19, 0, 23, 0, time.UTC),
-		LastError: "checkpoint 1796150523000000000: node n1: upload: store unreachable: dial tcp 127.0.0.1:8333: connect: connection refused"}})
+		LastError: "checkpoint 1796150523000000000: node n1: store unreachable: checkpoint 1796150523000000000: upload 000011.log: dial tcp 127.0.0.1:8333: connect: connection refused"}})
 	stdout, _, code := f.sluice(t, "status")
 	checkCode(t, code, exitOK)
 	check(t, "stdout", stdout, `Node n1, topology version 3
@@ -113,6 +113,6 @@ Last:          1796150510000000000, 12s ago
 Took:          48ms, uploaded 1.2 kB, size 2.3 MB
 Completed:     120
 Failed:        9 (4 in a row)
-Last failure:  2026-12-01T19:00:23Z: checkpoint 1796150523000000000: node n1: upload: store unreachable: dial tcp 127.0.0.1:8333: connect: connection refused
+Last failure:  2026-12-01T19:00:23Z: checkpoint 1796150523000000000: node n1: store unreachable: checkpoint 1796150523000000000: upload 000011.log: dial tcp 127.0.0.1:8333: connect: connection refused
 `)
 }
