@@ -64,6 +64,7 @@ type checkpointer struct {
 
 	coord coordRole // the coordinator's state (ckcoord.go)
 	rb    *nodeRollback
+	fwd   forwarding // savepoint requests forwarded to the coordinator (ckrequest.go)
 
 	ticker *time.Ticker
 	tickCh chan struct{}
@@ -130,6 +131,7 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		c.onView(m.view)
 	case ckTickMsg:
 		c.tick()
+		c.expireForwarded()
 	case *wire.CheckpointTrigger:
 		c.onTrigger(m)
 	case ckSnappedMsg:
@@ -161,6 +163,10 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		c.coordOnLatest(m)
 	case ckRequestMsg:
 		c.coordOnRequest(m)
+	case *wire.CheckpointRequest:
+		c.coordOnRequest(ckRequestMsg{remote: ctx.Sender(), seq: m.Seq})
+	case *wire.CheckpointReply:
+		c.onForwardedReply(m)
 	case ckStatusMsg:
 		m.reply <- c.status()
 	}
@@ -358,7 +364,7 @@ func (c *checkpointer) onUploaded(m ckUploadedMsg) {
 		return // abandoned meanwhile
 	}
 	if m.err != nil {
-		p.failed = fmt.Sprintf("node %s: upload: %v", c.n.cfg.NodeID, m.err)
+		p.failed = fmt.Sprintf("node %s: %s", c.n.cfg.NodeID, storeFailure(m.err))
 		c.n.log.Warn("checkpoint upload failed", "checkpoint", m.id, "error", m.err)
 	}
 	c.reportPart(p, m.part)
@@ -463,13 +469,22 @@ func (n *Node) startCheckpointer(ctx context.Context) error {
 		return err
 	}
 	var latest *checkpoint.Meta
+	store, from := n.cfg.Checkpoints.Store, n.cfg.Checkpoints.RestoreFrom
 	for delays := (&backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 5 * time.Second, RandomizationFactor: 0.2}); ; {
-		m, err := n.cfg.Checkpoints.Store.Restorable(ctx)
+		var m checkpoint.Meta
+		if from != 0 {
+			m, err = store.StartFrom(ctx, from)
+		} else {
+			m, err = store.Restorable(ctx)
+		}
 		if err == nil {
 			latest = &m
 			break
 		}
 		if errors.Is(err, checkpoint.ErrNotFound) {
+			if from != 0 {
+				return fmt.Errorf("actors: start node %s: restore from checkpoint %d: %w", n.cfg.NodeID, from, err)
+			}
 			break
 		}
 		d := delays.NextBackOff()
@@ -548,12 +563,14 @@ func (n *Node) databaseID() (string, error) {
 	return id, nil
 }
 
-// Checkpoint takes a checkpoint now (a savepoint) and returns its id once
-// it is complete. Only the coordinating node (the member with the lowest
-// id) can; others answer with an error naming it.
+// Checkpoint takes a checkpoint now (a savepoint, which retention keeps)
+// and returns its id once it is complete. A node that does not coordinate
+// asks the coordinator (ckrequest.go). A checkpoint that fails is tried
+// again after the coordinator's retry delay, up to five times; then the
+// error says why the last one failed.
 func (n *Node) Checkpoint(ctx context.Context) (uint64, error) {
 	if n.ckpt == nil {
-		return 0, errors.New("actors: checkpoints are off (the guarantee is not exactly-once)")
+		return 0, ErrNoCheckpoints
 	}
 	reply := make(chan ckReply, 1)
 	n.system.Root.Send(n.ckpt, ckRequestMsg{reply: reply})
@@ -566,10 +583,11 @@ func (n *Node) Checkpoint(ctx context.Context) (uint64, error) {
 }
 
 // CheckpointStatus describes the node's checkpoints (its coordination, if
-// it coordinates, and the newest complete checkpoint it knows).
+// it coordinates, and the newest complete checkpoint it knows), or
+// returns ErrNoCheckpoints.
 func (n *Node) CheckpointStatus(ctx context.Context) (CheckpointStats, error) {
 	if n.ckpt == nil {
-		return CheckpointStats{}, nil
+		return CheckpointStats{}, ErrNoCheckpoints
 	}
 	reply := make(chan CheckpointStats, 1)
 	n.system.Root.Send(n.ckpt, ckStatusMsg{reply: reply})

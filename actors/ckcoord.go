@@ -32,6 +32,11 @@ import (
 // any id seen), so that a new coordinator after a failover continues the
 // sequence without agreement; the generation of rollbacks grows by one.
 
+// savepointAttempts is how many checkpoints a savepoint request tries
+// before it fails: a cluster that changes (an instance moving, awaiting its
+// state) fails a checkpoint without anything being wrong.
+const savepointAttempts = 5
+
 // coordRole is the coordinator's state (meaningful while leader).
 type coordRole struct {
 	leader   bool
@@ -83,8 +88,16 @@ type CheckpointStats struct {
 	LastSize     int64         `json:"lastSize"`
 	// InProgress is the checkpoint being taken (0: none).
 	InProgress uint64 `json:"inProgress,omitempty"`
-	// LastError says why the newest failure failed.
-	LastError string `json:"lastError,omitempty"`
+	// LastError says why the newest failure failed, LastFailure when;
+	// ConsecutiveFailures counts failures since the last completion.
+	LastError           string    `json:"lastError,omitempty"`
+	LastFailure         time.Time `json:"lastFailure,omitzero"`
+	ConsecutiveFailures int64     `json:"consecutiveFailures"`
+	// LastSavepoint marks Last as a savepoint.
+	LastSavepoint bool `json:"lastSavepoint,omitempty"`
+	// CoordinatorNode is the node that coordinates, as this node sees the
+	// cluster.
+	CoordinatorNode string `json:"coordinatorNode,omitempty"`
 	// Generation is the rollback generation; Rollbacks counts them.
 	Generation uint64 `json:"generation"`
 	Rollbacks  int64  `json:"rollbacks"`
@@ -101,9 +114,15 @@ type (
 		err  error
 	}
 	// ckRequestMsg asks the coordinator for a checkpoint now (a
-	// savepoint); the id or an error goes to reply.
-	ckRequestMsg struct{ reply chan<- ckReply }
-	ckReply      struct {
+	// savepoint); the id or an error goes to reply (a request of this
+	// node) or to remote (a request another node forwarded, as seq).
+	ckRequestMsg struct {
+		reply    chan<- ckReply
+		remote   *actor.PID
+		seq      uint64
+		failures int // checkpoints that failed for it
+	}
+	ckReply struct {
 		id  uint64
 		err error
 	}
@@ -134,6 +153,10 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 		if r.pending != nil {
 			c.coordAbort("this node no longer coordinates")
 		}
+		for _, req := range r.requests {
+			c.answer(req, ckReply{err: fmt.Errorf("node %s no longer coordinates checkpoints", c.n.cfg.NodeID)})
+		}
+		r.requests = nil
 		return
 	}
 	if len(v.crashed) > 0 {
@@ -193,8 +216,8 @@ func (c *checkpointer) tick() {
 		}
 		return
 	}
-	if now.Before(r.next) && len(r.requests) == 0 {
-		return
+	if now.Before(r.next) && !slices.ContainsFunc(r.requests, func(m ckRequestMsg) bool { return m.failures == 0 }) {
+		return // a new savepoint request does not wait
 	}
 	if len(c.view.members) == 0 || (len(c.view.topo.Operators) == 0 && len(r.requests) == 0) {
 		return
@@ -292,12 +315,14 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 		return
 	}
 	if m.err != nil {
-		c.coordAbort(fmt.Sprintf("write the metadata: %v", m.err))
+		c.coordAbort(storeFailure(m.err))
 		return
 	}
 	r.pending = nil
 	meta := m.meta
 	r.stats.Completed++
+	r.stats.ConsecutiveFailures = 0
+	r.stats.LastSavepoint = meta.Savepoint
 	r.stats.InProgress = 0
 	r.stats.Last, r.stats.LastTime, r.stats.LastDuration = meta.ID, meta.Completed, meta.Duration()
 	r.stats.LastUploaded, r.stats.LastSize = meta.Uploaded(), meta.Size()
@@ -313,7 +338,7 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 		}
 	}
 	for _, req := range p.requests {
-		req.reply <- ckReply{id: meta.ID}
+		c.answer(req, ckReply{id: meta.ID})
 	}
 	if obs := c.n.checkpointObserver(); obs != nil {
 		obs.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
@@ -339,6 +364,8 @@ func (c *checkpointer) coordAbort(reason string) {
 	}
 	r.pending = nil
 	r.stats.Failed++
+	r.stats.ConsecutiveFailures++
+	r.stats.LastFailure = time.Now()
 	r.stats.InProgress = 0
 	r.stats.LastError = fmt.Sprintf("checkpoint %d: %s", p.id, reason)
 	if r.delays == nil {
@@ -351,7 +378,13 @@ func (c *checkpointer) coordAbort(reason string) {
 		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), abort)
 	}
 	for _, req := range p.requests {
-		req.reply <- ckReply{err: fmt.Errorf("checkpoint %d failed: %s", p.id, reason)}
+		// A savepoint is tried again, after the same delay, unless it failed
+		// too often.
+		if req.failures++; req.failures < savepointAttempts {
+			r.requests = append(r.requests, req)
+			continue
+		}
+		c.answer(req, ckReply{err: fmt.Errorf("checkpoint %d failed (attempt %d of %d): %s", p.id, req.failures, savepointAttempts, reason)})
 	}
 	if obs := c.n.checkpointObserver(); obs != nil {
 		obs.Checkpointed(p.id, time.Since(p.started), 0, 0, errors.New(reason))
@@ -360,17 +393,22 @@ func (c *checkpointer) coordAbort(reason string) {
 }
 
 // coordOnRequest takes a savepoint request: the next checkpoint starts now
-// (or once the one in progress ends).
+// (or once the one in progress ends); a node that does not coordinate
+// forwards it (ckrequest.go).
 func (c *checkpointer) coordOnRequest(m ckRequestMsg) {
 	r := &c.coord
 	if !r.leader {
-		m.reply <- ckReply{err: fmt.Errorf("node %s does not coordinate checkpoints; ask %s", c.n.cfg.NodeID, leaderOf(c.view.members))}
+		if m.remote != nil {
+			// Forwarded by a node that thinks this one coordinates: the
+			// views differ for a moment; never forward twice.
+			c.answer(m, ckReply{err: fmt.Errorf("node %s does not coordinate checkpoints (%s does, as it sees the cluster)", c.n.cfg.NodeID, leaderOf(c.view.members))})
+			return
+		}
+		c.forward(m)
 		return
 	}
-	if p := r.pending; p != nil {
-		p.requests = append(p.requests, m) // it will do
-		return
-	}
+	// The checkpoint in progress, if any, started before the request: the
+	// savepoint is the next one, which starts as soon as it ends.
 	r.requests = append(r.requests, m)
 	c.tick()
 }
@@ -379,6 +417,7 @@ func (c *checkpointer) coordOnRequest(m ckRequestMsg) {
 func (c *checkpointer) status() CheckpointStats {
 	s := c.coord.stats
 	s.Coordinator = c.coord.leader
+	s.CoordinatorNode = leaderOf(c.view.members)
 	s.Generation = c.gen
 	if c.latest != nil && s.Last < c.latest.ID {
 		s.Last, s.LastTime = c.latest.ID, c.latest.Completed

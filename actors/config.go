@@ -88,7 +88,14 @@ type CheckpointConfig struct {
 	// means 1 minute.
 	Timeout time.Duration
 	// Keep is how many complete checkpoints are kept; 0 means 3.
+	// Savepoints (taken on request) are kept besides.
 	Keep int
+	// RestoreFrom, when not 0, makes the cluster's first restore use this
+	// complete checkpoint rather than the newest (checkpoint.Store's
+	// StartFrom: newer checkpoints are abandoned). Once a node of the
+	// cluster started from it, later starts and rollbacks use the newest
+	// checkpoint again, so the setting may stay.
+	RestoreFrom uint64
 }
 
 // ClusterConfig configures a node's membership in a cluster.

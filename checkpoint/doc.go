@@ -15,6 +15,8 @@
 //	                                once, referenced by every checkpoint that contains them
 //	chk/<id>/nodes/<node>/<file>    a node's other files (MANIFEST, OPTIONS, log) for checkpoint <id>
 //	chk/<id>/meta.json              the metadata; written last, so its presence means complete
+//	generation.json                 the newest rollback generation
+//	branch.json                     the checkpoint the cluster was started from (StartFrom)
 //
 // <id> is the checkpoint id as 20 decimal digits, so that keys sort by id.
 // A database <db> is a node's data directory, named by the identity it was
@@ -30,7 +32,14 @@
 //
 // # Retention
 //
-// Retain keeps the newest K complete checkpoints and deletes the others'
+// Retain keeps the newest K complete checkpoints and every savepoint (a
+// checkpoint taken on request, Meta.Savepoint), and deletes the others'
 // files, the table files no kept checkpoint references, and what failed
 // checkpoints left behind.
+//
+// # Starting from a named checkpoint
+//
+// StartFrom records, in branch.json, that the cluster starts from an older
+// checkpoint: the newer ones belong to the abandoned run, and Latest skips
+// them from then on.
 package checkpoint

@@ -124,21 +124,30 @@ func (s *Store) List(ctx context.Context) ([]Meta, error) {
 	return out, nil
 }
 
-// Latest returns the newest complete checkpoint, or ErrNotFound.
+// Latest returns the newest complete checkpoint the cluster may restore
+// from, or ErrNotFound: the newest of all, but for those a restore from an
+// older checkpoint abandoned (see Branch).
 func (s *Store) Latest(ctx context.Context) (Meta, error) {
 	ids, err := s.ids(ctx)
 	if err != nil {
 		return Meta{}, err
 	}
-	if len(ids) == 0 {
-		return Meta{}, ErrNotFound
+	b, err := s.Branch(ctx)
+	if err != nil {
+		return Meta{}, err
 	}
-	return s.Get(ctx, ids[len(ids)-1])
+	for i := len(ids) - 1; i >= 0; i-- {
+		if !b.Abandons(ids[i]) {
+			return s.Get(ctx, ids[i])
+		}
+	}
+	return Meta{}, ErrNotFound
 }
 
 // Restorable returns the newest complete checkpoint that a rollback or a
 // restart may restore: one taken before the newest recorded rollback's
-// target, or in that rollback's generation or a later one. A checkpoint
+// target, or in that rollback's generation or a later one, and not
+// abandoned by a start from a named checkpoint (StartFrom). A checkpoint
 // that a coordinator of an older generation finished writing after the
 // rollback was decided is skipped: the rollback already discarded what its
 // sinks had pre-committed, and its state is from before the rollback.
@@ -152,7 +161,14 @@ func (s *Store) Restorable(ctx context.Context) (Meta, error) {
 	if err != nil {
 		return Meta{}, err
 	}
+	b, err := s.Branch(ctx)
+	if err != nil {
+		return Meta{}, err
+	}
 	for _, id := range slices.Backward(ids) {
+		if b.Abandons(id) {
+			continue // newer than a checkpoint the cluster was started from
+		}
 		m, err := s.Get(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted meanwhile by Retain
@@ -282,12 +298,13 @@ func (s *Store) getFile(ctx context.Context, key, path string) error {
 	return os.Rename(tmp, path)
 }
 
-// Retain keeps the newest keep complete checkpoints, and anything newer
-// than all of them (a checkpoint in progress), and deletes everything else:
-// older checkpoints, parts of checkpoints that never completed, and shared
-// files no kept checkpoint references once they are older than the oldest
-// kept checkpoint (younger ones may belong to a checkpoint in progress). It
-// returns the number of objects deleted.
+// Retain keeps the newest keep complete checkpoints, every savepoint
+// (Meta.Savepoint: taken on request, deleted only by hand), and anything
+// newer than all of them (a checkpoint in progress), and deletes everything
+// else: older checkpoints, parts of checkpoints that never completed, and
+// shared files no kept checkpoint references once they are older than the
+// oldest of the newest keep (younger ones may belong to a checkpoint in
+// progress). It returns the number of objects deleted.
 func (s *Store) Retain(ctx context.Context, keep int) (int, error) {
 	ids, err := s.ids(ctx)
 	if err != nil {
@@ -296,15 +313,23 @@ func (s *Store) Retain(ctx context.Context, keep int) (int, error) {
 	if len(ids) <= keep || keep < 1 {
 		return 0, nil
 	}
-	kept := ids[len(ids)-keep:]
-	oldestKept := kept[0]
+	newest := ids[len(ids)-keep:]
+	oldestKept := newest[0]
+	kept := make(map[uint64]bool)
 	referenced := make(map[string]bool)
 	var cutoff time.Time
-	for _, id := range kept {
+	for _, id := range ids {
 		m, err := s.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted meanwhile
+		}
 		if err != nil {
 			return 0, err
 		}
+		if id < oldestKept && !m.Savepoint {
+			continue
+		}
+		kept[id] = true
 		if id == oldestKept {
 			cutoff = m.Started.Add(-retainMargin)
 		}
@@ -329,7 +354,7 @@ func (s *Store) Retain(ctx context.Context, keep int) (int, error) {
 			drop = !referenced[o.Key] && o.ModTime.Before(cutoff)
 		case strings.HasPrefix(o.Key, "chk/"):
 			id, err := strconv.ParseUint(strings.SplitN(strings.TrimPrefix(o.Key, "chk/"), "/", 2)[0], 10, 64)
-			drop = err == nil && id < oldestKept
+			drop = err == nil && id < oldestKept && !kept[id]
 			if drop && strings.HasSuffix(o.Key, "/meta.json") {
 				metas = append(metas, o.Key)
 				continue

@@ -200,3 +200,71 @@ func TestRestorableSkipsACheckpointOfAnOlderGeneration(t *testing.T) {
 	complete(40, 5)
 	want(40)
 }
+
+// Savepoints survive Retain however old they are.
+func TestRetainKeepsSavepoints(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	var last *checkpoint.Meta
+	for id := uint64(1); id <= 5; id++ {
+		w.write(2000, fmt.Sprintf("v%d", id))
+		m := w.take(id, last)
+		if id == 2 {
+			m.Savepoint = true
+			if err := w.store.Complete(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		last = &m
+	}
+	if _, err := w.store.Retain(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	list, err := w.store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint64
+	for _, m := range list {
+		ids = append(ids, m.ID)
+	}
+	if fmt.Sprint(ids) != "[2 4 5]" {
+		t.Fatalf("after Retain(2): checkpoints %v, want [2 4 5] (2 is a savepoint)", ids)
+	}
+	if got := w.restored(list[0]); got != "v2" {
+		t.Fatalf("restored savepoint 2 = %q, want v2", got)
+	}
+}
+
+// Starting from an older checkpoint abandons the newer ones: Latest skips
+// them, and only until the cluster completes newer ones itself; starting
+// from the same checkpoint again changes nothing.
+func TestStartFromAbandonsNewer(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	var last *checkpoint.Meta
+	for id := uint64(1); id <= 3; id++ {
+		w.write(10, fmt.Sprintf("v%d", id))
+		m := w.take(id, last)
+		last = &m
+	}
+	if _, err := w.store.StartFrom(ctx, 9); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("StartFrom(9): %v, want ErrNotFound", err)
+	}
+	m, err := w.store.StartFrom(ctx, 1)
+	if err != nil || m.ID != 1 {
+		t.Fatalf("StartFrom(1) = %d, %v; want 1", m.ID, err)
+	}
+	if m, err := w.store.Latest(ctx); err != nil || m.ID != 1 {
+		t.Fatalf("Latest after StartFrom(1) = %d, %v; want 1", m.ID, err)
+	}
+	w.take(4, last)
+	for range 2 { // the first restore only starts from 1
+		if m, err := w.store.StartFrom(ctx, 1); err != nil || m.ID != 4 {
+			t.Fatalf("StartFrom(1) again = %d, %v; want 4 (completed since)", m.ID, err)
+		}
+	}
+	if m, err := w.store.StartFrom(ctx, 2); err != nil || m.ID != 2 {
+		t.Fatalf("StartFrom(2) = %d, %v; want 2", m.ID, err)
+	}
+}

@@ -242,6 +242,7 @@ func (v view) status(self string) api.ClusterStatus {
 	for id, e := range v.errs {
 		cs.Pending = append(cs.Pending, fmt.Sprintf("node %s did not answer: %s", id, e))
 	}
+	cs.Checkpoints = v.checkpoints()
 	return cs
 }
 

@@ -20,6 +20,10 @@
 //	DELETE /v1/operators/{name}[?purge=1]   api.DeployResponse; with purge every node deletes the state
 //	GET    /v1/streams                      []api.StreamView: producers, consumers, dangling streams
 //	GET    /v1/graph[?format=dot]           text/plain: the graph as text, or Graphviz DOT
+//	GET    /v1/checkpoints                  []api.CheckpointView: complete checkpoints kept in the store, newest first
+//	GET    /v1/checkpoints/{id}             api.CheckpointDetail: each node's part, instances, key groups, bytes
+//	POST   /v1/checkpoints                  api.CheckpointView of a savepoint taken now, once complete (503 with why
+//	                                        it failed); the checkpoint endpoints answer 404 unless exactly-once
 //	GET    /metrics                         Prometheus metrics, when telemetry is on (package telemetry)
 //
 // Changes are check-and-set writes of the topology: a change that races

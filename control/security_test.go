@@ -115,7 +115,7 @@ func TestAuthenticationAndRoles(t *testing.T) {
 	if code := anon.do("GET", "/healthz", nil, nil); code != 200 {
 		t.Fatalf("GET /healthz without a token = %d, want 200", code)
 	}
-	reads := []string{"/v1/node", "/v1/status", "/v1/nodes", "/v1/operators", "/v1/operators/count", "/v1/streams", "/v1/graph", "/metrics"}
+	reads := []string{"/v1/node", "/v1/status", "/v1/nodes", "/v1/operators", "/v1/operators/count", "/v1/streams", "/v1/graph", "/v1/checkpoints", "/metrics"}
 	changes := []struct {
 		method, path string
 		body         any
@@ -124,6 +124,7 @@ func TestAuthenticationAndRoles(t *testing.T) {
 		{"POST", "/v1/deployments", api.DeploymentRequest{Manifests: []api.Manifest{{Name: "gen2", Kind: "gen"}}}},
 		{"PUT", "/v1/operators/count/instances", api.ScaleRequest{Instances: 3}},
 		{"DELETE", "/v1/operators/gen2?purge=1", nil},
+		{"POST", "/v1/checkpoints", nil},
 	}
 	for _, path := range reads {
 		for _, c := range []caller{anon, bad} {

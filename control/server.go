@@ -224,6 +224,9 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		{"GET /v1/operators/{name}", api.RoleRead, s.getOperator},
 		{"GET /v1/streams", api.RoleRead, s.streams},
 		{"GET /v1/graph", api.RoleRead, s.graph},
+		{"GET /v1/checkpoints", api.RoleRead, s.listCheckpoints},
+		{"GET /v1/checkpoints/{id}", api.RoleRead, s.getCheckpoint},
+		{"POST /v1/checkpoints", api.RoleAdmin, s.takeCheckpoint},
 		{"POST /v1/operators", api.RoleAdmin, s.deploy},
 		{"POST /v1/deployments", api.RoleAdmin, s.deployMany},
 		{"PUT /v1/operators/{name}/instances", api.RoleAdmin, s.scale},
@@ -300,6 +303,7 @@ func (s *Server) local(ctx context.Context) (api.NodeStatus, error) {
 	if s.launcher != nil {
 		st.Launched = s.launcher.Launched()
 	}
+	st.Checkpoints = s.checkpointStatus(ctx)
 	return st, nil
 }
 

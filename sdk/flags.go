@@ -56,8 +56,9 @@ func (c *Config) RegisterNodeFlags(fs *flag.FlagSet, getenv func(string) string)
 }
 
 // RegisterGuaranteeFlags defines -guarantee, -checkpoints,
-// -checkpoint-interval and -checkpoints-kept on fs, setting c's
-// Guarantee, Checkpoints, CheckpointInterval and CheckpointsKept, with the
+// -checkpoint-interval, -checkpoints-kept and -restore-from on fs, setting
+// c's Guarantee, Checkpoints, CheckpointInterval, CheckpointsKept and
+// RestoreFrom, with the
 // variables of package nodeenv (getenv nil: none) as defaults. A variable
 // that does not parse is an error naming it.
 func (c *Config) RegisterGuaranteeFlags(fs *flag.FlagSet, getenv func(string) string) error {
@@ -70,6 +71,7 @@ func (c *Config) RegisterGuaranteeFlags(fs *flag.FlagSet, getenv func(string) st
 		c.Guarantee = g
 	}
 	c.Checkpoints = env(nodeenv.Checkpoints, c.Checkpoints)
+	c.RestoreFrom = env(nodeenv.RestoreFrom, c.RestoreFrom)
 	if v := env(nodeenv.CheckpointInterval, ""); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 {
@@ -92,7 +94,8 @@ func (c *Config) RegisterGuaranteeFlags(fs *flag.FlagSet, getenv func(string) st
 		})
 	fs.StringVar(&c.Checkpoints, "checkpoints", c.Checkpoints, "exactly-once checkpoint store: a directory or s3://bucket/prefix (AWS_* variables); a cluster needs one every node reaches; default under the data directory when embedded ($"+nodeenv.Checkpoints+")")
 	fs.DurationVar(&c.CheckpointInterval, "checkpoint-interval", c.CheckpointInterval, "time between two checkpoints (0: 1s) ($"+nodeenv.CheckpointInterval+")")
-	fs.IntVar(&c.CheckpointsKept, "checkpoints-kept", c.CheckpointsKept, "complete checkpoints kept in the store (0: 3) ($"+nodeenv.CheckpointsKept+")")
+	fs.IntVar(&c.CheckpointsKept, "checkpoints-kept", c.CheckpointsKept, "complete checkpoints kept in the store, savepoints besides (0: 3) ($"+nodeenv.CheckpointsKept+")")
+	fs.StringVar(&c.RestoreFrom, "restore-from", c.RestoreFrom, "start the cluster from this checkpoint id (sluice checkpoints) rather than the newest; only the first start from it does ($"+nodeenv.RestoreFrom+")")
 	return nil
 }
 

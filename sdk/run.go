@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -111,7 +112,18 @@ type Config struct {
 	// CheckpointInterval is the time between two checkpoints; 0 means 1 s.
 	CheckpointInterval time.Duration
 	// CheckpointsKept is how many complete checkpoints are kept; 0 means 3.
+	// Savepoints (sluice checkpoint) are kept besides, until deleted by
+	// hand.
 	CheckpointsKept int
+	// RestoreFrom, when set, is the id of a complete checkpoint (a
+	// savepoint, say: sluice checkpoints lists them) the cluster starts
+	// from, rather than the newest: newer checkpoints are abandoned. Only
+	// the cluster's first start from it does; once a node started from it,
+	// later starts resume from the newest checkpoint again, so the setting
+	// may stay. Start a stopped cluster with it (every node alike). The
+	// operators' parallelism may differ from the checkpoint's: key groups
+	// are redistributed.
+	RestoreFrom string
 	// AtLeastOnce is the old spelling of Guarantee: AtLeastOnce.
 	//
 	// Deprecated: set Guarantee.
@@ -178,7 +190,13 @@ func (c Config) checkpoints(ctx context.Context) (*actors.CheckpointConfig, erro
 	if err != nil {
 		return nil, fmt.Errorf("sdk: checkpoint store %q: %w", setting, err)
 	}
-	return &actors.CheckpointConfig{Store: checkpoint.NewStore(obj), Interval: c.CheckpointInterval, Keep: c.CheckpointsKept}, nil
+	ck := &actors.CheckpointConfig{Store: checkpoint.NewStore(obj), Interval: c.CheckpointInterval, Keep: c.CheckpointsKept}
+	if c.RestoreFrom != "" {
+		if ck.RestoreFrom, err = strconv.ParseUint(c.RestoreFrom, 10, 64); err != nil || ck.RestoreFrom == 0 {
+			return nil, fmt.Errorf("sdk: RestoreFrom %q: want a checkpoint id, as sluice checkpoints lists", c.RestoreFrom)
+		}
+	}
+	return ck, nil
 }
 
 // Runtime is a running set of operators in this process.

@@ -90,6 +90,7 @@ type metrics struct {
 
 	node      atomic.Pointer[nodeRef] // nil until attached
 	instances instanceCache
+	ck        ckMetrics // checkpoints (checkpoints.go)
 }
 
 var _ sdkmetric.Producer = (*metrics)(nil)
@@ -132,7 +133,7 @@ func (m *metrics) register(meter metric.Meter) error {
 	if _, err := meter.RegisterCallback(m.observe, m.consumed, m.produced, m.restarts, m.deadLetters, m.transient, m.mailbox, m.stateSize, m.buffered, m.dropped, m.held); err != nil {
 		return fmt.Errorf("telemetry: register callback: %w", err)
 	}
-	return nil
+	return m.ck.register(meter)
 }
 
 // processed records one timed record. It neither locks nor allocates once

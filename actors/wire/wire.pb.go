@@ -1494,6 +1494,123 @@ func (x *RollbackDone) GetError() string {
 	return ""
 }
 
+// CheckpointRequest asks the coordinator, from another node, for a
+// checkpoint now (a savepoint); it answers the sender with a
+// CheckpointReply once the checkpoint completed or failed.
+type CheckpointRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointRequest) Reset() {
+	*x = CheckpointRequest{}
+	mi := &file_wire_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointRequest) ProtoMessage() {}
+
+func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
+func (*CheckpointRequest) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *CheckpointRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *CheckpointRequest) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+// CheckpointReply answers a CheckpointRequest (the same seq): the id of
+// the complete checkpoint, or the error that failed it.
+type CheckpointReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Error         string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Seq           uint64                 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointReply) Reset() {
+	*x = CheckpointReply{}
+	mi := &file_wire_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointReply) ProtoMessage() {}
+
+func (x *CheckpointReply) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointReply.ProtoReflect.Descriptor instead.
+func (*CheckpointReply) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *CheckpointReply) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *CheckpointReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *CheckpointReply) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
 var File_wire_proto protoreflect.FileDescriptor
 
 const file_wire_proto_rawDesc = "" +
@@ -1624,7 +1741,14 @@ const file_wire_proto_rawDesc = "" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05errorB(Z&github.com/sluicehq/sluice/actors/wireb\x06proto3"
+	"\x05error\x18\x03 \x01(\tR\x05error\"9\n" +
+	"\x11CheckpointRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\"I\n" +
+	"\x0fCheckpointReply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seqB(Z&github.com/sluicehq/sluice/actors/wireb\x06proto3"
 
 var (
 	file_wire_proto_rawDescOnce sync.Once
@@ -1639,7 +1763,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_wire_proto_goTypes = []any{
 	(HandoffReply_Status)(0),   // 0: sluice.wire.HandoffReply.Status
 	(*Header)(nil),             // 1: sluice.wire.Header
@@ -1662,19 +1786,21 @@ var file_wire_proto_goTypes = []any{
 	(*CheckpointAbort)(nil),    // 18: sluice.wire.CheckpointAbort
 	(*Rollback)(nil),           // 19: sluice.wire.Rollback
 	(*RollbackDone)(nil),       // 20: sluice.wire.RollbackDone
-	(*actor.PID)(nil),          // 21: actor.PID
+	(*CheckpointRequest)(nil),  // 21: sluice.wire.CheckpointRequest
+	(*CheckpointReply)(nil),    // 22: sluice.wire.CheckpointReply
+	(*actor.PID)(nil),          // 23: actor.PID
 }
 var file_wire_proto_depIdxs = []int32{
 	1,  // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
-	21, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
+	23, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
 	4,  // 2: sluice.wire.RecordBatch.control:type_name -> sluice.wire.Control
 	4,  // 3: sluice.wire.Bounce.control:type_name -> sluice.wire.Control
-	21, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
+	23, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
 	0,  // 5: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
 	11, // 6: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
 	8,  // 7: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
-	21, // 8: sluice.wire.CheckpointTrigger.coordinator:type_name -> actor.PID
-	21, // 9: sluice.wire.Rollback.coordinator:type_name -> actor.PID
+	23, // 8: sluice.wire.CheckpointTrigger.coordinator:type_name -> actor.PID
+	23, // 9: sluice.wire.Rollback.coordinator:type_name -> actor.PID
 	10, // [10:10] is the sub-list for method output_type
 	10, // [10:10] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
@@ -1693,7 +1819,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

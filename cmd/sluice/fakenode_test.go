@@ -49,6 +49,9 @@ var routes = []string{
 	"DELETE /v1/operators/{name}",
 	"GET /v1/streams",
 	"GET /v1/graph",
+	"GET /v1/checkpoints",
+	"GET /v1/checkpoints/{id}",
+	"POST /v1/checkpoints",
 }
 
 func newFakeNode(t *testing.T) *fakeNode {
@@ -63,6 +66,9 @@ func newFakeNode(t *testing.T) *fakeNode {
 		"DELETE /v1/operators/{name}":        {http.StatusOK, api.DeployResponse{Operator: fixtureCount, Version: 9}},
 		"GET /v1/streams":                    {http.StatusOK, fixtureStreams},
 		"GET /v1/graph":                      {http.StatusOK, fixtureGraph},
+		"GET /v1/checkpoints":                {http.StatusOK, []api.CheckpointView{fixtureSavepoint, fixtureCheckpoint}},
+		"GET /v1/checkpoints/{id}":           {http.StatusOK, fixtureCheckpointDetail},
+		"POST /v1/checkpoints":               {http.StatusCreated, fixtureSavepoint},
 	}}
 	mux := http.NewServeMux()
 	for _, route := range routes {

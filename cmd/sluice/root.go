@@ -49,6 +49,8 @@ var commands = []func(*app) *cobra.Command{
 	newDescribeCmd,
 	newGraphCmd,
 	newStatusCmd,
+	newCheckpointsCmd,
+	newCheckpointCmd,
 	newCertsCmd,
 }
 

@@ -14,10 +14,13 @@ import (
 func newStatusCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "status",
-		Short: "Show the cluster: nodes, operators, what is pending, launched processes",
+		Short: "Show the cluster: nodes, operators, what is pending, launched processes, checkpoints",
 		Long: `Status shows the cluster as the node at --addr sees it: every node with its
-health, every operator (as in ls), what is pending and why, and the
-processes launchers (local or Mesos) run for operators.`,
+health, every operator (as in ls), what is pending and why, the
+processes launchers (local or Mesos) run for operators, and, when the
+cluster is exactly-once, its checkpoints: the newest complete one, its age,
+duration and sizes, how many completed and failed (in a row, since the
+last success) and why the last one failed.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(ctx context.Context, _ []string) error {
 			c, err := a.client()
@@ -72,13 +75,19 @@ func writeStatus(w io.Writer, st api.ClusterStatus) error {
 
 	fmt.Fprintf(w, "\nLAUNCHER\n")
 	if len(st.Launcher) == 0 {
-		_, err := fmt.Fprintln(w, "none")
-		return err
+		fmt.Fprintln(w, "none")
+	} else {
+		t := newTable(w)
+		row(t, "OPERATOR", "ID", "WHERE", "STATE", "RESTARTS", "MESSAGE")
+		for _, l := range st.Launcher {
+			row(t, l.Operator, l.ID, l.Where, l.State, fmt.Sprint(l.Restarts), l.Message)
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
 	}
-	t := newTable(w)
-	row(t, "OPERATOR", "ID", "WHERE", "STATE", "RESTARTS", "MESSAGE")
-	for _, l := range st.Launcher {
-		row(t, l.Operator, l.ID, l.Where, l.State, fmt.Sprint(l.Restarts), l.Message)
+	if st.Checkpoints == nil {
+		return nil
 	}
-	return t.Flush()
+	return writeCheckpointStatus(w, st.Checkpoints)
 }

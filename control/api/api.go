@@ -23,6 +23,9 @@ import (
 //	DELETE /v1/operators/{name}[?purge=1]                        → DeployResponse
 //	GET    /v1/streams                      []StreamView
 //	GET    /v1/graph[?format=dot]           text/plain: the stream graph as text, or Graphviz DOT
+//	GET    /v1/checkpoints                  []CheckpointView (see checkpoints.go)
+//	GET    /v1/checkpoints/{id}             CheckpointDetail
+//	POST   /v1/checkpoints                  → CheckpointView (a savepoint, taken now)
 //
 // A change that loses a race with another change (both read the same
 // topology version) answers 409 with Error.Conflict set.
@@ -53,11 +56,13 @@ type Role string
 
 const (
 	// RoleRead may read: GET /v1/status, /v1/node, /v1/nodes,
-	// /v1/operators, /v1/streams, /v1/graph, /metrics and the web UI.
+	// /v1/operators, /v1/streams, /v1/graph, /v1/checkpoints, /metrics
+	// and the web UI.
 	RoleRead Role = "read"
 	// RoleAdmin may also change the topology: POST /v1/operators and
 	// /v1/deployments, PUT /v1/operators/{name}/instances, DELETE
-	// /v1/operators/{name} (with purge).
+	// /v1/operators/{name} (with purge), and take a savepoint: POST
+	// /v1/checkpoints.
 	RoleAdmin Role = "admin"
 )
 
@@ -258,6 +263,9 @@ type ClusterStatus struct {
 	Pending []string `json:"pending"`
 	// Launcher describes processes started by launchers (local or Mesos).
 	Launcher []LaunchedView `json:"launcher,omitempty"`
+	// Checkpoints is the coordinator's account of checkpoints
+	// (exactly-once only).
+	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
 }
 
 // LaunchedView is one process a launcher runs for an operator.

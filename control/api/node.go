@@ -27,6 +27,9 @@ type NodeStatus struct {
 	Streams []StreamCount `json:"streams,omitempty"`
 	// Launched lists the processes this node's launcher runs.
 	Launched []LaunchedView `json:"launched,omitempty"`
+	// Checkpoints is this node's account of checkpoints (exactly-once
+	// only): the coordinator's is the cluster's.
+	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
 }
 
 // NodeOperator is one operator in a NodeStatus, with its instances on that

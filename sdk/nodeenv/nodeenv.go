@@ -59,4 +59,7 @@ const (
 	// CheckpointsKept is how many complete checkpoints are kept
 	// (-checkpoints-kept).
 	CheckpointsKept = "SLUICE_CHECKPOINTS_KEPT"
+	// RestoreFrom is the id of a checkpoint to start the cluster from
+	// (-restore-from).
+	RestoreFrom = "SLUICE_RESTORE_FROM"
 )

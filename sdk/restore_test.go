@@ -1,0 +1,30 @@
+package sdk_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+// RestoreFrom must name a complete checkpoint: anything else fails the
+// start, saying which.
+func TestRestoreFromNamesACheckpoint(t *testing.T) {
+	sink := func() sdk.Operator { return countingSink{n: &atomic.Int64{}} }
+	for _, tc := range []struct{ from, want string }{
+		{"latest", `RestoreFrom "latest": want a checkpoint id`},
+		{"12345", "restore from checkpoint 12345: checkpoint: no such complete checkpoint"},
+	} {
+		rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), RestoreFrom: tc.from}, sink)
+		if err == nil {
+			_ = rt.Stop(context.Background())
+			t.Fatalf("RestoreFrom %q started", tc.from)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("RestoreFrom %q: %v; want it to say %q", tc.from, err, tc.want)
+		}
+	}
+}
