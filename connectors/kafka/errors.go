@@ -27,9 +27,10 @@ var (
 	// ErrTransactionLost means an exactly-once sink's transaction can no
 	// longer be committed: the brokers aborted it (it outlived
 	// SinkConfig.TransactionTimeout, or another producer with the same
-	// transactional id fenced it). Its records are not in the topic; the
-	// instance must be restored from the last checkpoint to write them
-	// again.
+	// transactional id fenced it). Its records are not in the topic. An
+	// open transaction lost fails the next record or PreCommit with it
+	// (the instance must be restored from the last checkpoint); a pending
+	// one is logged by Commit, which forgets it.
 	ErrTransactionLost = errors.New("kafka: transaction lost")
 	// ErrPoolExhausted means every transactional id of an exactly-once
 	// sink instance holds a transaction that waits for its checkpoint to

@@ -374,7 +374,8 @@ func (s *Sink) commitSlot(ctx context.Context, st sdk.State, sl *txnSlot) error 
 		return nil
 	case errors.Is(err, ErrTransactionLost):
 		s.committed(st, sl) // nothing more can be done with it
-		return s.lost(ctx, sl.id, sl.entry, err)
+		s.lost(ctx, sl.id, sl.entry, err)
+		return nil
 	}
 	return s.health.failure(fmt.Sprintf("kafka sink %q: commit checkpoint %d's transaction %q (retried at the next completion)", s.op, sl.entry.checkpoint, sl.id), err)
 }
@@ -404,21 +405,25 @@ func (s *Sink) commitAdopted(ctx context.Context, st sdk.State, id string, e txn
 		st.Set([]byte(txnDonePrefix+id), e.encode())
 	}
 	if err != nil {
-		return s.lost(ctx, id, e, err)
+		s.lost(ctx, id, e, err)
 	}
 	return nil
 }
 
-// lost reports a transaction that cannot be committed, after fencing its
-// id (which aborts whatever the id holds now: written after the restored
-// checkpoint).
-func (s *Sink) lost(ctx context.Context, id string, e txnEntry, err error) error {
+// lost reports a transaction that cannot be committed any more, after
+// fencing its id (which aborts whatever the id holds now: written after
+// the restored checkpoint). Its entry is forgotten, not kept for another
+// try: the commit cannot succeed later, and an entry kept in state would
+// come back with every restore and hold its pool slot for ever (the
+// pipeline stalled so). The usual cause is harmless: a rollback restored
+// a checkpoint whose transaction this sink had already committed before
+// the crash, and the id has served a newer transaction since.
+func (s *Sink) lost(ctx context.Context, id string, e txnEntry, err error) {
 	if ferr := s.coord.fence(ctx, id, s.cfg.TransactionTimeout); ferr != nil {
 		s.log.Warn("kafka sink: fencing a transactional id after a lost transaction failed", "transactional_id", id, "error", ferr)
 	}
-	s.log.Error("kafka sink: a transaction prepared for a checkpoint cannot be committed: it was aborted (it outlived TransactionTimeout, or another producer uses the same transactional id) and its records are not in the topic — unless this sink had reused the id after committing it, when the pool ran short",
+	s.log.Error("kafka sink: a transaction prepared for a checkpoint cannot be committed any more: either it was committed before a rollback and its id reused since (its records are in the topic), or it was aborted (it outlived TransactionTimeout, or another producer used the id) and its records are not",
 		"transactional_id", id, "checkpoint", e.checkpoint, "producer_id", e.producerID, "epoch", e.epoch, "error", err)
-	return fmt.Errorf("kafka sink %q: checkpoint %d: %w", s.op, e.checkpoint, err)
 }
 
 // closeExactlyOnce aborts the open transaction (its records come again
