@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 )
@@ -58,19 +57,4 @@ func TestClusterProducedMovesWithInstance(t *testing.T) {
 		c.dump()
 		t.Fatalf("gen's running instances produced %d over their life, want %d (a moved instance must keep its count)", got, par*3000)
 	}
-}
-
-// running counts op's running instances on n.
-func running(n *actors.Node, op string) int {
-	k := 0
-	for _, st := range n.Status() {
-		if st.Name == op {
-			for _, in := range st.Instances {
-				if in.State == "running" {
-					k++
-				}
-			}
-		}
-	}
-	return k
 }

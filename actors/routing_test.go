@@ -256,3 +256,18 @@ func TestGroupByPreservesOrderPerKey(t *testing.T) {
 		last[k] = i
 	}
 }
+
+// running counts op's running instances on n.
+func running(n *actors.Node, op string) int {
+	k := 0
+	for _, st := range n.Status() {
+		if st.Name == op {
+			for _, in := range st.Instances {
+				if in.State == "running" {
+					k++
+				}
+			}
+		}
+	}
+	return k
+}
