@@ -40,6 +40,8 @@ func run() error {
 	if err := sec.RegisterFlags(flag.CommandLine, os.Getenv); err != nil {
 		return err
 	}
+	var nodeSec sdk.NodeSecurity // -node-*: mutual TLS between nodes (docs/security.md)
+	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	flag.Parse()
 	if *duration == 0 && os.Getenv("DURATION") != "" {
 		d, err := time.ParseDuration(os.Getenv("DURATION"))
@@ -71,7 +73,7 @@ func run() error {
 		}
 	}
 	rt, err := sdk.Start(ctx, sdk.Config{DataDir: *dataDir, Logger: logger, Consul: *consulAddr, NodeID: *id, HTTP: *httpAddr, Bind: *bind, Deploy: deploy,
-		ControlSecurity: &sec}, ops...)
+		ControlSecurity: &sec, NodeSecurity: &nodeSec}, ops...)
 	if err != nil {
 		return err
 	}
