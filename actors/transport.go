@@ -13,13 +13,13 @@ package actors
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,7 +63,7 @@ func newTransport(sec TransportSecurity, nodeID string, log *slog.Logger) (*tran
 	if err != nil {
 		return nil, fmt.Errorf("actors: node transport TLS: %w", err)
 	}
-	if id := creds.Identity(src.Leaf()); id != nodeID {
+	if id := creds.Identity(src.Leaf()); !speaksFor(id, nodeID) {
 		_ = src.Close()
 		return nil, fmt.Errorf("actors: node transport TLS: the certificate %s is named %q, but this node's id is %q, and other nodes "+
 			"drop messages of node %q that do not come over a certificate named so; issue one with \"sluice certs node %s\"",
@@ -216,24 +216,52 @@ type nodeCreds struct {
 var _ credentials.TransportCredentials = (*nodeCreds)(nil)
 
 // ClientHandshake runs the TLS handshake of a connection to authority (the
-// actor address dialled).
+// actor address dialled): the server's certificate must be signed by the
+// CA bundle and, when authority is a member's address, speak for that
+// member (speaksFor).
 func (c *nodeCreds) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	node := c.t.nodeAt(authority)
-	var cfg *tls.Config
-	var err error
-	if node != "" {
-		cfg, err = c.t.src.PeerTLS(node)
-	} else {
-		cfg, err = c.t.src.ClusterTLS()
-	}
+	cfg, err := c.t.src.ClusterTLS()
 	if err != nil {
 		return nil, nil, err
 	}
 	out, info, err := credentials.NewTLS(cfg).ClientHandshake(ctx, authority, conn)
+	if err == nil && node != "" {
+		var id string
+		if ti, ok := info.(credentials.TLSInfo); ok && len(ti.State.PeerCertificates) > 0 {
+			id = creds.Identity(ti.State.PeerCertificates[0])
+		}
+		if !speaksFor(id, node) {
+			_ = out.Close()
+			err = fmt.Errorf("%w: the server at %s presented the certificate of %q, want that of member %q", creds.ErrNameMismatch, authority, id, node)
+		}
+	}
 	if err != nil {
 		c.t.warn("node transport: cannot connect to a node", "address", authority, "node", node, "error", err)
+		return nil, nil, err
 	}
-	return out, info, err
+	return out, info, nil
+}
+
+// speaksFor reports whether a certificate named identity may speak for
+// node: the node of that name, or an operator process its launcher
+// started, whose node id is "<operator>-<identity>-<restarts>" (package
+// launcher) and which is given the launching node's certificate and key:
+// it runs as that node's user, with its files, so the node's key is the
+// boundary of trust either way.
+func speaksFor(identity, node string) bool {
+	if identity == "" {
+		return false
+	}
+	if node == identity {
+		return true
+	}
+	i := strings.LastIndexByte(node, '-')
+	if i < 0 || i == len(node)-1 || strings.Trim(node[i+1:], "0123456789") != "" {
+		return false
+	}
+	rest, ok := strings.CutSuffix(node[:i], "-"+identity)
+	return ok && rest != ""
 }
 
 // ServerHandshake runs the TLS handshake of an accepted connection.
@@ -278,7 +306,7 @@ func (n *Node) vouched(ctx actor.Context, what, claimed string) bool {
 		return true
 	}
 	p := peerOf(ctx)
-	if p == "" || p == claimed {
+	if p == "" || speaksFor(p, claimed) {
 		return true
 	}
 	n.log.Warn("dropped a message claiming to come from another node than the certificate it came over",
