@@ -237,7 +237,7 @@ func (c *nodeCreds) ClientHandshake(ctx context.Context, authority string, conn 
 		}
 	}
 	if err != nil {
-		c.t.warn("node transport: cannot connect to a node", "address", authority, "node", node, "error", err)
+		c.t.warn("node transport: cannot connect to a node", "address", authority, "member", node, "error", err)
 		return nil, nil, err
 	}
 	return out, info, nil

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/cluster/memdisc"
 	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/core"
@@ -78,4 +79,32 @@ func TestClusterMutualTLS(t *testing.T) {
 	if logs.has("dropped a") || logs.has("cannot connect") {
 		t.Fatal("a message or connection between the nodes was refused")
 	}
+}
+
+// TestClusterMutualTLSChecksWhomItDials: a node reaching a member's address
+// refuses a server whose certificate names another node.
+func TestClusterMutualTLSChecksWhomItDials(t *testing.T) {
+	ca := credstest.NewCA(t, "cluster CA")
+	logger, logs := newLogRecorder(t)
+	x := startTLSNode(t, "x", ca.Node(t, "x"), logger)
+	reg := memdisc.NewRegistry()
+	// The membership says n2 is at x's address.
+	sluicetest.Must(t, memdisc.New(reg).Join(context.Background(), cluster.Member{ID: "n2", Address: x.Address(), Kinds: []string{"count"}}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a, err := actors.Start(ctx, actors.Config{
+		NodeID: "a", DataDir: t.TempDir(), NoSync: true, Logger: logger,
+		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(reg), Security: actors.TransportSecurity{TLS: ca.Node(t, "a").Config()}},
+	}, func() core.Operator { return &counter{name: "count", input: "words", parallelism: 4} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.Stop(ctx)
+	})
+	sluicetest.WaitFor(t, 30*time.Second, "the connection to n2 refused", func() bool {
+		return logs.has("node transport: cannot connect to a node", "member=n2", `presented the certificate of "x", want that of member "n2"`)
+	})
 }
