@@ -41,7 +41,7 @@ type coordRole struct {
 	pending  *pendingCheckpoint
 	rollback *pendingRollback
 	delays   *backoff.ExponentialBackOff // after failures
-	requests []ckRequestMsg             // savepoints asked for
+	requests []ckRequestMsg              // savepoints asked for
 
 	stats CheckpointStats
 }

@@ -56,11 +56,11 @@ type Producer struct {
 	cfg  Config
 	self Endpoint // receives the acks and bounces
 
-	table   *Table
-	streams map[string][]*subOut // stream → one entry per subscribing operator
-	subs    map[subKey]*subOut   // the same entries, by stream and operator
-	slots   []*Buf               // every buffer ever made, indexed by slot
-	rng     *rand.Rand           // shuffle routing
+	table    *Table
+	streams  map[string][]*subOut // stream → one entry per subscribing operator
+	subs     map[subKey]*subOut   // the same entries, by stream and operator
+	slots    []*Buf               // every buffer ever made, indexed by slot
+	rng      *rand.Rand           // shuffle routing
 	dirty    []*Buf               // buffers holding unsent records or controls
 	mark     []int                // len(recs) of dirty buffers at the start of an attempt
 	anyReady bool                 // some buffer got a full or closed chunk since the last flush
