@@ -189,6 +189,12 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	topo, err := n.seed(ctx, seed)
 	if err != nil {
+		if n.remote != nil {
+			n.remote.Shutdown(false)
+		}
+		if n.transport != nil {
+			n.transport.close()
+		}
 		n.system.Shutdown()
 		_ = db.Close()
 		return nil, err
