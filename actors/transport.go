@@ -13,11 +13,13 @@ package actors
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,7 +137,9 @@ func (t *transport) warn(msg string, attrs ...any) {
 func (t *transport) intercept(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	id, err := t.peer(ss.Context())
 	if err != nil {
-		t.warn("node transport: refused a stream", "method", info.FullMethod, "error", err)
+		// Not rate limited: the peer got through the handshake, so it holds
+		// a certificate of the CA.
+		t.log.Warn("node transport: refused a stream", "method", info.FullMethod, "error", err)
 		return status.Errorf(codes.Unauthenticated, "sluice: %v", err)
 	}
 	hdr := &remote.MessageHeader{HeaderData: map[string]string{peerHeader: id}}
@@ -159,6 +163,14 @@ func (t *transport) peer(ctx context.Context) (string, error) {
 	}
 	if id == "" {
 		return "", fmt.Errorf("connection from %v: the certificate has no name (common name or DNS name) to identify a node", p.Addr)
+	}
+	// A node's certificate serves too ("sluice certs node"); a client-only
+	// certificate of the same CA (an operator's, for the control API) may
+	// not speak for a node.
+	leaf := ti.State.PeerCertificates[0]
+	if !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) && !slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny) {
+		return "", fmt.Errorf("connection from %v: %w: %q is not a node's certificate (it lacks the serverAuth extended key usage that "+
+			"\"sluice certs node\" gives)", p.Addr, creds.ErrUsage, id)
 	}
 	return id, nil
 }

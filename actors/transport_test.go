@@ -211,6 +211,13 @@ func TestNodeTransportRefusesStrangers(t *testing.T) {
 
 	refused(t, logs, n.Address(), clientTLS(t, credstest.Files{CA: ca.CertFile}), "a client without a certificate", "didn't provide a certificate")
 
+	if _, err := dialRaw(t, n.Address(), clientTLS(t, ca.Client(t, "alice"))); err == nil {
+		t.Fatal("a client-only certificate of the cluster CA (an operator's) talked to the node")
+	}
+	sluicetest.WaitFor(t, 10*time.Second, "the refusal of a client-only certificate logged", func() bool {
+		return logs.has("node transport: refused a stream", `"alice" is not a node's certificate`)
+	})
+
 	other := credstest.NewCA(t, "other CA")
 	strangerCfg := clientTLS(t, other.Node(t, "n1"))
 	strangerCfg.InsecureSkipVerify, strangerCfg.VerifyConnection = true, nil // it would refuse our node, too
