@@ -12,11 +12,13 @@ import (
 // cluster should use the same CA bundle.
 //
 // When it is enabled, a node accepts connections only from clients whose
-// certificate is signed by TLS.CAFile, connects only to servers whose
-// certificate is, presents TLS.CertFile both ways, and drops any message
-// whose claimed sender node (the node field of Leaving, HandoffRequest,
-// HandoffReply, CheckpointPart, RollbackDone; the node a HandoffChunk was
-// asked of) is not the identity of the certificate it arrived over. A
+// node certificate (client and server usage) is signed by TLS.CAFile,
+// connects only to servers whose certificate is (and names the member at
+// the address dialled), presents TLS.CertFile both ways, and drops any
+// message whose claimed sender node (the node field of Leaving,
+// HandoffRequest, HandoffReply, CheckpointPart, RollbackDone; the node a
+// HandoffChunk was asked of) is not the identity of the certificate it
+// arrived over, or an operator process that node's launcher started. A
 // certificate's identity is creds.Identity: its subject common name (else
 // its first DNS name); it must be the node's id ("sluice certs node ID"
 // makes such certificates). The files are reread when they change: new
