@@ -152,9 +152,13 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		c.onRestored(m)
 	// The coordinator's messages (ckcoord.go).
 	case *wire.CheckpointPart:
-		c.coordOnPart(m)
+		if c.n.vouched(ctx, "CheckpointPart", m.Node) {
+			c.coordOnPart(m)
+		}
 	case *wire.RollbackDone:
-		c.coordOnRollbackDone(m)
+		if c.n.vouched(ctx, "RollbackDone", m.Node) {
+			c.coordOnRollbackDone(m)
+		}
 	case ckStoredMsg:
 		c.coordOnStored(m)
 	case ckGenRecordedMsg:

@@ -118,6 +118,10 @@ type ClusterConfig struct {
 	// LeaveQuiet is how long a leaving node waits, after handing everything
 	// off, without receiving records, before it deregisters; 0 means 500 ms.
 	LeaveQuiet time.Duration
+	// Security configures mutual TLS between nodes; the zero value means
+	// none (a node bound to an address other than loopback then logs a
+	// warning). See TransportSecurity.
+	Security TransportSecurity
 }
 
 // Event is an instance lifecycle event on a node.
@@ -270,6 +274,11 @@ func (c Config) Validate() error {
 	}
 	if c.Cluster != nil && c.Cluster.Discovery == nil {
 		errs = append(errs, errors.New("cluster: discovery must be set"))
+	}
+	if c.Cluster != nil {
+		if err := c.Cluster.Security.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("actors: invalid config: %w", err)

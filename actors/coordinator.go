@@ -206,14 +206,25 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		c.serveWaiting()
 		c.checkAll()
 	case *wire.HandoffRequest:
-		c.serve(m)
+		if c.n.vouched(ctx, "HandoffRequest", m.Requester) {
+			c.serve(m)
+		}
 	case *wire.HandoffReply:
-		c.onReply(m)
+		if c.n.vouched(ctx, "HandoffReply", m.Node) {
+			c.onReply(m)
+		}
 	case *wire.HandoffChunk:
+		if p := peerOf(ctx); c.n.transport != nil && p != "" && !c.askedOf(p, m) {
+			ctx.Respond(&wire.HandoffAck{Error: fmt.Sprintf("node %s was not asked for these key groups", p)})
+			return
+		}
 		ctx.Respond(c.onChunk(m))
 	case exportDone:
 		c.onExportDone(m)
 	case *wire.Leaving:
+		if !c.n.vouched(ctx, "Leaving", m.Node) {
+			return
+		}
 		if !c.leaving[m.Node] {
 			c.leaving[m.Node] = true
 			c.n.log.Info("node is leaving; taking over its instances", "leaving", m.Node)

@@ -278,6 +278,27 @@ func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
 	return &wire.HandoffAck{}
 }
 
+// askedOf reports whether this node waits for a node that the certificate
+// named peer speaks for (speaksFor) to answer an acquisition of the key
+// groups of chunk m: only such a node may send state here. It logs a chunk
+// from any other node, which the caller refuses.
+func (c *coordinator) askedOf(peer string, m *wire.HandoffChunk) bool {
+	for _, a := range c.acq {
+		inst := a.li.inst
+		if inst.key.op != m.Operator || int(m.FirstGroup) < inst.lo || int(m.EndGroup) > inst.hi || m.FirstGroup >= m.EndGroup {
+			continue
+		}
+		for node := range a.waiting {
+			if speaksFor(peer, node) {
+				return true
+			}
+		}
+	}
+	c.n.log.Warn("dropped a handoff chunk from a node not asked for those key groups", "certificate", peer,
+		"operator", m.Operator, "first", m.FirstGroup, "end", m.EndGroup, "replace", m.Replace)
+	return false
+}
+
 // checkAll activates instances whose requests have all been answered.
 func (c *coordinator) checkAll() {
 	for k, a := range c.current {

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,14 +31,15 @@ import (
 // A Node is created by Start and stopped by Stop. Its methods are safe for
 // concurrent use.
 type Node struct {
-	cfg    Config
-	log    *slog.Logger
-	system *actor.ActorSystem
-	remote *remote.Remote // nil when embedded
-	db     *persistence.DB
-	store  topology.Store
-	addr   string // actor address of this node
-	kinds  map[string]core.Factory
+	cfg       Config
+	log       *slog.Logger
+	system    *actor.ActorSystem
+	remote    *remote.Remote // nil when embedded
+	transport *transport     // nil without transport TLS
+	db        *persistence.DB
+	store     topology.Store
+	addr      string // actor address of this node
+	kinds     map[string]core.Factory
 
 	table    atomic.Pointer[flow.Table]
 	topo     atomic.Pointer[topology.Topology] // as last applied by the coordinator
@@ -175,6 +174,9 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}))
 	if cfg.Cluster != nil {
 		if err := n.startRemote(); err != nil {
+			if n.transport != nil {
+				n.transport.close()
+			}
 			n.system.Shutdown()
 			_ = db.Close()
 			return nil, err
@@ -187,6 +189,12 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	topo, err := n.seed(ctx, seed)
 	if err != nil {
+		if n.remote != nil {
+			n.remote.Shutdown(false)
+		}
+		if n.transport != nil {
+			n.transport.close()
+		}
 		n.system.Shutdown()
 		_ = db.Close()
 		return nil, err
@@ -294,45 +302,6 @@ func (n *Node) CheckKind(name, kind string) error {
 // Topology returns the topology the node currently runs.
 func (n *Node) Topology() topology.Topology { return n.topology() }
 
-// startRemote starts protoactor remote on the configured address.
-func (n *Node) startRemote() error {
-	cc := n.cfg.Cluster
-	host, portStr, err := net.SplitHostPort(cc.BindAddr)
-	if err != nil {
-		return fmt.Errorf("actors: bind address %q: %w", cc.BindAddr, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return fmt.Errorf("actors: bind address %q: bad port: %w", cc.BindAddr, err)
-	}
-	if port == 0 {
-		// protoactor cannot report the port it picked before it listens, so
-		// pick a free one first.
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return fmt.Errorf("actors: bind %s: %w", cc.BindAddr, err)
-		}
-		port = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-	}
-	opts := []remote.ConfigOption{}
-	if cc.AdvertiseAddr != "" {
-		opts = append(opts, remote.WithAdvertisedHost(cc.AdvertiseAddr))
-	}
-	n.remote = remote.NewRemote(n.system, remote.Configure(host, port, opts...))
-	started := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil { // remote.Start panics when it cannot listen
-				started <- fmt.Errorf("actors: start remote on %s:%d: %v", host, port, r)
-			}
-		}()
-		n.remote.Start()
-		started <- nil
-	}()
-	return <-started
-}
-
 // joinCluster registers the node and feeds membership to the coordinator.
 func (n *Node) joinCluster(ctx, runCtx context.Context, self cluster.Member) error {
 	cc := n.cfg.Cluster
@@ -344,6 +313,9 @@ func (n *Node) joinCluster(ctx, runCtx context.Context, self cluster.Member) err
 	ch := cc.Discovery.Watch(runCtx)
 	n.goFunc(func() {
 		for members := range ch {
+			if n.transport != nil {
+				n.transport.setMembers(members)
+			}
 			n.system.Root.Send(n.coord, membershipMsg{members: members})
 		}
 	})
@@ -617,6 +589,9 @@ func (n *Node) stop(ctx context.Context) error {
 	if n.remote != nil {
 		n.remote.Shutdown(false)
 	}
+	if n.transport != nil {
+		n.transport.close()
+	}
 	n.system.Shutdown()
 	if err := n.db.Close(); err != nil {
 		errs = append(errs, err)
@@ -686,6 +661,9 @@ func (n *Node) abort() {
 	n.wg.Wait()
 	if n.remote != nil {
 		n.remote.Shutdown(false)
+	}
+	if n.transport != nil {
+		n.transport.close()
 	}
 	n.system.Shutdown()
 	_ = n.db.Close()

@@ -125,6 +125,21 @@ func (s *Source) PeerTLS(node string) (*tls.Config, error) {
 	}), nil
 }
 
+// ClusterTLS returns a TLS configuration for a client of a node whose
+// identity is not known in advance (an address not yet in the membership):
+// it verifies that the server's certificate is signed by the current CA
+// bundle, whatever its identity, and presents the current certificate.
+// Prefer PeerTLS when the node is known.
+func (s *Source) ClusterTLS() (*tls.Config, error) {
+	if s.cur.Load().roots == nil {
+		return nil, fmt.Errorf("%w: verifying other nodes needs CAFile", ErrNoCA)
+	}
+	return s.clientTLS("", func(chain []*x509.Certificate) error {
+		_, err := s.verify(chain, "", x509.ExtKeyUsageServerAuth, "server")
+		return err
+	}), nil
+}
+
 // clientTLS builds a client configuration whose server certificate check
 // is check.
 func (s *Source) clientTLS(serverName string, check func([]*x509.Certificate) error) *tls.Config {

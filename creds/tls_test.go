@@ -384,3 +384,30 @@ func TestPeerTLSChecksTheNodeName(t *testing.T) {
 		t.Fatalf("n2 posing as n3: %v, want ErrNameMismatch", err)
 	}
 }
+
+// TestClusterTLSTakesAnyNodeOfTheCA accepts a server of the CA whatever
+// its name, and refuses one of another CA.
+func TestClusterTLSTakesAnyNodeOfTheCA(t *testing.T) {
+	ca := credstest.NewCA(t, "cluster CA")
+	srv := serve(t, load(t, ca.Issue(t, creds.Request{Name: "n2", Usage: creds.NodeUsage, Valid: time.Hour}).Config()), creds.RequireClientCert)
+	me := load(t, ca.Node(t, "n1").Config())
+	cfg, err := me.ClusterTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answer, server, err := dialWith(cfg, srv.addr); err != nil || answer != "n1" || server != "n2" {
+		t.Fatalf("n1 → n2: %q from %q, %v", answer, server, err)
+	}
+	other := credstest.NewCA(t, "other CA")
+	stranger := serve(t, load(t, other.Node(t, "n2").Config()), creds.RequireClientCert)
+	if _, _, err := dialWith(cfg, stranger.addr); !errors.Is(err, creds.ErrUnknownAuthority) {
+		t.Fatalf("a server of another CA: %v, want ErrUnknownAuthority", err)
+	}
+	if _, err := load(t, ca.Node(t, "n3").Config()).ClusterTLS(); err != nil {
+		t.Fatal(err)
+	}
+	n4 := ca.Node(t, "n4")
+	if _, err := load(t, creds.Config{CertFile: n4.Cert, KeyFile: n4.Key}).ClusterTLS(); !errors.Is(err, creds.ErrNoCA) {
+		t.Fatalf("no CA: %v, want ErrNoCA", err)
+	}
+}

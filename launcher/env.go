@@ -64,6 +64,9 @@ var deniedEnv = map[string]string{
 	"SLUICE_HTTP":      "set by the launcher",
 	"SLUICE_BIND":      "set by the launcher",
 	"SLUICE_ADVERTISE": "set by the launcher",
+	"SLUICE_NODE_CA":   "set by the launcher (the node's transport TLS)",
+	"SLUICE_NODE_CERT": "set by the launcher (the node's transport TLS)",
+	"SLUICE_NODE_KEY":  "set by the launcher (the node's transport TLS)",
 }
 
 // deniedPrefixes are families of variables refused by name prefix.

@@ -89,6 +89,12 @@ type Config struct {
 	// serves on a loopback address only, accepts no operator with an
 	// executable, and Launch is refused.
 	ControlSecurity *ControlSecurity
+	// NodeSecurity configures mutual TLS between nodes (cluster mode): the
+	// cluster CA and this node's certificate, named after NodeID. nil means
+	// NodeSecurityFromEnv (the SLUICE_NODE_* variables). Without it, node
+	// traffic is neither encrypted nor authenticated, and a node bound to
+	// an address other than loopback logs a warning.
+	NodeSecurity *NodeSecurity
 	// LaunchPolicy says which executables Launch may start and which
 	// environment variables manifests may give them; nil means
 	// LaunchPolicyFromEnv. Its environment rules also apply to every
@@ -247,7 +253,8 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 			closeListener(lis)
 			return nil, fmt.Errorf("sdk: start: %w", err)
 		}
-		ncfg.Cluster = &actors.ClusterConfig{Discovery: d, BindAddr: cfg.Bind, AdvertiseAddr: cfg.Advertise, Version: cfg.Version}
+		ncfg.Cluster = &actors.ClusterConfig{Discovery: d, BindAddr: cfg.Bind, AdvertiseAddr: cfg.Advertise, Version: cfg.Version,
+			Security: nodeSecurity(cfg)}
 		if srv != nil {
 			ncfg.Cluster.HTTPAddr = srv.Addr()
 		}
@@ -283,7 +290,7 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 	if cfg.Launch && cfg.Consul != "" {
 		rt.launcher, err = launcher.New(launcher.Config{
 			Node: n.ID(), Consul: cfg.Consul, Cluster: clusterName(cfg), DataDir: filepath.Join(dataDir(cfg), "launched"),
-			Store: n.Store(), Members: n.Members, Logger: logger, Policy: policy, Env: sec.Environ(),
+			Store: n.Store(), Members: n.Members, Logger: logger, Policy: policy, Env: append(sec.Environ(), nodeSecurity(cfg).Environ()...),
 		})
 		if err != nil {
 			closeListener(lis)

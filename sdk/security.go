@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/launcher"
 )
@@ -12,6 +13,11 @@ import (
 // with roles, client certificates; see control.Security and
 // docs/security.md.
 type ControlSecurity = control.Security
+
+// NodeSecurity configures mutual TLS between the nodes of a cluster: the
+// cluster CA and this node's certificate, named after its node id; see
+// actors.TransportSecurity and docs/security.md.
+type NodeSecurity = actors.TransportSecurity
 
 // LaunchPolicy says which executables the local launcher (Config.Launch)
 // may start, and which environment variables manifests may give them; see
@@ -23,6 +29,20 @@ type LaunchPolicy = launcher.Policy
 // (see control.SecurityFromEnv). With none set, the control API has no
 // authentication.
 func ControlSecurityFromEnv() (ControlSecurity, error) { return control.SecurityFromEnv(os.Getenv) }
+
+// NodeSecurityFromEnv returns the settings that a nil Config.NodeSecurity
+// means: those of $SLUICE_NODE_CA, $SLUICE_NODE_CERT and $SLUICE_NODE_KEY.
+// With none set, traffic between nodes is neither encrypted nor
+// authenticated.
+func NodeSecurityFromEnv() NodeSecurity { return actors.TransportSecurityFromEnv(os.Getenv) }
+
+// nodeSecurity resolves cfg's node security (nil: from the environment).
+func nodeSecurity(cfg Config) NodeSecurity {
+	if cfg.NodeSecurity != nil {
+		return *cfg.NodeSecurity
+	}
+	return NodeSecurityFromEnv()
+}
 
 // LaunchPolicyFromEnv returns the policy that a nil Config.LaunchPolicy
 // means: that of $SLUICE_LAUNCH_ALLOW, $SLUICE_LAUNCH_DIR and

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/creds"
+	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 )
@@ -80,5 +82,30 @@ func TestControlSecurityFromTheEnvironment(t *testing.T) {
 	}
 	if code := get("env-read-token-0123456789"); code != 200 {
 		t.Fatalf("with the token: %d, want 200", code)
+	}
+}
+
+// TestNodeSecurityFromTheEnvironment: with Config.NodeSecurity nil, the
+// SLUICE_NODE_* variables configure mutual TLS between nodes; the node
+// checks them before it joins (Consul is never reached here).
+func TestNodeSecurityFromTheEnvironment(t *testing.T) {
+	ca := credstest.NewCA(t, "cluster CA")
+	other := ca.Node(t, "other")
+	t.Setenv("SLUICE_NODE_CA", other.CA)
+	t.Setenv("SLUICE_NODE_CERT", other.Cert)
+	t.Setenv("SLUICE_NODE_KEY", other.Key)
+	if got := sdk.NodeSecurityFromEnv(); got.TLS.CAFile != other.CA || got.TLS.CertFile != other.Cert || got.TLS.KeyFile != other.Key {
+		t.Fatalf("NodeSecurityFromEnv: got %+v", got.TLS)
+	}
+	cfg := sdk.Config{NodeID: "me", DataDir: t.TempDir(), Consul: "127.0.0.1:1", Guarantee: sdk.AtLeastOnce, Logger: sluicetest.Logger(t)}
+	_, err := sdk.Start(context.Background(), cfg, sink)
+	if err == nil || !strings.Contains(err.Error(), `is named "other", but this node's id is "me"`) {
+		t.Fatalf("a certificate of another node from the environment: got %v", err)
+	}
+	cfg.DataDir = t.TempDir()
+	cfg.NodeSecurity = &sdk.NodeSecurity{TLS: creds.Config{CAFile: other.CA}}
+	_, err = sdk.Start(context.Background(), cfg, sink)
+	if err == nil || !strings.Contains(err.Error(), "-node-cert") {
+		t.Fatalf("Config.NodeSecurity with a CA only: got %v, want the missing certificate named", err)
 	}
 }

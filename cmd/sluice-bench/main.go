@@ -3,8 +3,9 @@
 // baseline measured in the same run.
 //
 // The cross-node scenarios build internal/testnode and start a Consul dev
-// agent (the binary scripts/ensure-tool.sh caches); -cross=false skips them.
-// -only selects scenario groups, e.g. -only kafka,telemetry.
+// agent (the binary scripts/ensure-tool.sh caches); -cross=false skips them
+// (and the mtls group: cross-node plaintext vs mutual TLS). -only selects
+// scenario groups, e.g. -only kafka,telemetry.
 package main
 
 import (
@@ -24,18 +25,18 @@ func main() {
 	runs := flag.Int("runs", 5, "runs per scenario (the table shows medians)")
 	records := flag.Int("records", 1_000_000, "records (messages) per run")
 	cross := flag.Bool("cross", true, "also run the cross-node scenarios (needs Consul)")
-	only := flag.String("only", "", "comma-separated scenario groups to run: core, telemetry, cross, kafka (empty: all)")
+	only := flag.String("only", "", "comma-separated scenario groups to run: core, telemetry, cross, mtls, kafka (empty: all)")
 	flag.Parse()
 	var groups []string
 	if *only != "" {
 		groups = strings.Split(*only, ",")
 		for _, g := range groups {
-			if !slices.Contains([]string{"core", "telemetry", "cross", "kafka"}, g) {
-				fmt.Fprintf(os.Stderr, "sluice-bench: -only: unknown scenario group %q: want core, telemetry, cross or kafka\n", g)
+			if !slices.Contains([]string{"core", "telemetry", "cross", "mtls", "kafka"}, g) {
+				fmt.Fprintf(os.Stderr, "sluice-bench: -only: unknown scenario group %q: want core, telemetry, cross, mtls or kafka\n", g)
 				os.Exit(2)
 			}
 		}
-		*cross = *cross && slices.Contains(groups, "cross")
+		*cross = *cross && (slices.Contains(groups, "cross") || slices.Contains(groups, "mtls"))
 	}
 	if err := run(*runs, *records, *cross, groups); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)

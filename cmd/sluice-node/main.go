@@ -5,9 +5,10 @@
 //
 // Every flag has an environment fallback (SLUICE_*), so launchers (the
 // Mesos framework, the local launcher) configure it through the
-// environment. The control API's security (-control-*, SLUICE_CONTROL_*)
-// and the launcher's policy (-launch-*, SLUICE_LAUNCH_*) are described in
-// docs/security.md.
+// environment. The control API's security (-control-*, SLUICE_CONTROL_*),
+// mutual TLS between nodes (-node-ca, -node-cert, -node-key,
+// SLUICE_NODE_*) and the launcher's policy (-launch-*, SLUICE_LAUNCH_*)
+// are described in docs/security.md.
 package main
 
 import (
@@ -53,9 +54,11 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	var nodeSec sdk.NodeSecurity
+	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	list := flag.Bool("kinds", false, "list the built-in kinds and exit")
 	flag.Parse()
-	cfg.ControlSecurity, cfg.LaunchPolicy = &sec, &policy
+	cfg.ControlSecurity, cfg.LaunchPolicy, cfg.NodeSecurity = &sec, &policy, &nodeSec
 
 	if *list {
 		for _, f := range kinds() {

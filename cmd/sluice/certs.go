@@ -45,7 +45,9 @@ and for clients (ECDSA P-256). Keys are written with mode 0600.
 
 A node certificate's name is the node's identity (use the node id) and is
 valid for the names and addresses given (the node name is one of them),
-for serving and as a client of other nodes. A client certificate's name
+for serving and as a client of other nodes: give it to the node as
+-control-cert/-control-key and as -node-cert/-node-key (mutual TLS between
+nodes, with -node-ca). A client certificate's name
 is what -control-cert-roles gives a role. Keep ca-key.pem off the nodes.
 docs/security.md shows the same with openssl.`,
 	}

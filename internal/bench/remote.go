@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 
 	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/creds"
 )
 
 // RemoteRaw measures protoactor remote one-way throughput: this process
@@ -54,17 +57,25 @@ func RemoteRaw(nodeBin string, n int) (Result, error) {
 // through Consul: node "far" hosts a group-by counter (4 instances), node
 // "near" a generator of n records; every record crosses the nodes in
 // batches. The rate is taken between the far node's first and last counted
-// record (polled every 5 ms).
-func CrossNode(nodeBin, consulAddr, dataDir string, n int) (Result, error) {
+// record (polled every 5 ms). nodeFlags, when not nil, adds flags of each
+// node by id (see NodeTLSFlags).
+func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id string) []string) (Result, error) {
 	common := []string{"-consul", consulAddr, "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		"-records", strconv.Itoa(n), "-keys", "10000", "-gen-parallelism", "1", "-count-parallelism", "4", "-log-level", "error"}
-	far, ready, err := startProc(nodeBin, append([]string{"-id", "far", "-data", dataDir + "/far", "-host", "count"}, common...), nil)
+	args := func(id string, own ...string) []string {
+		a := append(append([]string{"-id", id, "-data", dataDir + "/" + id}, own...), common...)
+		if nodeFlags != nil {
+			a = append(a, nodeFlags(id)...)
+		}
+		return a
+	}
+	far, ready, err := startProc(nodeBin, args("far", "-host", "count"), nil)
 	if err != nil {
 		return Result{}, err
 	}
 	defer far.stop(10 * time.Second)
 	farHTTP, _ := strings.CutPrefix(ready, "ready http=")
-	near, _, err := startProc(nodeBin, append([]string{"-id", "near", "-data", dataDir + "/near", "-host", "gen"}, common...), nil)
+	near, _, err := startProc(nodeBin, args("near", "-host", "gen"), nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -86,4 +97,32 @@ func CrossNode(nodeBin, consulAddr, dataDir string, n int) (Result, error) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return Result{}, fmt.Errorf("bench: cross-node: far node did not count %d records in 5 minutes", n)
+}
+
+// NodeTLSFlags makes a CA and a certificate for each of the nodes ids in
+// dir, as "sluice certs" does, and returns the -node-* flags of each node
+// (for CrossNode): mutual TLS between them.
+func NodeTLSFlags(dir string, ids ...string) (func(id string) []string, error) {
+	ca, err := creds.NewCA("bench CA", 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	caFile := filepath.Join(dir, "ca.pem")
+	if err := creds.WriteKeyPair(caFile, ca.CertPEM, filepath.Join(dir, "ca-key.pem"), ca.KeyPEM, true); err != nil {
+		return nil, err
+	}
+	flags := make(map[string][]string)
+	for _, id := range ids {
+		certPEM, keyPEM, err := ca.Issue(creds.Request{Name: id, DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+			Usage: creds.NodeUsage, Valid: 24 * time.Hour})
+		if err != nil {
+			return nil, err
+		}
+		cert, key := filepath.Join(dir, id+".pem"), filepath.Join(dir, id+"-key.pem")
+		if err := creds.WriteKeyPair(cert, certPEM, key, keyPEM, true); err != nil {
+			return nil, err
+		}
+		flags[id] = []string{"-node-ca", caFile, "-node-cert", cert, "-node-key", key}
+	}
+	return func(id string) []string { return flags[id] }, nil
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"syscall"
 	"text/tabwriter"
@@ -21,8 +22,9 @@ type TableConfig struct {
 	TempDir string
 	// Scenarios selects groups of rows: "core" (in-process throughput and
 	// latency), "telemetry" (telemetry off/on), "cross" (cross-node, needs
-	// NodeBinary and ConsulAddr), "kafka" (Goka vs Sluice on kfake). Empty
-	// means all.
+	// NodeBinary and ConsulAddr), "mtls" (cross-node plaintext vs mutual
+	// TLS, needs them too), "kafka" (Goka vs Sluice on kfake). Empty means
+	// all.
 	Scenarios []string
 }
 
@@ -193,7 +195,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 			run := 0
 			cross, err := measure("sluice cross-node", func() (Result, error) {
 				run++
-				return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, run), cfg.Records)
+				return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, run), cfg.Records, nil)
 			})
 			if err != nil {
 				return err
@@ -203,6 +205,16 @@ func Table(w io.Writer, cfg TableConfig) error {
 				"2 node processes via Consul, batched, target ≥ 3.00×"})
 		}
 
+	}
+	if cfg.want("mtls") && cfg.NodeBinary != "" && cfg.ConsulAddr != "" {
+		plain, secure, err := mtlsRuns(w, cfg)
+		if err != nil {
+			return err
+		}
+		plainRate, tlsRate := medianRate(plain), medianRate(secure)
+		rows = append(rows, row{"sluice cross-node, plaintext (baseline)", human(plainRate), "records/s", "1.00×", "runs alternate with the next row"})
+		rows = append(rows, row{"sluice cross-node, mutual TLS", human(tlsRate), "records/s", fmt.Sprintf("%.2f×", tlsRate/plainRate),
+			"-node-ca/-node-cert/-node-key: TLS 1.3, ECDSA P-256 certificates"})
 	}
 	if cfg.want("kafka") {
 		kafka, err := kafkaRows(w, cfg.Runs, cfg.Records)
@@ -239,4 +251,39 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// mtlsRuns runs the cross-node scenario cfg.Runs times plaintext and with
+// mutual TLS, alternating, so that drift on a shared machine affects both
+// alike.
+func mtlsRuns(w io.Writer, cfg TableConfig) (plain, secure []Result, err error) {
+	dir := cfg.TempDir + "/mtls-certs"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	flags, err := NodeTLSFlags(dir, "far", "near")
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := 0; i < cfg.Runs; i++ {
+		for _, on := range []bool{false, true} {
+			name, nf := "sluice cross-node, plaintext", func(string) []string { return nil }
+			if on {
+				name, nf = "sluice cross-node, mutual TLS", flags
+			}
+			fmt.Fprintf(w, "  %s: run %d/%d…", name, i+1, cfg.Runs)
+			r, err := CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/mtls-%d-%v", cfg.TempDir, i, on), cfg.Records, nf)
+			if err != nil {
+				fmt.Fprintln(w)
+				return nil, nil, fmt.Errorf("%s: %w", name, err)
+			}
+			fmt.Fprintf(w, " %.0f/s\n", r.PerSec())
+			if on {
+				secure = append(secure, r)
+			} else {
+				plain = append(plain, r)
+			}
+		}
+	}
+	return plain, secure, nil
 }

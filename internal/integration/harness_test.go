@@ -61,6 +61,8 @@ type cluster struct {
 	dir    string
 	mu     sync.Mutex
 	nodes  map[string]*node
+	// nodeFlags, when set, adds flags of one node (its certificate, say).
+	nodeFlags func(id string) []string
 }
 
 func newCluster(t *testing.T, consulAddr string, flags ...string) *cluster {
@@ -75,6 +77,9 @@ func (c *cluster) start(id string) *node {
 		c.t.Fatal(err)
 	}
 	args := append([]string{"-id", id, "-data", n.data, "-consul", c.consul, "-events", n.events}, c.flags...)
+	if c.nodeFlags != nil {
+		args = append(args, c.nodeFlags(id)...)
+	}
 	p, err := proctest.Start(nodeBinary, args, filepath.Join(c.dir, id+".log"))
 	if err != nil {
 		c.t.Fatalf("node %s: %v\n%s", id, err, c.logTail(id))

@@ -53,6 +53,9 @@ func run() error {
 		return err
 	}
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until the node stops")
+	var nodeSec sdk.NodeSecurity // -node-*, $SLUICE_NODE_*: mutual TLS between nodes
+	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
+	cfg.NodeSecurity = &nodeSec
 	rawSink := flag.Int64("raw-sink", 0, "benchmark mode: instead of a node, run a bare protoactor remote on -bind with an actor \"sink\" that counts this many messages, then prints \"done\"")
 	flag.Parse()
 	if err := applyEnvInts(); err != nil {

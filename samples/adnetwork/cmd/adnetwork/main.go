@@ -44,6 +44,8 @@ func run() error {
 	if err := sec.RegisterFlags(flag.CommandLine, os.Getenv); err != nil {
 		return err
 	}
+	var nodeSec sdk.NodeSecurity // -node-*: mutual TLS between nodes (docs/security.md)
+	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	flag.Parse()
 	if *duration == 0 && os.Getenv("DURATION") != "" {
 		d, err := time.ParseDuration(os.Getenv("DURATION"))
@@ -75,7 +77,7 @@ func run() error {
 		}
 	}
 	cfg.DataDir, cfg.Logger, cfg.Consul, cfg.NodeID, cfg.HTTP, cfg.Bind, cfg.Deploy = *dataDir, logger, *consulAddr, *id, *httpAddr, *bind, deploy
-	cfg.ControlSecurity = &sec
+	cfg.ControlSecurity, cfg.NodeSecurity = &sec, &nodeSec
 	rt, err := sdk.Start(ctx, cfg, ops...)
 	if err != nil {
 		return err

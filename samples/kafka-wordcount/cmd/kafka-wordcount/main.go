@@ -72,8 +72,10 @@ func node(args []string) error {
 	if err := sec.RegisterFlags(fs, os.Getenv); err != nil {
 		return err
 	}
+	var nodeSec sdk.NodeSecurity // -node-*, $SLUICE_NODE_*: mutual TLS between nodes (docs/security.md)
+	nodeSec.RegisterFlags(fs, os.Getenv)
 	_ = fs.Parse(args)
-	cfg.ControlSecurity = &sec
+	cfg.ControlSecurity, cfg.NodeSecurity = &sec, &nodeSec
 
 	wc.Brokers = kafka.ParseBrokers(*brokers)
 	if len(wc.Brokers) == 0 {
