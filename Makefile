@@ -26,8 +26,9 @@ test: tools vet
 	# samples and the multi-process integration tests at full speed. The
 	# in-process multi-node tests (TestCluster*) run only here: several
 	# protoactor remotes in one process race on grpc's global logger (see
-	# actors/cluster_test.go).
-	$(TEST_ENV) $(GO) test -count=1 -timeout 15m ./actors/ ./samples/... ./internal/integration/
+	# actors/cluster_test.go). So does checkpoint's 1 GiB incremental-upload
+	# test.
+	$(TEST_ENV) $(GO) test -count=1 -timeout 15m ./actors/ ./checkpoint/ ./samples/... ./internal/integration/
 
 vet:
 	$(GO) vet ./...
