@@ -17,7 +17,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	routing := m.Routing
 	kgs := i.spec.Meta.KeyGroups
 	for j := from; j < len(m.Records); j++ {
-		i.cur = work{kind: workRecord, batch: m, idx: j, attempts: attempts, lastErr: lastErr}
+		i.cur = work{kind: workRecord, batch: m, idx: j, from: from, attempts: attempts, lastErr: lastErr}
 		attempts, lastErr = 0, ""
 		rec := m.Records[j]
 		rec.Stream = m.Stream
@@ -173,6 +173,12 @@ func (i *instance) recoverAttempt() {
 		i.cur.lastErr = "panic: " + fmt.Sprint(r)
 	}
 	i.setLastError(i.cur.lastErr)
+	if i.cur.kind == workRecord {
+		// The records before the failing one are done, and their writes
+		// are committed before the restart; the next incarnation takes
+		// the batch up at the failing record and counts from there.
+		i.processed.Add(int64(i.cur.idx - i.cur.from))
+	}
 	if i.curEnd != nil {
 		i.curEnd(f)
 		i.curTrace, i.curEnd = "", nil

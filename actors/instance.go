@@ -140,6 +140,7 @@ type work struct {
 	kind     workKind
 	batch    *batchMsg
 	idx      int
+	from     int // where this attempt took up batch: records [from, idx) are done
 	timer    timerItem
 	attempts int
 	lastErr  string
