@@ -600,6 +600,12 @@ func (p *Producer) Bounce(slot int32, recs []core.Record, c *Control) *Buf {
 	}
 	so := b.owner
 	p.Refresh()
+	if p.subs[subKey{so.sub.Stream, so.sub.Operator}] != so {
+		// Its operator was killed: nothing reads these records any more.
+		// Holding them (freezing a subscription no table will thaw) would
+		// keep the Producer pending for ever, and a Stop waiting for it.
+		return b
+	}
 	if !b.retired {
 		// The destination moved on before this Producer saw a new table,
 		// or has not yet placed the instance: hold everything until a new

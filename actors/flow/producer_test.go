@@ -237,6 +237,30 @@ func TestBounceAfterTheLayoutThawed(t *testing.T) {
 	}
 }
 
+// A batch bounced back by an operator that was killed meanwhile (its
+// subscription is gone from the table) is dropped: held, it kept the
+// Producer pending for ever, and a node's Stop waiting for it (found by
+// the CLI walkthrough test, which kills trending-urls and then stops).
+func TestBounceFromAKilledOperatorIsDropped(t *testing.T) {
+	h := newHost()
+	d := dests("b", 1)
+	empty := &Table{Version: 2, Streams: map[string][]*Subscription{}, Live: map[string]bool{"a": true, "b": true}}
+	h.table.Store(table(1, core.Shuffle, d, "a", "b"))
+	p := newProducer(h, false)
+	p.Begin()
+	for i := range 3 {
+		p.Produce("s", rec(i))
+	}
+	p.Flush(true) // in flight to the operator
+	h.table.Store(empty)
+	p.Refresh() // the operator is killed
+	p.Bounce(0, d[0].batches[0].Records, nil)
+	p.Flush(true)
+	if p.Pending() || p.Buffered() != 0 {
+		t.Fatalf("after the killed operator's bounce: pending %v, %d buffered; want nothing", p.Pending(), p.Buffered())
+	}
+}
+
 func TestUnreadRecords(t *testing.T) {
 	d := dests("me", 1)
 	withReader := table(2, core.Shuffle, d, "me")
