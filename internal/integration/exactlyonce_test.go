@@ -76,16 +76,7 @@ func TestExactlyOnceStateThroughSIGKILLs(t *testing.T) {
 		c.start(id)
 	}
 	c.waitFor(time.Minute, "some records counted", func() bool { return c.processed("count") >= 10_000 })
-	seed := uint64(time.Now().UnixNano())
-	rng := rand.New(rand.NewPCG(seed, 2))
-	t.Logf("seed %d", seed)
-	for k := 1; k <= kills; k++ {
-		time.Sleep(time.Duration(300+rng.IntN(1500)) * time.Millisecond) // the random moment, not synchronisation
-		victim := ids[rng.IntN(len(ids))]
-		before := c.processed("count")
-		noticed := c.killAndRestart(victim, len(ids))
-		t.Logf("kill %d: %s at %d counted; noticed after %v", k, victim, before, noticed.Round(time.Millisecond))
-	}
+	c.killAtRandom(ids, kills, 2, 300*time.Millisecond, 1800*time.Millisecond)
 	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
 	// Stop the nodes one by one: each hands its state to the others, so
 	// the last one holds every count.
@@ -102,4 +93,22 @@ func TestExactlyOnceStateThroughSIGKILLs(t *testing.T) {
 		}
 	}
 	t.Logf("%d records through %d SIGKILLs: every key counted exactly %d times", records, kills, records/keys)
+}
+
+// killAtRandom SIGKILLs kills random nodes of ids, each at a random moment
+// between min and max after the previous restart (seeded, the seed
+// logged, stream distinguishing the tests' sequences), and restarts each
+// once the others noticed.
+func (c *cluster) killAtRandom(ids []string, kills int, stream uint64, min, max time.Duration) {
+	c.t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, stream))
+	c.t.Logf("seed %d", seed)
+	for k := 1; k <= kills; k++ {
+		time.Sleep(min + time.Duration(rng.Int64N(int64(max-min)))) // the random moment, not synchronisation
+		victim := ids[rng.IntN(len(ids))]
+		before := c.processed("count")
+		noticed := c.killAndRestart(victim, len(ids))
+		c.t.Logf("kill %d: %s at %d counted; noticed after %v", k, victim, before, noticed.Round(time.Millisecond))
+	}
 }

@@ -9,7 +9,6 @@ package integration
 import (
 	"bufio"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -46,16 +45,7 @@ func TestExactlyOnceFileToFileThroughSIGKILLs(t *testing.T) {
 		c.start(id)
 	}
 	c.waitFor(time.Minute, "some lines counted", func() bool { return c.processed("count") >= 5_000 })
-	seed := uint64(time.Now().UnixNano())
-	rng := rand.New(rand.NewPCG(seed, 4))
-	t.Logf("seed %d", seed)
-	for k := 1; k <= kills; k++ {
-		time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond) // the random moment, not synchronisation
-		victim := ids[rng.IntN(len(ids))]
-		before := c.processed("count")
-		noticed := c.killAndRestart(victim, len(ids))
-		t.Logf("kill %d: %s at %d counted; noticed after %v", k, victim, before, noticed.Round(time.Millisecond))
-	}
+	c.killAtRandom(ids, kills, 4, 200*time.Millisecond, 1500*time.Millisecond)
 	c.crash("n3") // for good
 	c.waitFor(30*time.Second, "n3's crash to be noticed", func() bool {
 		for _, n := range c.running() {
