@@ -25,6 +25,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 			i.deadLetter(rec, m.Stream, "instance failed: "+i.failedReasonSnapshot(), 0)
 		} else if i.cur.attempts >= i.spec.Meta.Restart.DeadLetterAfter {
 			i.deadLetter(rec, m.Stream, i.cur.lastErr, i.cur.attempts)
+			i.park(i.cur.attempts)
 		} else {
 			kg := i.lo
 			if routing == core.GroupBy {
@@ -38,6 +39,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 				i.callRecord(rec)
 			}
 			i.end()
+			i.succeeded()
 		}
 		i.blocked = i.out.Flush(false) // full buffers leave at once (see send)
 	}
@@ -173,7 +175,8 @@ func (i *instance) recoverAttempt() {
 		i.cur.lastErr = "panic: " + fmt.Sprint(r)
 	}
 	i.setLastError(i.cur.lastErr)
-	if i.cur.kind == workRecord {
+	i.failedAttempt()
+	if i.cur.kind == workRecord && !i.initing {
 		// The records before the failing one are done, and their writes
 		// are committed before the restart; the next incarnation takes
 		// the batch up at the failing record and counts from there.
@@ -203,6 +206,9 @@ func (i *instance) poll() {
 	transient := i.callPoll(src)
 	i.end()
 	i.cur = work{}
+	if !transient {
+		i.succeeded()
+	}
 	if transient {
 		i.pollIdle = min(max(2*i.pollIdle, 50*time.Millisecond), 2*time.Second)
 		i.schedulePoll(i.pollIdle)
@@ -259,6 +265,7 @@ func (i *instance) runTimer() {
 	t := i.cur.timer
 	if i.cur.attempts >= i.spec.Meta.Restart.DeadLetterAfter {
 		i.deadLetter(core.Record{Key: []byte(t.key), EventTime: t.at}, "timer", i.cur.lastErr, i.cur.attempts)
+		i.park(i.cur.attempts)
 		i.store.DeleteTimer(t.group, t.key)
 		return
 	}
@@ -269,6 +276,7 @@ func (i *instance) runTimer() {
 		i.store.DeleteTimer(t.group, t.key)
 	}
 	i.end()
+	i.succeeded()
 }
 
 // scheduleTimers arms the wake-up for the earliest timer.

@@ -53,6 +53,9 @@ type instance struct {
 	lastError    string
 	failedReason string
 	closeErrV    error
+	strikes      []strike // failures counting toward the restart policy (strikes.go)
+	failedItem   bool     // the failure being reported was an item's attempt
+	progressed   bool     // an item succeeded since the last failure
 	processed    atomic.Int64
 	producedPub  atomic.Int64 // produced, published for status
 	bufferedPub  atomic.Int64 // records waiting in the output buffers, published
@@ -70,6 +73,8 @@ type instance struct {
 	mode            mode
 	opv             core.Operator // current incarnation's operator (active mode)
 	failed          bool          // policy exhausted: dead-letter everything
+	failing         bool          // failed since the last successful item (strikes.go)
+	initing         bool          // Init is running
 	cur             work          // item in progress; survives restarts
 	stash           []unit        // input held back while blocked or awaiting
 	blocked         bool          // a full output buffer has no credit

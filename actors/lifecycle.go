@@ -103,6 +103,7 @@ func (i *instance) startIncarnation() {
 	i.failed = i.isFailed()
 	if !i.failed {
 		i.begin(i.lo, time.Now())
+		i.initing = true
 		func() {
 			defer i.recoverAttempt()
 			if err := i.opv.Init(i.octx); err != nil {
@@ -110,6 +111,7 @@ func (i *instance) startIncarnation() {
 				panic(&failure{err: fmt.Errorf("init: %w", err)})
 			}
 		}()
+		i.initing = false
 		i.end()
 	}
 	i.setState(StateRunning)

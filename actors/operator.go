@@ -139,28 +139,29 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 }
 
 // restartStrategy applies an operator's RestartPolicy to its failing
-// instances: restart after an exponential backoff, or, when the policy is
-// exhausted, mark the instance failed (it then dead-letters what it
-// receives, so nothing upstream stalls).
+// instances: restart after an exponential backoff, or, when more than
+// MaxRestarts failures that count (see strikes.go: not those of a poison
+// record dead-lettered alone) fall within Window, mark the instance failed
+// (it then dead-letters what it receives, so nothing upstream stalls).
 type restartStrategy struct{ op *operator }
 
 var _ actor.SupervisorStrategy = (*restartStrategy)(nil)
 
 // HandleFailure runs on the supervisor's goroutine for each failure.
-func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, _ any) {
+// Protoactor's restart statistics are not used: the instance's strikes are
+// what counts.
+func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ any) {
 	inst := s.op.instanceByPID(child)
 	if inst == nil {
 		sup.StopChildren(child)
 		return
 	}
 	p := inst.spec.Meta.Restart
-	if rs.NumberOfFailures(p.Window) == 0 {
-		rs.Reset()
+	failures, fresh := inst.strike(time.Now(), p.Window)
+	if fresh {
 		inst.restartBackoff = backoff.ExponentialBackOff{InitialInterval: p.InitialBackoff, Multiplier: 2, MaxInterval: p.MaxBackoff}
 		inst.restartBackoff.Reset()
 	}
-	rs.Fail()
-	failures := rs.NumberOfFailures(p.Window)
 	inst.noteFailure(reason)
 	if failures > p.MaxRestarts {
 		inst.markFailed(fmt.Sprintf("%d failures within %v (max restarts %d); last: %v", failures, p.Window, p.MaxRestarts, reason))

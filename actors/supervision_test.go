@@ -84,29 +84,35 @@ func instanceStatus(n *actors.Node, op string, idx int) actors.InstanceStatus {
 	return actors.InstanceStatus{}
 }
 
-func TestPanicRestartsInstanceKeepsStateAndContinues(t *testing.T) {
-	inits := &atomic.Int64{}
-	tries := map[string]int{}
-	out, dead := &sluicetest.Collector{}, &sluicetest.Collector{}
-	n := startNode(t, t.TempDir(),
-		func() core.Operator {
-			return &flaky{inits: inits, tries: tries, fail: func(rec core.Record, attempt int) error {
-				if string(rec.Value) == "5" && attempt == 1 {
-					return errPanic // fails once, succeeds on retry
-				}
-				if string(rec.Value) == "8" && attempt <= 2 {
-					return errors.New("transient") // an error restarts too
-				}
-				return nil
-			}}
-		},
+// startFlaky starts a node running f (with fresh inits and tries), a sink
+// of its output and one of its dead letters, and the further operators.
+func startFlaky(t *testing.T, f *flaky, more ...core.Factory) (n *actors.Node, out, dead *sluicetest.Collector) {
+	t.Helper()
+	f.inits, f.tries = &atomic.Int64{}, map[string]int{}
+	out, dead = &sluicetest.Collector{}, &sluicetest.Collector{}
+	ops := append([]core.Factory{
+		func() core.Operator { g := *f; return &g },
 		func() core.Operator {
 			return &sluicetest.Sink{Name: "sink", Inputs: []core.Input{{Stream: "out"}}, Into: out}
 		},
 		func() core.Operator {
 			return &sluicetest.Sink{Name: "dlq", Inputs: []core.Input{{Stream: "flaky.deadletter"}}, Into: dead}
 		},
-	)
+	}, more...)
+	return startNode(t, t.TempDir(), ops...), out, dead
+}
+
+func TestPanicRestartsInstanceKeepsStateAndContinues(t *testing.T) {
+	f := &flaky{fail: func(rec core.Record, attempt int) error {
+		if string(rec.Value) == "5" && attempt == 1 {
+			return errPanic // fails once, succeeds on retry
+		}
+		if string(rec.Value) == "8" && attempt <= 2 {
+			return errors.New("transient") // an error restarts too
+		}
+		return nil
+	}}
+	n, out, dead := startFlaky(t, f)
 	feed(t, n, "in", 0, 20)
 	sluicetest.WaitFor(t, 10*time.Second, "20 outputs", func() bool { return out.Len() == 20 })
 	// Every record produced exactly one output, and the counts run 1..20 in
@@ -120,8 +126,8 @@ func TestPanicRestartsInstanceKeepsStateAndContinues(t *testing.T) {
 	if st.Restarts != 3 || st.State != "running" {
 		t.Fatalf("status = %+v, want 3 restarts and running", st)
 	}
-	if inits.Load() != 4 {
-		t.Fatalf("Init ran %d times, want 4 (start + 3 restarts)", inits.Load())
+	if f.inits.Load() != 4 {
+		t.Fatalf("Init ran %d times, want 4 (start + 3 restarts)", f.inits.Load())
 	}
 	if dead.Len() != 0 {
 		t.Fatalf("%d dead letters, want 0", dead.Len())
@@ -129,29 +135,17 @@ func TestPanicRestartsInstanceKeepsStateAndContinues(t *testing.T) {
 }
 
 func TestPoisonRecordGoesToDeadLetterAfterNAttempts(t *testing.T) {
-	inits := &atomic.Int64{}
-	tries := map[string]int{}
-	out, dead := &sluicetest.Collector{}, &sluicetest.Collector{}
-	n := startNode(t, t.TempDir(),
-		func() core.Operator {
-			return &flaky{inits: inits, tries: tries, policy: core.RestartPolicy{DeadLetterAfter: 4}, fail: func(rec core.Record, _ int) error {
-				if string(rec.Value) == "3" {
-					return errPanic
-				}
-				return nil
-			}}
-		},
-		func() core.Operator {
-			return &sluicetest.Sink{Name: "sink", Inputs: []core.Input{{Stream: "out"}}, Into: out}
-		},
-		func() core.Operator {
-			return &sluicetest.Sink{Name: "dlq", Inputs: []core.Input{{Stream: "flaky.deadletter"}}, Into: dead}
-		},
-	)
+	f := &flaky{policy: core.RestartPolicy{DeadLetterAfter: 4}, fail: func(rec core.Record, _ int) error {
+		if string(rec.Value) == "3" {
+			return errPanic
+		}
+		return nil
+	}}
+	n, out, dead := startFlaky(t, f)
 	feed(t, n, "in", 0, 10)
 	sluicetest.WaitFor(t, 10*time.Second, "9 outputs and 1 dead letter", func() bool { return out.Len() == 9 && dead.Len() == 1 })
-	if tries["3"] != 4 {
-		t.Fatalf("poison record tried %d times, want 4", tries["3"])
+	if f.tries["3"] != 4 {
+		t.Fatalf("poison record tried %d times, want 4", f.tries["3"])
 	}
 	d := dead.All()[0].Record
 	if string(d.Value) != "3" {
@@ -178,28 +172,15 @@ func TestPoisonRecordGoesToDeadLetterAfterNAttempts(t *testing.T) {
 }
 
 func TestExhaustedPolicyMarksInstanceFailedOthersKeepRunning(t *testing.T) {
-	inits := &atomic.Int64{}
-	tries := map[string]int{}
-	out, dead, other := &sluicetest.Collector{}, &sluicetest.Collector{}, &sluicetest.Collector{}
-	n := startNode(t, t.TempDir(),
-		func() core.Operator {
-			return &flaky{inits: inits, tries: tries, policy: core.RestartPolicy{MaxRestarts: 2, DeadLetterAfter: 100}, fail: func(rec core.Record, _ int) error {
-				if string(rec.Value) == "1" {
-					return errPanic
-				}
-				return nil
-			}}
-		},
-		func() core.Operator {
-			return &sluicetest.Sink{Name: "sink", Inputs: []core.Input{{Stream: "out"}}, Into: out}
-		},
-		func() core.Operator {
-			return &sluicetest.Sink{Name: "dlq", Inputs: []core.Input{{Stream: "flaky.deadletter"}}, Into: dead}
-		},
-		func() core.Operator {
-			return &sluicetest.Sink{Name: "other", Inputs: []core.Input{{Stream: "in"}}, Into: other}
-		},
-	)
+	other := &sluicetest.Collector{}
+	n, out, dead := startFlaky(t, &flaky{policy: core.RestartPolicy{MaxRestarts: 2, DeadLetterAfter: 100}, fail: func(rec core.Record, _ int) error {
+		if string(rec.Value) == "1" {
+			return errPanic
+		}
+		return nil
+	}}, func() core.Operator {
+		return &sluicetest.Sink{Name: "other", Inputs: []core.Input{{Stream: "in"}}, Into: other}
+	})
 	feed(t, n, "in", 0, 50)
 	// 0 is processed; 1 fails three times (more than MaxRestarts=2), the
 	// instance is marked failed and 1..49 go to the dead-letter stream.

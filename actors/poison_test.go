@@ -1,0 +1,127 @@
+package actors_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/internal/sluicetest"
+)
+
+// TestPoisonRecordsAreDeadLetteredAlone: 40 poison records in 10,000
+// with the default policy are dead-lettered one by one and the instance
+// keeps running (issue 10, item 9: it was marked failed after the fourth
+// and dead-lettered 4,122 records, 41 %).
+func TestPoisonRecordsAreDeadLetteredAlone(t *testing.T) {
+	const records, every = 10_000, 250 // values ≡ 7 mod 250 are poison: 40 of them
+	n, out, dead := startFlaky(t, &flaky{fail: func(rec core.Record, _ int) error {
+		if v, _ := strconv.Atoi(string(rec.Value)); v%every == 7 {
+			return errPanic
+		}
+		return nil
+	}}, func() core.Operator {
+		return &sluicetest.Gen{Name: "gen", Stream: "in", Count: records, Batch: 100, Key: sluicetest.Key(10)}
+	})
+	const poison = records / every
+	sluicetest.WaitFor(t, time.Minute, "every record out or dead-lettered", func() bool {
+		return out.Len()+dead.Len() >= records
+	})
+	st := instanceStatus(n, "flaky", 0)
+	if out.Len() != records-poison || dead.Len() != poison {
+		t.Fatalf("%d outputs and %d dead letters, want %d and %d (status %+v)", out.Len(), dead.Len(), records-poison, poison, st)
+	}
+	if st.State != "running" || st.FailedReason != "" {
+		t.Fatalf("status = %+v, want running", st)
+	}
+	if want := poison * core.DefaultDeadLetterAfter; st.Restarts != want {
+		t.Fatalf("%d restarts, want %d (each poison record tried %d times)", st.Restarts, want, core.DefaultDeadLetterAfter)
+	}
+	for _, d := range dead.All() {
+		v, _ := strconv.Atoi(string(d.Record.Value))
+		if v%every != 7 {
+			t.Fatalf("record %d was dead-lettered; only poison records should be", v)
+		}
+		if a, _ := d.Record.Header(core.HeaderAttempts); a != strconv.Itoa(core.DefaultDeadLetterAfter) {
+			t.Fatalf("dead letter of %d after %s attempts, want %d", v, a, core.DefaultDeadLetterAfter)
+		}
+	}
+	sluicetest.WaitFor(t, 10*time.Second, "processed to count every record", func() bool {
+		return instanceStatus(n, "flaky", 0).Processed == records
+	})
+}
+
+// TestBrokenInstanceStillFails: records dead-lettered one after another
+// with no success between them are repeated failures on different records:
+// the instance, not the records, is broken, and the policy fails it.
+func TestBrokenInstanceStillFails(t *testing.T) {
+	n, out, dead := startFlaky(t, &flaky{fail: func(rec core.Record, _ int) error {
+		if v, _ := strconv.Atoi(string(rec.Value)); v >= 5 {
+			return errors.New("broken from 5 on")
+		}
+		return nil
+	}})
+	feed(t, n, "in", 0, 100)
+	sluicetest.WaitFor(t, 30*time.Second, "95 dead letters", func() bool { return dead.Len() == 95 })
+	st := instanceStatus(n, "flaky", 0)
+	// Default policy: 3 attempts per record, more than 10 failures fail
+	// the instance: 5, 6 and 7 are dead-lettered after 3 attempts each, 8
+	// fails twice, and the 11th failure marks the instance failed.
+	if st.State != "failed" || !strings.Contains(st.FailedReason, "11 failures") {
+		t.Fatalf("status = %+v, want failed after 11 failures", st)
+	}
+	if out.Len() != 5 {
+		t.Fatalf("%d outputs, want 5", out.Len())
+	}
+	for k, d := range dead.All() {
+		e, _ := d.Record.Header(core.HeaderError)
+		if failed := strings.HasPrefix(e, "instance failed"); failed != (k >= 3) {
+			t.Fatalf("dead letter %d (value %s) has error %q", k, d.Record.Value, e)
+		}
+	}
+}
+
+// initFails fails Init from its second run on, and its first record.
+type initFails struct {
+	runs *atomic.Int64
+}
+
+func (o *initFails) Metadata() core.Metadata {
+	return core.Metadata{Name: "initfails", Inputs: []core.Input{{Stream: "in"}}, Restart: core.RestartPolicy{MaxRestarts: 3}}
+}
+
+func (o *initFails) Init(core.Context) error {
+	if o.runs.Add(1) > 1 {
+		return errors.New("cannot connect")
+	}
+	return nil
+}
+
+func (o *initFails) ProcessRecord(core.Context, core.Record) error { return errors.New("bad record") }
+
+func (o *initFails) ProcessTimer(core.Context, string, time.Time) error { return nil }
+
+// TestInitFailuresFailTheInstance: failures in Init count toward the
+// policy, whatever the record being retried.
+func TestInitFailuresFailTheInstance(t *testing.T) {
+	runs := &atomic.Int64{}
+	dead := &sluicetest.Collector{}
+	n := startNode(t, t.TempDir(),
+		func() core.Operator { return &initFails{runs: runs} },
+		func() core.Operator {
+			return &sluicetest.Sink{Name: "dlq", Inputs: []core.Input{{Stream: "initfails.deadletter"}}, Into: dead}
+		},
+	)
+	feed(t, n, "in", 0, 3)
+	sluicetest.WaitFor(t, 30*time.Second, "3 dead letters", func() bool { return dead.Len() == 3 })
+	st := instanceStatus(n, "initfails", 0)
+	if st.State != "failed" || !strings.Contains(st.FailedReason, "4 failures") || !strings.Contains(st.FailedReason, "cannot connect") {
+		t.Fatalf("status = %+v, want failed after 4 failures, the last in Init", st)
+	}
+	if st.Processed != 3 {
+		t.Fatalf("%d processed, want 3", st.Processed)
+	}
+}
