@@ -43,9 +43,13 @@ func newIngress(n *Node) *ingress {
 	return in
 }
 
-// produce routes rec and waits until it has been handed to every
-// destination. If ctx ends first, the record stays buffered and is sent as
-// credit returns.
+// produce routes rec and returns once it is sent or buffered within each
+// destination's credit window, like an instance's output: it waits only
+// while a destination's buffer is full (Credits batches unacknowledged and
+// BufferBatches×BatchSize records waiting), so one slow reader of a
+// stream does not hold back the others beyond its window. Buffered records
+// are sent as credit returns; Stop delivers them before the node stops. If
+// ctx ends while waiting, the record stays buffered all the same.
 func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) error {
 	if rec.EventTime.IsZero() {
 		rec.EventTime = time.Now()
@@ -63,8 +67,7 @@ func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) 
 	}
 	in.p.Produce(stream, rec)
 	for {
-		in.p.Flush(true)
-		if !in.p.Pending() {
+		if blocked := in.p.Flush(true); !blocked {
 			in.mu.Unlock()
 			return nil
 		}
@@ -129,6 +132,17 @@ func (in *ingress) refresh() {
 	defer in.mu.Unlock()
 	in.p.Refresh()
 	in.sendAndWake()
+}
+
+// quiet reports what the ingress holds that is not sent yet ("" when
+// nothing): Stop and leave wait for it like for an instance's output.
+func (in *ingress) quiet() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.p.Pending() {
+		return ""
+	}
+	return fmt.Sprintf("records from outside (Node.Produce): %d not sent", in.p.Buffered())
 }
 
 // close makes later produce calls fail with ErrStopped.

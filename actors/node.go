@@ -490,9 +490,12 @@ func (n *Node) instances() []*instance {
 	return out
 }
 
-// Produce sends rec to stream from outside the runtime, blocking while the
-// destinations have no room (backpressure) or until ctx is done. The stream
-// must be read by some operator.
+// Produce sends rec to stream from outside the runtime. It returns once rec
+// is sent or buffered, blocking while a destination's buffer is full
+// (backpressure: that reader has Credits batches unacknowledged and
+// BufferBatches×BatchSize records waiting) or until ctx is done; buffered
+// records are delivered as credit returns, and by Stop. The stream must be
+// read by some operator.
 func (n *Node) Produce(ctx context.Context, stream string, rec core.Record) error {
 	return n.ingress.produce(ctx, stream, rec)
 }
@@ -699,9 +702,9 @@ func (n *Node) drain(ctx context.Context) error {
 // records.
 func (n *Node) quiescent(ctx context.Context) bool { return len(n.busy(ctx)) == 0 }
 
-// busy asks every instance whether it holds unsent or unprocessed records
-// and returns what those that do hold (all of them, as unknown, if ctx
-// ends first).
+// busy asks the ingress and every instance whether they hold unsent or
+// unprocessed records and returns what those that do hold (all of them, as
+// unknown, if ctx ends first).
 func (n *Node) busy(ctx context.Context) []string {
 	insts := n.instances()
 	replies := make([]chan string, len(insts))
@@ -710,6 +713,9 @@ func (n *Node) busy(ctx context.Context) []string {
 		n.system.Root.Send(inst.pid, quiesceMsg{reply: replies[k]})
 	}
 	var out []string
+	if held := n.ingress.quiet(); held != "" {
+		out = append(out, held)
+	}
 	for k, ch := range replies {
 		select {
 		case held := <-ch:

@@ -368,8 +368,9 @@ func closeListener(l net.Listener) {
 	}
 }
 
-// Produce sends rec to stream from outside any operator, blocking while the
-// readers of the stream are busy (backpressure) or until ctx is done.
+// Produce sends rec to stream from outside any operator. It returns once
+// rec is sent or buffered, blocking while a reader of the stream has its
+// whole credit window waiting (backpressure) or until ctx is done.
 func (r *Runtime) Produce(ctx context.Context, stream string, rec Record) error {
 	return r.node.Produce(ctx, stream, rec)
 }

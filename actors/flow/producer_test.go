@@ -424,3 +424,48 @@ func TestBouncedControlIsResent(t *testing.T) {
 		t.Fatalf("new owner got %v, want [0,end-of-stream]", got)
 	}
 }
+
+// TestSlowSubscriberHoldsOnlyItsOwnRecords: two operators read one stream;
+// one acknowledges nothing (slow, or failing and in backoff). The other
+// gets every record while the slow one's records wait in its own buffer,
+// and the Producer is blocked only once that buffer holds its credit
+// window: Credits batches in flight and BufferBatches×BatchSize records.
+func TestSlowSubscriberHoldsOnlyItsOwnRecords(t *testing.T) {
+	h := newHost()
+	slow, fast := &testDest{ep: Endpoint{Addr: "me", ID: "op/slow/0.0"}}, &testDest{ep: Endpoint{Addr: "me", ID: "op/fast/0.0"}}
+	h.table.Store(&Table{Version: 1, Live: map[string]bool{"me": true}, Streams: map[string][]*Subscription{"s": {
+		{Stream: "s", Operator: "slow", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{slow}},
+		{Stream: "s", Operator: "fast", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{fast}},
+	}}})
+	p := newProducer(h, false) // BatchSize 4, Credits 2, BufferBatches 2
+	p.Begin()
+	window := (2 + 2) * 4
+	produced, acked := 0, 0
+	for blocked := false; !blocked; {
+		if produced > 10*window {
+			t.Fatalf("not blocked after %d records with a credit window of %d", produced, window)
+		}
+		p.Produce("s", rec(produced))
+		produced++
+		blocked = p.Flush(false)
+		for ; acked < len(fast.batches); acked++ {
+			p.Ack(fast.batches[acked].Slot) // the fast reader acknowledges at once
+		}
+	}
+	if produced != window {
+		t.Fatalf("blocked after %d records, want %d (the slow reader's credit window)", produced, window)
+	}
+	if got := fast.records(); len(got) != produced || got[produced-1] != produced-1 {
+		t.Fatalf("the fast reader got %d of %d records", len(got), produced)
+	}
+	if got := len(slow.records()); got != 2*4 {
+		t.Fatalf("the slow reader got %d records, want its 2 credits' worth, 8", got)
+	}
+	p.Ack(slow.batches[0].Slot)
+	if blocked := p.Flush(false); blocked {
+		t.Fatal("still blocked after the slow reader returned a credit")
+	}
+	if got := len(slow.records()); got != 3*4 {
+		t.Fatalf("the slow reader got %d records after one ack, want 12", got)
+	}
+}
