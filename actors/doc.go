@@ -14,6 +14,7 @@
 //	attempt.go      running one record, timer or Poll; failures, dead letters
 //	lifecycle.go    activate, release, restart, stop, commit
 //	operator.go     per-operator supervisor and restart strategy
+//	strikes.go      which failures count toward the restart policy
 //	coordinator.go  placement: which instances run here, the route table
 //	handoff.go      moving key groups' state between nodes
 //	dispatcher.go   what arrives from other nodes, converted to local messages
@@ -51,7 +52,9 @@
 // blocked: it stashes further input (which is itself bounded by its
 // upstreams' credits) until acknowledgements arrive. Sources are polled only
 // when not blocked. Nothing blocks a goroutine except Node.Produce, the edge
-// where records enter from outside. Memory queued per edge is therefore at
+// where records enter from outside, under the same rule. So a reader that
+// acknowledges nothing (slow, or failing and in backoff) holds back the
+// other readers of its stream only once its own window is full. Memory queued per edge is therefore at
 // most Credits×BatchSize records. Cycles in the stream graph can deadlock
 // under backpressure and are refused at deploy time.
 //
@@ -61,12 +64,14 @@
 // its state writes, timer changes and produced records are discarded, the
 // panic reaches protoactor's mailbox, which suspends the actor and reports
 // to the supervisor, and the supervisor's restartStrategy restarts it after
-// an exponential backoff. The restarted incarnation gets a fresh Operator,
-// state reloaded from Pebble and the same timers, and retries the record;
-// after RestartPolicy.DeadLetterAfter failed attempts the record goes to the
-// "<operator>.deadletter" stream. When restarts exceed the policy the
-// instance is marked failed and from then on dead-letters its input, so
-// upstream operators never stall and nothing is dropped silently.
+// an exponential backoff (which starts over after a success). The restarted
+// incarnation gets a fresh Operator, state reloaded from Pebble and the same
+// timers, and retries the record; after RestartPolicy.DeadLetterAfter failed
+// attempts the record goes to the "<operator>.deadletter" stream. When the
+// failures that count exceed the policy the instance is marked failed and
+// from then on dead-letters its input, so upstream operators never stall
+// and nothing is dropped silently. The failures of a record dead-lettered
+// alone (the next one succeeds) do not count: see strikes.go.
 //
 // # Locks
 //

@@ -83,12 +83,19 @@ func ParseRouting(s string) (Routing, error) {
 
 // RestartPolicy says how an instance's failures are handled. A failed
 // attempt restarts the instance after a backoff that doubles with each
-// failure in Window, from InitialBackoff up to MaxBackoff. More than
-// MaxRestarts failures within Window mark the instance failed: it stops
-// processing and routes what it receives to the dead-letter stream, while the
-// rest of the runtime keeps running.
+// failure, from InitialBackoff up to MaxBackoff, and starts over once a
+// record, timer or Poll succeeds (or after a failure-free Window). A record
+// or timer that failed DeadLetterAfter times goes to the dead-letter stream.
+//
+// More than MaxRestarts failures that count within Window mark the instance
+// failed: it stops processing and routes what it receives to the dead-letter
+// stream, while the rest of the runtime keeps running. The failures of a
+// poison record do not count once it is dead-lettered and the next record
+// succeeds; failures in Init or Poll, of records that later succeed, and of
+// records dead-lettered one after another with no success between them do.
 type RestartPolicy struct {
-	// MaxRestarts is the number of restarts allowed within Window; 0 means 10.
+	// MaxRestarts is the number of failures that count (see above) allowed
+	// within Window; 0 means 10.
 	MaxRestarts int
 	// Window is the period over which restarts are counted; 0 means 1 minute.
 	Window time.Duration
