@@ -182,6 +182,7 @@ func (i *instance) recoverAttempt() {
 		// the batch up at the failing record and counts from there.
 		i.processed.Add(int64(i.cur.idx - i.cur.from))
 	}
+	i.initing = false
 	if i.curEnd != nil {
 		i.curEnd(f)
 		i.curTrace, i.curEnd = "", nil
@@ -206,14 +207,12 @@ func (i *instance) poll() {
 	transient := i.callPoll(src)
 	i.end()
 	i.cur = work{}
-	if !transient {
-		i.succeeded()
-	}
 	if transient {
 		i.pollIdle = min(max(2*i.pollIdle, 50*time.Millisecond), 2*time.Second)
 		i.schedulePoll(i.pollIdle)
 		return
 	}
+	i.succeeded()
 	if i.produced > before {
 		i.pollIdle = 0
 		i.schedulePoll(0)

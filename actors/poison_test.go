@@ -84,7 +84,7 @@ func TestBrokenInstanceStillFails(t *testing.T) {
 	}
 }
 
-// initFails fails Init from its second run on, and its first record.
+// initFails fails Init from its second run on, and record "2".
 type initFails struct {
 	runs *atomic.Int64
 }
@@ -100,29 +100,40 @@ func (o *initFails) Init(core.Context) error {
 	return nil
 }
 
-func (o *initFails) ProcessRecord(core.Context, core.Record) error { return errors.New("bad record") }
+func (o *initFails) ProcessRecord(_ core.Context, rec core.Record) error {
+	if string(rec.Value) == "2" {
+		return errors.New("bad record")
+	}
+	return nil
+}
 
 func (o *initFails) ProcessTimer(core.Context, string, time.Time) error { return nil }
 
 // TestInitFailuresFailTheInstance: failures in Init count toward the
-// policy, whatever the record being retried.
+// policy, whatever the record being retried; and they do not count the
+// records before the failed one in its batch again (they did, once per
+// failed Init).
 func TestInitFailuresFailTheInstance(t *testing.T) {
 	runs := &atomic.Int64{}
 	dead := &sluicetest.Collector{}
 	n := startNode(t, t.TempDir(),
 		func() core.Operator { return &initFails{runs: runs} },
 		func() core.Operator {
+			return &sluicetest.Gen{Name: "gen", Stream: "in", Count: 5, Batch: 5, Key: sluicetest.Key(1)}
+		},
+		func() core.Operator {
 			return &sluicetest.Sink{Name: "dlq", Inputs: []core.Input{{Stream: "initfails.deadletter"}}, Into: dead}
 		},
 	)
-	feed(t, n, "in", 0, 3)
+	// 0 and 1 are processed, 2 fails, Init fails 3 times, and the failed
+	// instance dead-letters 2, 3 and 4.
 	sluicetest.WaitFor(t, 30*time.Second, "3 dead letters", func() bool { return dead.Len() == 3 })
 	st := instanceStatus(n, "initfails", 0)
 	if st.State != "failed" || !strings.Contains(st.FailedReason, "4 failures") || !strings.Contains(st.FailedReason, "cannot connect") {
 		t.Fatalf("status = %+v, want failed after 4 failures, the last in Init", st)
 	}
-	if st.Processed != 3 {
-		t.Fatalf("%d processed, want 3", st.Processed)
+	if st.Processed != 5 {
+		t.Fatalf("%d processed, want 5", st.Processed)
 	}
 }
 
