@@ -92,6 +92,7 @@ func (i *instance) observeRecord(obs Observer, rec *core.Record, m *batchMsg) {
 	}
 	if timed {
 		i.sampleN = 0
+		i.observeStages(obs, rec, m, start)
 		done := time.Now()
 		var since time.Duration
 		if !rec.EventTime.IsZero() {

@@ -271,7 +271,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 		i.drain()
 	case commitMsg:
 		if i.mode == modeActive || (i.mode == modeReleased && len(i.dur.pending) > 0) {
-			i.commit(!i.node.cfg.NoSync)
+			i.observedCommit(!i.node.cfg.NoSync)
 		}
 	case activateMsg:
 		base := i.node.base.Load()
@@ -311,7 +311,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	case ckTakenMsg:
 		i.onCheckpointTaken(m.id)
 		if i.mode == modeActive && i.store.Pending() > 0 {
-			i.commit(!i.node.cfg.NoSync)
+			i.observedCommit(!i.node.cfg.NoSync)
 		}
 	case ckCompleteMsg:
 		i.onCheckpointComplete(m.id)

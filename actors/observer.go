@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/core"
@@ -41,6 +42,72 @@ type Observer interface {
 // duration, bytes uploaded and total size, and each failed one.
 type CheckpointObserver interface {
 	Checkpointed(id uint64, took time.Duration, uploaded, size int64, err error)
+}
+
+// Stage names a part of a record's latency that a StageObserver is told.
+type Stage uint8
+
+// The stages. Processing itself is Observer.Processed's.
+const (
+	// StageSent is the time from a record's event time to its batch
+	// leaving the producer that sent it here: the hops before, and the
+	// wait in that producer's output buffer (for the first operator after
+	// a source, only the source's buffering).
+	StageSent Stage = iota
+	// StageQueue is the time from a batch leaving its producer to the
+	// record's processing starting: transport, mailbox, and the records
+	// ahead of it in the batch.
+	StageQueue
+	// StageCommit is one state commit of an instance, during which it
+	// processes nothing.
+	StageCommit
+)
+
+// String returns the stage's name.
+func (s Stage) String() string {
+	switch s {
+	case StageSent:
+		return "sent"
+	case StageQueue:
+		return "queue"
+	case StageCommit:
+		return "commit"
+	}
+	return "stage(" + strconv.Itoa(int(s)) + ")"
+}
+
+// StageObserver is implemented by Observers that also want a latency
+// breakdown: StageSent and StageQueue for the records Observer.Processed
+// times (when the batch's send time is known), StageCommit for every
+// periodic state commit. Like Observer's, its method must be fast and
+// safe for concurrent use.
+type StageObserver interface {
+	Stage(operator string, index int, stage Stage, d time.Duration)
+}
+
+// observeStages tells a StageObserver the sent and queue stages of rec,
+// whose processing started at start, from batch m.
+func (i *instance) observeStages(obs Observer, rec *core.Record, m *batchMsg, start time.Time) {
+	so, ok := obs.(StageObserver)
+	if !ok || m.Sent.IsZero() {
+		return
+	}
+	so.Stage(i.key.op, i.key.index, StageQueue, start.Sub(m.Sent))
+	if !rec.EventTime.IsZero() {
+		so.Stage(i.key.op, i.key.index, StageSent, m.Sent.Sub(rec.EventTime))
+	}
+}
+
+// observedCommit is commit(sync), timed for a StageObserver.
+func (i *instance) observedCommit(sync bool) {
+	so, ok := i.node.cfg.Observer.(StageObserver)
+	if !ok || i.ckHold != 0 {
+		i.commit(sync)
+		return
+	}
+	start := time.Now()
+	i.commit(sync)
+	so.Stage(i.key.op, i.key.index, StageCommit, time.Since(start))
 }
 
 // checkpointObserver returns the node's observer as a CheckpointObserver,

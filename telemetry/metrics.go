@@ -161,7 +161,7 @@ func (m *metrics) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 			endToEnd.DataPoints = append(endToEnd.DataPoints, p)
 		}
 	}
-	var out []metricdata.Metrics
+	out := m.stagesProduced(now)
 	if len(process.DataPoints) > 0 {
 		out = append(out, metricdata.Metrics{Name: MetricProcessDuration, Unit: "s",
 			Description: "Time ProcessRecord took, for one record in 16.", Data: process})
@@ -243,6 +243,7 @@ type instance struct {
 	observe  []metric.ObserveOption
 	process  *histogram
 	endToEnd *histogram
+	stages   [len(stageMetrics)]*histogram // by actors.Stage (stages.go)
 }
 
 // instanceCache maps (operator, index) to its instance: a copy-on-write
@@ -275,7 +276,7 @@ func (c *instanceCache) add(operator string, index int) *instance {
 	now := time.Now()
 	attrs := attribute.NewSet(AttrOperator.String(operator), AttrInstance.Int(index))
 	in := &instance{attrs: attrs, observe: []metric.ObserveOption{metric.WithAttributeSet(attrs)},
-		process: newHistogram(&processBuckets, now), endToEnd: newHistogram(&endToEndBuckets, now)}
+		process: newHistogram(&processBuckets, now), endToEnd: newHistogram(&endToEndBuckets, now), stages: newStageHistograms(now)}
 	if index < 0 {
 		return in
 	}

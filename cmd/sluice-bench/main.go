@@ -2,10 +2,12 @@
 // prints a table of medians, with each Sluice figure's ratio to its
 // baseline measured in the same run.
 //
-// The cross-node scenarios build internal/testnode and start a Consul dev
-// agent (the binary scripts/ensure-tool.sh caches); -cross=false skips them
-// (and the mtls group: cross-node plaintext vs mutual TLS). -only selects
-// scenario groups, e.g. -only kafka,telemetry.
+// The cross-node scenarios (groups cross, mtls, and scaling's node
+// processes) build internal/testnode and start a Consul dev agent (the
+// binary scripts/ensure-tool.sh caches); recovery builds internal/testnode
+// too. -cross=false skips all of them. -only selects scenario groups, e.g.
+// -only kafka,telemetry; -profile DIR writes CPU and allocation profiles of
+// every run there.
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/consultest"
@@ -24,27 +27,36 @@ import (
 func main() {
 	runs := flag.Int("runs", 5, "runs per scenario (the table shows medians)")
 	records := flag.Int("records", 1_000_000, "records (messages) per run")
-	cross := flag.Bool("cross", true, "also run the cross-node scenarios (needs Consul)")
-	only := flag.String("only", "", "comma-separated scenario groups to run: core, telemetry, cross, mtls, kafka (empty: all)")
+	cross := flag.Bool("cross", true, "also run the scenarios of node processes: cross, mtls, scaling's node rows (need Consul) and recovery")
+	only := flag.String("only", "", "comma-separated scenario groups to run (empty: all): "+bench.GroupsHelp)
+	profile := flag.String("profile", "", "directory to write each run's CPU and allocation profiles to (<scenario>-<run>.cpu.pprof, .allocs.pprof with .allocs-base.pprof to pass as -base; node processes' as <scenario>-<run>.<node>.cpu.pprof)")
+	eoRecords := flag.Int("eo-records", 10_000_000, "records per run of the exactly-once vs no-guarantee comparison")
+	latencyDur := flag.Duration("latency-duration", 3*time.Second, "length of each paced latency run")
+	bigKeys := flag.Int("big-keys", 2_000_000, "distinct keys of the large-state scaling row (10 M, beyond Pebble's block cache, took more than 10 minutes on a loaded 2-core machine)")
+	recoveryState := flag.Int64("recovery-state", 1<<30, "bytes of state the recovery scenario builds before its SIGKILL")
 	flag.Parse()
 	var groups []string
 	if *only != "" {
 		groups = strings.Split(*only, ",")
 		for _, g := range groups {
-			if !slices.Contains([]string{"core", "telemetry", "cross", "mtls", "kafka"}, g) {
-				fmt.Fprintf(os.Stderr, "sluice-bench: -only: unknown scenario group %q: want core, telemetry, cross, mtls or kafka\n", g)
+			if !slices.Contains(bench.Groups, g) {
+				fmt.Fprintf(os.Stderr, "sluice-bench: -only: unknown scenario group %q: want one of %s\n", g, strings.Join(bench.Groups, ", "))
 				os.Exit(2)
 			}
 		}
-		*cross = *cross && (slices.Contains(groups, "cross") || slices.Contains(groups, "mtls"))
 	}
-	if err := run(*runs, *records, *cross, groups); err != nil {
+	want := func(g string) bool { return len(groups) == 0 || slices.Contains(groups, g) }
+	cfg := bench.TableConfig{Runs: *runs, Records: *records, Scenarios: groups, Profile: *profile,
+		EORecords: *eoRecords, LatencyDuration: *latencyDur, BigKeys: *bigKeys, RecoveryState: *recoveryState}
+	needNode := *cross && (want("cross") || want("mtls") || want("scaling") || want("recovery"))
+	needConsul := *cross && (want("cross") || want("mtls") || want("scaling"))
+	if err := run(cfg, needNode, needConsul); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs, records int, cross bool, groups []string) (err error) {
+func run(cfg bench.TableConfig, node, consul bool) (err error) {
 	tb := &harness{}
 	defer tb.close()
 	defer func() {
@@ -56,8 +68,8 @@ func run(runs, records int, cross bool, groups []string) (err error) {
 			err = f
 		}
 	}()
-	cfg := bench.TableConfig{Runs: runs, Records: records, TempDir: tb.TempDir(), Scenarios: groups}
-	if cross {
+	cfg.TempDir = tb.TempDir()
+	if node {
 		cfg.NodeBinary = filepath.Join(tb.TempDir(), "testnode")
 		fmt.Println("building internal/testnode…")
 		build := exec.Command("go", "build", "-o", cfg.NodeBinary, "github.com/sluicehq/sluice/internal/testnode")
@@ -65,8 +77,12 @@ func run(runs, records int, cross bool, groups []string) (err error) {
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("build testnode: %w", err)
 		}
+	}
+	if consul {
 		fmt.Println("starting a Consul dev agent…")
 		cfg.ConsulAddr = consultest.Start(tb).Addr()
 	}
+	start := time.Now()
+	defer func() { fmt.Printf("\nsluice-bench: %v in all\n", time.Since(start).Round(time.Second)) }()
 	return bench.Table(os.Stdout, cfg)
 }

@@ -62,6 +62,9 @@ type kafkaScenario struct {
 	b           *kafkatest.Broker
 	in, out, id string
 	close       func()
+	// committed reads the output as a read_committed consumer (records
+	// of open or aborted transactions are not seen).
+	committed bool
 }
 
 func newKafkaScenario(cfg KafkaWordCountConfig, name string) (*kafkaScenario, error) {
@@ -107,7 +110,11 @@ func (s *kafkaScenario) run(inputTime func(*kgo.Record) (time.Time, bool)) (Resu
 		warmed   = make(chan struct{})
 		complete = make(chan struct{})
 	)
-	tail, err := kafkatest.NewTail(s.b.Addrs(), func(r *kgo.Record) {
+	newTail := kafkatest.NewTail
+	if s.committed {
+		newTail = kafkatest.NewCommittedTail
+	}
+	tail, err := newTail(s.b.Addrs(), func(r *kgo.Record) {
 		now := time.Now()
 		t, ok := inputTime(r)
 		mu.Lock()
@@ -198,16 +205,29 @@ func SluiceKafkaWordCount(cfg KafkaWordCountConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer s.close()
+	return s.runSluice(func(dir string) (sdk.Config, func(), error) {
+		sl, err := kafka.NewStateLog(kafka.StateLogConfig{Brokers: s.b.Addrs(), Prefix: s.id})
+		if err != nil {
+			return sdk.Config{}, nil, err
+		}
+		return sdk.Config{AtLeastOnce: true, StateLog: sl}, func() { sl.Close() }, nil
+	})
+}
+
+// runSluice runs samples/kafka-wordcount on the embedded runtime with the
+// guarantee settings mode returns (given the run's data directory; its
+// cleanup runs after the runtime stopped), and measures it (run).
+func (s *kafkaScenario) runSluice(mode func(dir string) (sdk.Config, func(), error)) (Result, error) {
 	dir, err := os.MkdirTemp("", "sluice-bench-kafka-")
 	if err != nil {
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	sl, err := kafka.NewStateLog(kafka.StateLogConfig{Brokers: s.b.Addrs(), Prefix: s.id})
+	scfg, cleanup, err := mode(dir)
 	if err != nil {
 		return Result{}, err
 	}
-	defer sl.Close()
+	defer cleanup()
 	ops, err := kafkawordcount.Operators(kafkawordcount.Config{
 		Brokers: s.b.Addrs(), Input: s.in, Output: s.out, DeadLetters: s.id + ".dlq", Group: s.id,
 		SourceParallelism: 2, CountParallelism: 2, SinkParallelism: 2,
@@ -215,10 +235,9 @@ func SluiceKafkaWordCount(cfg KafkaWordCountConfig) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeID: "bench", DataDir: dir, NoSync: true, AtLeastOnce: true, StateLog: sl,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, ops...)
+	scfg.NodeID, scfg.DataDir, scfg.NoSync = "bench", dir, true
+	scfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt, err := sdk.Start(context.Background(), scfg, ops...)
 	if err != nil {
 		return Result{}, err
 	}

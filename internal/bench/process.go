@@ -92,6 +92,23 @@ func nodeStatus(httpAddr string) (control.Status, error) {
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
+// fetch GETs path from a node's control API.
+func fetch(httpAddr, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return string(b), err
+}
+
 // processed sums op's running instances' processed counts on one node.
 func processed(st control.Status, op string) int64 {
 	var n int64

@@ -19,6 +19,12 @@ type Result struct {
 	// Checkpoints are the durations of the run's complete checkpoints,
 	// if it ran exactly-once.
 	Checkpoints []time.Duration
+	// P99 is a 99th percentile measured elsewhere than in Latencies (a
+	// node process's histograms), if any.
+	P99 time.Duration
+	// StateBytes is the size of the run's data directory at its end, if
+	// measured.
+	StateBytes int64
 }
 
 // PerSec returns Ops per second.

@@ -20,13 +20,36 @@ type TableConfig struct {
 	ConsulAddr string
 	// TempDir holds the cross-node scenarios' data directories.
 	TempDir string
-	// Scenarios selects groups of rows: "core" (in-process throughput and
-	// latency), "telemetry" (telemetry off/on), "cross" (cross-node, needs
-	// NodeBinary and ConsulAddr), "mtls" (cross-node plaintext vs mutual
-	// TLS, needs them too), "kafka" (Goka vs Sluice on kfake). Empty means
+	// Scenarios selects groups of rows (Groups lists them). Empty means
 	// all.
 	Scenarios []string
+	// Profile, when set, is a directory where every scenario run writes
+	// CPU and allocation profiles (see profiler).
+	Profile string
+	// EORecords is the records per run of the exactly-once vs no-guarantee
+	// comparison; 0 means 10 M (several seconds, several checkpoints).
+	EORecords int
+	// LatencyDuration is how long each paced latency run lasts; 0 means
+	// 3 s.
+	LatencyDuration time.Duration
+	// BigKeys is the number of distinct keys of the large-state scaling
+	// row; 0 means 2 M (see scalingRows).
+	BigKeys int
+	// RecoveryState is the state the recovery scenario builds before the
+	// SIGKILL, in bytes; 0 means 1 GiB.
+	RecoveryState int64
 }
+
+// Groups are the scenario groups of the table, in order.
+var Groups = []string{"core", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "scaling", "recovery"}
+
+// GroupsHelp describes Groups for a flag's usage.
+const GroupsHelp = `core (in-process throughput and latency), eo (exactly-once vs no guarantee), ` +
+	`latency (p50/p99/p99.9 at 10, 50 and 90 % of saturation, with the runtime's latency breakdown), ` +
+	`telemetry (off vs on), cross (cross-node; needs the node binary and Consul), mtls (cross-node plaintext vs mutual TLS; same), ` +
+	`kafka (Goka vs Sluice on kfake), kafka-eo (exactly-once output latency to a read_committed consumer), ` +
+	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
+	`recovery (SIGKILL of a node process with large state, until throughput is back)`
 
 // want reports whether the scenario group name is selected.
 func (c TableConfig) want(name string) bool {
@@ -38,190 +61,102 @@ type row struct {
 	name, value, unit, ratio, note string
 }
 
+// tabler runs the scenarios of one table.
+type tabler struct {
+	w    io.Writer
+	cfg  TableConfig
+	prof profiler
+	// saturated is the keyed word count's saturated rate, once measured
+	// (the latency group paces from it).
+	saturated float64
+}
+
+// measure runs a scenario cfg.Runs times, printing progress.
+func (t *tabler) measure(name string, run func() (Result, error)) ([]Result, error) {
+	var rs []Result
+	for i := 0; i < t.cfg.Runs; i++ {
+		r, err := t.once(name, i, run)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(t.w)
+		rs = append(rs, r)
+	}
+	return rs, nil
+}
+
+// once runs run i of a scenario (profiled), printing its rate without a
+// newline.
+func (t *tabler) once(name string, i int, run func() (Result, error)) (Result, error) {
+	fmt.Fprintf(t.w, "  %s: run %d/%d…", name, i+1, t.cfg.Runs)
+	r, err := t.prof.run(name, i, run)
+	if err != nil {
+		fmt.Fprintln(t.w)
+		return Result{}, fmt.Errorf("%s: %w", name, err)
+	}
+	fmt.Fprintf(t.w, " %.0f/s", r.PerSec())
+	return r, nil
+}
+
+// medianRate returns the median of the runs' rates.
+func medianRate(rs []Result) float64 {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = r.PerSec()
+	}
+	return Median(xs)
+}
+
+// medianPct returns the median over the runs of each run's p-th
+// percentile latency.
+func medianPct(rs []Result, p float64) time.Duration {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = float64(r.Percentile(p))
+	}
+	return time.Duration(Median(xs))
+}
+
 // Table runs every scenario cfg.Runs times and writes the table to w,
 // printing progress to w as it goes.
 func Table(w io.Writer, cfg TableConfig) error {
 	if cfg.Runs < 1 {
 		cfg.Runs = 1
 	}
+	if cfg.Profile != "" {
+		if err := os.MkdirAll(cfg.Profile, 0o755); err != nil {
+			return fmt.Errorf("bench: -profile: %w", err)
+		}
+	}
+	t := &tabler{w: w, cfg: cfg, prof: profiler{dir: cfg.Profile}}
 	var rows []row
-	measure := func(name string, run func() (Result, error)) ([]Result, error) {
-		var rs []Result
-		for i := 0; i < cfg.Runs; i++ {
-			fmt.Fprintf(w, "  %s: run %d/%d…", name, i+1, cfg.Runs)
-			r, err := run()
-			if err != nil {
-				fmt.Fprintln(w)
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			fmt.Fprintf(w, " %.0f/s\n", r.PerSec())
-			rs = append(rs, r)
-		}
-		return rs, nil
+	groups := []struct {
+		name string
+		run  func() ([]row, error)
+	}{
+		{"core", t.coreRows},
+		{"eo", t.eoRows},
+		{"latency", t.latencyRows},
+		{"telemetry", t.telemetryRows},
+		{"cross", t.crossRows},
+		{"mtls", t.mtlsRows},
+		{"kafka", func() ([]row, error) { return kafkaRows(w, cfg.Runs, cfg.Records) }},
+		{"kafka-eo", t.kafkaEORows},
+		{"scaling", t.scalingRows},
+		{"recovery", t.recoveryRows},
 	}
-	medianRate := func(rs []Result) float64 {
-		xs := make([]float64, len(rs))
-		for i, r := range rs {
-			xs[i] = r.PerSec()
+	var failed error
+	for _, g := range groups {
+		if !cfg.want(g.name) {
+			continue
 		}
-		return Median(xs)
-	}
-	medianPct := func(rs []Result, p float64) time.Duration {
-		xs := make([]float64, len(rs))
-		for i, r := range rs {
-			xs[i] = float64(r.Percentile(p))
-		}
-		return time.Duration(Median(xs))
-	}
-
-	if cfg.want("core") {
-		chain, err := measure("protoactor 3-actor chain", func() (Result, error) { return ProtoactorChain(cfg.Records) })
+		rs, err := g.run()
 		if err != nil {
-			return err
+			// The rows measured so far are still printed.
+			failed = fmt.Errorf("group %s: %w", g.name, err)
+			break
 		}
-		base := medianRate(chain)
-		rows = append(rows, row{"protoactor 3-actor chain (baseline)", human(base), "msgs/s", "1.00×", "plain Send, in process"})
-
-		wc, err := measure("sluice keyed word count", func() (Result, error) {
-			return WordCount(WordCountConfig{Records: cfg.Records, Keys: 10_000})
-		})
-		if err != nil {
-			return err
-		}
-		rate := medianRate(wc)
-		rows = append(rows, row{"sluice keyed word count", human(rate), "records/s", fmt.Sprintf("%.2f×", rate/base),
-			"source → group-by counter (Pebble) → sink, target ≥ 0.50×"})
-		rows = append(rows, row{"  e2e latency p50 / p99, saturated", fmt.Sprintf("%v / %v", medianPct(wc, 50).Round(time.Microsecond), medianPct(wc, 99).Round(time.Microsecond)), "", "", "source unthrottled"})
-
-	}
-	if cfg.want("core") {
-		// Exactly-once against no guarantee: runs alternate, so that drift
-		// on a shared machine affects both alike.
-		var none, eo []Result
-		for i := 0; i < cfg.Runs; i++ {
-			for _, exactly := range []bool{false, true} {
-				name := "word count, no guarantee"
-				if exactly {
-					name = "word count, exactly-once"
-				}
-				fmt.Fprintf(w, "  %s: run %d/%d…", name, i+1, cfg.Runs)
-				r, err := WordCount(WordCountConfig{Records: cfg.Records, Keys: 10_000, ExactlyOnce: exactly})
-				if err != nil {
-					fmt.Fprintln(w)
-					return fmt.Errorf("%s: %w", name, err)
-				}
-				fmt.Fprintf(w, " %.0f/s", r.PerSec())
-				if exactly {
-					fmt.Fprintf(w, ", %d checkpoints", len(r.Checkpoints))
-					eo = append(eo, r)
-				} else {
-					none = append(none, r)
-				}
-				fmt.Fprintln(w)
-			}
-		}
-		noneRate, eoRate := medianRate(none), medianRate(eo)
-		rows = append(rows, row{"sluice keyed word count, no guarantee (baseline)", human(noneRate), "records/s", "1.00×", "runs alternate with the next row"})
-		rows = append(rows, row{"sluice keyed word count, exactly-once", human(eoRate), "records/s", fmt.Sprintf("%.2f×", eoRate/noneRate),
-			"aligned checkpoints every 1 s to a directory store; target ≥ 0.90× (Kafka Streams: 0.70–0.85×)"})
-		var ck []time.Duration
-		for _, r := range eo {
-			ck = append(ck, r.Checkpoints...)
-		}
-		if len(ck) > 0 {
-			p50, p99 := Result{Latencies: ck}.Percentile(50), Result{Latencies: ck}.Percentile(99)
-			rows = append(rows, row{"  checkpoint duration p50 / p99", fmt.Sprintf("%v / %v", p50.Round(time.Millisecond), p99.Round(time.Millisecond)), "",
-				"", fmt.Sprintf("%d checkpoints over the runs, trigger to metadata written", len(ck))})
-		}
-	}
-	if cfg.want("telemetry") {
-		// Telemetry overhead: runs with telemetry off and on alternate, so that
-		// drift on a shared machine affects both alike. The process's CPU time
-		// per run is measured too: on a machine shared with other work it is a
-		// steadier figure than the throughput.
-		var telOff, telOn []Result
-		var cpuOff, cpuOn []float64
-		for i := 0; i < cfg.Runs; i++ {
-			for _, on := range []bool{false, true} {
-				wcc := WordCountConfig{Records: cfg.Records, Keys: 10_000}
-				name := "word count, telemetry off"
-				if on {
-					wcc.Telemetry, name = TelemetryOn(), "word count, telemetry on"
-				}
-				fmt.Fprintf(w, "  %s: run %d/%d…", name, i+1, cfg.Runs)
-				r, err := WordCount(wcc)
-				if err != nil {
-					fmt.Fprintln(w)
-					return fmt.Errorf("%s: %w", name, err)
-				}
-				cpu := r.CPU.Seconds()
-				fmt.Fprintf(w, " %.0f/s, %.2f s CPU\n", r.PerSec(), cpu)
-				if on {
-					telOn, cpuOn = append(telOn, r), append(cpuOn, cpu)
-				} else {
-					telOff, cpuOff = append(telOff, r), append(cpuOff, cpu)
-				}
-			}
-		}
-		offRate, onRate := medianRate(telOff), medianRate(telOn)
-		rows = append(rows, row{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", "runs alternate with the next row"})
-		rows = append(rows, row{"sluice keyed word count, telemetry on", human(onRate), "records/s", fmt.Sprintf("%.2f×", onRate/offRate),
-			"traces 1/1000, metrics collected every 1 s, no-op exporters; target ≥ 0.95×"})
-		if offCPU, onCPU := Median(cpuOff), Median(cpuOn); offCPU > 0 {
-			rows = append(rows, row{"  CPU per record, telemetry on / off", fmt.Sprintf("%.2f / %.2f", onCPU*1e6/float64(cfg.Records), offCPU*1e6/float64(cfg.Records)), "µs",
-				fmt.Sprintf("%.2f×", onCPU/offCPU), "process CPU time from the first record to the last; target ≤ 1.05×"})
-		}
-
-	}
-	if cfg.want("core") {
-		paced := 100_000.0
-		wcp, err := measure("sluice keyed word count at 100k/s", func() (Result, error) {
-			return WordCount(WordCountConfig{Records: min(cfg.Records, 300_000), Keys: 10_000, Rate: paced})
-		})
-		if err != nil {
-			return err
-		}
-		rows = append(rows, row{"  e2e latency p50 / p99 at 100k records/s", fmt.Sprintf("%v / %v", medianPct(wcp, 50).Round(time.Microsecond), medianPct(wcp, 99).Round(time.Microsecond)), "", "", "source paced"})
-
-	}
-	if cfg.want("cross") {
-		if cfg.NodeBinary != "" && cfg.ConsulAddr != "" {
-			raw, err := measure("protoactor remote one-way", func() (Result, error) { return RemoteRaw(cfg.NodeBinary, cfg.Records) })
-			if err != nil {
-				return err
-			}
-			rawRate := medianRate(raw)
-			rows = append(rows, row{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes"})
-			run := 0
-			cross, err := measure("sluice cross-node", func() (Result, error) {
-				run++
-				return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, run), cfg.Records, nil)
-			})
-			if err != nil {
-				return err
-			}
-			crossRate := medianRate(cross)
-			rows = append(rows, row{"sluice cross-node, group-by on far node", human(crossRate), "records/s", fmt.Sprintf("%.2f×", crossRate/rawRate),
-				"2 node processes via Consul, batched, target ≥ 3.00×"})
-		}
-
-	}
-	if cfg.want("mtls") && cfg.NodeBinary != "" && cfg.ConsulAddr != "" {
-		plain, secure, err := mtlsRuns(w, cfg)
-		if err != nil {
-			return err
-		}
-		plainRate, tlsRate := medianRate(plain), medianRate(secure)
-		rows = append(rows, row{"sluice cross-node, plaintext (baseline)", human(plainRate), "records/s", "1.00×", "runs alternate with the next row"})
-		rows = append(rows, row{"sluice cross-node, mutual TLS", human(tlsRate), "records/s", fmt.Sprintf("%.2f×", tlsRate/plainRate),
-			"-node-ca/-node-cert/-node-key: TLS 1.3, ECDSA P-256 certificates"})
-	}
-	if cfg.want("kafka") {
-		kafka, err := kafkaRows(w, cfg.Runs, cfg.Records)
-		if err != nil {
-			return err
-		}
-		rows = append(rows, kafka...)
+		rows = append(rows, rs...)
 	}
 
 	fmt.Fprintf(w, "\nMedians of %d runs (ratios within this run):\n\n", cfg.Runs)
@@ -230,7 +165,148 @@ func Table(w io.Writer, cfg TableConfig) error {
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.name, r.value, r.unit, r.ratio, r.note)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return failed
+}
+
+// coreRows: the protoactor chain, the keyed word count saturated and at
+// 100k records/s.
+func (t *tabler) coreRows() ([]row, error) {
+	cfg := t.cfg
+	chain, err := t.measure("protoactor 3-actor chain", func() (Result, error) { return ProtoactorChain(cfg.Records) })
+	if err != nil {
+		return nil, err
+	}
+	base := medianRate(chain)
+	rows := []row{{"protoactor 3-actor chain (baseline)", human(base), "msgs/s", "1.00×", "plain Send, in process"}}
+	wc, err := t.measure("sluice keyed word count", func() (Result, error) {
+		return WordCount(WordCountConfig{Records: cfg.Records, Keys: 10_000})
+	})
+	if err != nil {
+		return nil, err
+	}
+	rate := medianRate(wc)
+	t.saturated = rate
+	rows = append(rows, row{"sluice keyed word count", human(rate), "records/s", fmt.Sprintf("%.2f×", rate/base),
+		"source → group-by counter (Pebble) → sink, target ≥ 0.50×"})
+	rows = append(rows, row{"  e2e latency p50 / p99, saturated", fmt.Sprintf("%v / %v", medianPct(wc, 50).Round(time.Microsecond), medianPct(wc, 99).Round(time.Microsecond)), "", "", "source unthrottled"})
+	paced := 100_000.0
+	wcp, err := t.measure("sluice keyed word count at 100k/s", func() (Result, error) {
+		return WordCount(WordCountConfig{Records: min(cfg.Records, 300_000), Keys: 10_000, Rate: paced})
+	})
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, row{"  e2e latency p50 / p99 / p99.9 at 100k records/s", fmt.Sprintf("%v / %v / %v", medianPct(wcp, 50).Round(time.Microsecond),
+		medianPct(wcp, 99).Round(time.Microsecond), medianPct(wcp, 99.9).Round(time.Microsecond)), "", "", "source paced"})
+	return rows, nil
+}
+
+// alternate runs two variants of a scenario cfg.Runs times each,
+// alternating, so that drift on a shared machine affects both alike.
+func (t *tabler) alternate(names [2]string, run func(second bool) (Result, error), note func(r Result) string) (a, b []Result, err error) {
+	for i := 0; i < t.cfg.Runs; i++ {
+		for j, name := range names {
+			r, err := t.once(name, i, func() (Result, error) { return run(j == 1) })
+			if err != nil {
+				return nil, nil, err
+			}
+			if note != nil {
+				fmt.Fprint(t.w, note(r))
+			}
+			fmt.Fprintln(t.w)
+			if j == 0 {
+				a = append(a, r)
+			} else {
+				b = append(b, r)
+			}
+		}
+	}
+	return a, b, nil
+}
+
+// telemetryRows: the word count with telemetry off and on, alternating.
+// The process's CPU time per run is measured too: on a machine shared
+// with other work it is a steadier figure than the throughput.
+func (t *tabler) telemetryRows() ([]row, error) {
+	cfg := t.cfg
+	telOff, telOn, err := t.alternate([2]string{"word count, telemetry off", "word count, telemetry on"}, func(on bool) (Result, error) {
+		wcc := WordCountConfig{Records: cfg.Records, Keys: 10_000}
+		if on {
+			wcc.Telemetry = TelemetryOn()
+		}
+		return WordCount(wcc)
+	}, func(r Result) string { return fmt.Sprintf(", %.2f s CPU", r.CPU.Seconds()) })
+	if err != nil {
+		return nil, err
+	}
+	cpu := func(rs []Result) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = r.CPU.Seconds()
+		}
+		return Median(xs)
+	}
+	offRate, onRate := medianRate(telOff), medianRate(telOn)
+	rows := []row{
+		{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", "runs alternate with the next row"},
+		{"sluice keyed word count, telemetry on", human(onRate), "records/s", fmt.Sprintf("%.2f×", onRate/offRate),
+			"traces 1/1000, metrics collected every 1 s, no-op exporters; target ≥ 0.95×"},
+	}
+	if offCPU, onCPU := cpu(telOff), cpu(telOn); offCPU > 0 {
+		rows = append(rows, row{"  CPU per record, telemetry on / off", fmt.Sprintf("%.2f / %.2f", onCPU*1e6/float64(cfg.Records), offCPU*1e6/float64(cfg.Records)), "µs",
+			fmt.Sprintf("%.2f×", onCPU/offCPU), "process CPU time from the first record to the last; target ≤ 1.05×"})
+	}
+	return rows, nil
+}
+
+// crossRows: protoactor remote one-way against Sluice cross-node.
+func (t *tabler) crossRows() ([]row, error) {
+	cfg := t.cfg
+	if cfg.NodeBinary == "" || cfg.ConsulAddr == "" {
+		return nil, nil
+	}
+	raw, err := t.measure("protoactor remote one-way", func() (Result, error) { return RemoteRaw(cfg.NodeBinary, cfg.Records) })
+	if err != nil {
+		return nil, err
+	}
+	rawRate := medianRate(raw)
+	run := 0
+	const name = "sluice cross-node"
+	cross, err := t.measure(name, func() (Result, error) {
+		i := run
+		run++
+		return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, run), cfg.Records,
+			func(id string) []string { return t.prof.nodeFlags(name, i, id) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	crossRate := medianRate(cross)
+	return []row{
+		{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes"},
+		{"sluice cross-node, group-by on far node", human(crossRate), "records/s", fmt.Sprintf("%.2f×", crossRate/rawRate),
+			"2 node processes via Consul, batched, target ≥ 3.00×"},
+	}, nil
+}
+
+// mtlsRows: cross-node plaintext against mutual TLS.
+func (t *tabler) mtlsRows() ([]row, error) {
+	if t.cfg.NodeBinary == "" || t.cfg.ConsulAddr == "" {
+		return nil, nil
+	}
+	plain, secure, err := mtlsRuns(t.w, t.cfg)
+	if err != nil {
+		return nil, err
+	}
+	plainRate, tlsRate := medianRate(plain), medianRate(secure)
+	return []row{
+		{"sluice cross-node, plaintext (baseline)", human(plainRate), "records/s", "1.00×", "runs alternate with the next row"},
+		{"sluice cross-node, mutual TLS", human(tlsRate), "records/s", fmt.Sprintf("%.2f×", tlsRate/plainRate),
+			"-node-ca/-node-cert/-node-key: TLS 1.3, ECDSA P-256 certificates"},
+	}, nil
 }
 
 // human formats a rate with k/M suffixes.

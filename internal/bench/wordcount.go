@@ -35,6 +35,8 @@ type WordCountConfig struct {
 	// figures before checkpoints measured).
 	ExactlyOnce        bool
 	CheckpointInterval time.Duration
+	// NoLatencies skips keeping each record's latency (long runs).
+	NoLatencies bool
 }
 
 // WordCount runs source → group-by counter with Pebble state → sink in one
@@ -52,12 +54,20 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	keys := make([][]byte, cfg.Keys)
-	for i := range keys {
-		keys[i] = []byte("word-" + strconv.Itoa(i))
+	// Up to a million keys are made once; more are made per record (10 M
+	// keys would take half a gigabyte here).
+	var keys [][]byte
+	if cfg.Keys <= 1_000_000 {
+		keys = make([][]byte, cfg.Keys)
+		for i := range keys {
+			keys[i] = []byte("word-" + strconv.Itoa(i))
+		}
 	}
-	sink := &latencySink{lat: make([]time.Duration, 0, cfg.Records), want: cfg.Records, done: make(chan struct{})}
-	src := &wordSource{n: cfg.Records, keys: keys, rate: cfg.Rate}
+	sink := &latencySink{want: cfg.Records, done: make(chan struct{}), noLat: cfg.NoLatencies}
+	if !cfg.NoLatencies {
+		sink.lat = make([]time.Duration, 0, cfg.Records)
+	}
+	src := &wordSource{n: cfg.Records, keys: keys, nkeys: cfg.Keys, rate: cfg.Rate}
 	scfg := sdk.Config{
 		NodeID: "bench", DataDir: dir, NoSync: true,
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -81,9 +91,10 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 	select {
 	case <-sink.done:
 	case <-time.After(10 * time.Minute):
-		return Result{}, fmt.Errorf("bench: word count: only %d of %d records reached the sink", len(sink.lat), cfg.Records)
+		return Result{}, fmt.Errorf("bench: word count: only %d of %d records reached the sink", sink.n, cfg.Records)
 	}
-	r := Result{Ops: int64(cfg.Records), Elapsed: time.Since(src.start), CPU: processCPU() - src.cpu, Latencies: sink.lat}
+	r := Result{Ops: int64(cfg.Records), Elapsed: time.Since(src.start), CPU: processCPU() - src.cpu, Latencies: sink.lat,
+		StateBytes: dirSize(dir)}
 	if cfg.ExactlyOnce {
 		if r.Checkpoints, err = checkpointDurations(filepath.Join(dir, "checkpoints")); err != nil {
 			return Result{}, err
@@ -115,7 +126,8 @@ func checkpointDurations(dir string) ([]time.Duration, error) {
 // exactly-once.
 type wordSource struct {
 	n, next int
-	keys    [][]byte
+	keys    [][]byte // nil: keys made per record, of nkeys
+	nkeys   int
 	rate    float64
 	start   time.Time     // when the source started (Init)
 	cpu     time.Duration // the process's CPU time then
@@ -159,7 +171,13 @@ func (s *wordSource) Poll(ctx sdk.Context) error {
 		return nil
 	}
 	for i := 0; i < 1024 && s.next < limit; i++ {
-		if err := ctx.Produce("words", sdk.Record{Key: s.keys[s.next%len(s.keys)], EventTime: time.Now()}); err != nil {
+		var key []byte
+		if s.keys != nil {
+			key = s.keys[s.next%len(s.keys)]
+		} else {
+			key = strconv.AppendInt([]byte("word-"), int64(s.next%s.nkeys), 10)
+		}
+		if err := ctx.Produce("words", sdk.Record{Key: key, EventTime: time.Now()}); err != nil {
 			return err
 		}
 		s.next++
@@ -194,9 +212,10 @@ func (wordCounter) ProcessTimer(sdk.Context, string, time.Time) error { return n
 
 // latencySink records each record's end-to-end latency (single instance).
 type latencySink struct {
-	lat  []time.Duration
-	want int
-	done chan struct{}
+	lat     []time.Duration
+	n, want int
+	noLat   bool // count only
+	done    chan struct{}
 }
 
 func (s *latencySink) Metadata() sdk.Metadata {
@@ -204,8 +223,10 @@ func (s *latencySink) Metadata() sdk.Metadata {
 }
 func (s *latencySink) Init(sdk.Context) error { return nil }
 func (s *latencySink) ProcessRecord(_ sdk.Context, rec sdk.Record) error {
-	s.lat = append(s.lat, time.Since(rec.EventTime))
-	if len(s.lat) == s.want {
+	if !s.noLat {
+		s.lat = append(s.lat, time.Since(rec.EventTime))
+	}
+	if s.n++; s.n == s.want {
 		close(s.done)
 	}
 	return nil

@@ -6,6 +6,7 @@ package testkinds
 import (
 	"encoding/binary"
 	"errors"
+	"hash/fnv"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -43,6 +44,11 @@ type Counter struct {
 	Parallelism int
 	Emit        bool
 	Decimal     bool
+	// Pad, when positive, appends that many pseudo-random (incompressible)
+	// bytes to every state value after the count, so that a benchmark can
+	// build a large state with few keys. DecodeCount does not read such
+	// values; PaddedCount does.
+	Pad int
 }
 
 // CounterFactory returns a factory of Counter.
@@ -64,11 +70,17 @@ func (Counter) Init(sdk.Context) error { return nil }
 
 // ProcessRecord adds one to the key's count.
 func (c Counter) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
-	n, err := sdk.GetInt64(ctx.State(), rec.Key)
+	var n int64
+	var err error
+	if c.Pad > 0 {
+		n, err = c.addPadded(ctx.State(), rec.Key)
+	} else {
+		n, err = sdk.GetInt64(ctx.State(), rec.Key)
+		sdk.PutInt64(ctx.State(), rec.Key, n+1)
+	}
 	if err != nil {
 		return err
 	}
-	sdk.PutInt64(ctx.State(), rec.Key, n+1)
 	if c.Emit {
 		v := sdk.Int64Bytes(n + 1)
 		if c.Decimal {
@@ -81,6 +93,42 @@ func (c Counter) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 
 // ProcessTimer implements sdk.Operator.
 func (Counter) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+
+// addPadded adds one to key's padded count and returns the count before.
+func (c Counter) addPadded(st sdk.State, key []byte) (int64, error) {
+	var n int64
+	v, err := st.Get(key)
+	switch {
+	case err == nil:
+		if n, err = PaddedCount(v); err != nil {
+			return 0, err
+		}
+	case !errors.Is(err, sdk.ErrNotFound):
+		return 0, err
+	}
+	out := make([]byte, 8+c.Pad)
+	binary.BigEndian.PutUint64(out, uint64(n+1))
+	// Seeded by the key and the count: no two values share their padding,
+	// so that Pebble's block compression finds nothing to compress.
+	h := fnv.New64a()
+	h.Write(key)
+	fill := rand.New(rand.NewPCG(h.Sum64(), uint64(n)))
+	for i := 8; i < len(out); i += 8 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], fill.Uint64())
+		copy(out[i:], w[:])
+	}
+	st.Set(key, out)
+	return n, nil
+}
+
+// PaddedCount decodes a state value of a Counter with Pad.
+func PaddedCount(v []byte) (int64, error) {
+	if len(v) < 8 {
+		return 0, errors.New("testkinds: padded count value is shorter than 8 bytes")
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
 
 // DecodeCount decodes a counter state value.
 func DecodeCount(v []byte) (int64, error) {

@@ -42,6 +42,7 @@ func run() error {
 	genPar := flag.Int("gen-parallelism", 3, "generator instances")
 	countPar := flag.Int("count-parallelism", 12, "counter instances")
 	emit := flag.Bool("emit", false, "counter also produces each new count")
+	pad := flag.Int("pad", 0, "bytes of incompressible padding the counter stores with each count (benchmarks: large state)")
 	fileIn := flag.String("file-in", "", "instead of the generator, a file source \"gen\" reading this file (a record per line, keyed by the line; at most -rate lines/s), whose counts (-emit implied, decimal) a file sink \"sink\" writes to -file-out")
 	fileOut := flag.String("file-out", "", "the file sink's path (with -file-in)")
 	sink := flag.Bool("sink", false, "also run a third operator, \"sink\", reading the counter's output (with -emit)")
@@ -53,6 +54,7 @@ func run() error {
 		return err
 	}
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until the node stops")
+	memProfile := flag.String("memprofile", "", "write an allocation profile to this file when the node stops")
 	var nodeSec sdk.NodeSecurity // -node-*, $SLUICE_NODE_*: mutual TLS between nodes
 	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	cfg.NodeSecurity = &nodeSec
@@ -71,6 +73,9 @@ func run() error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer writeAllocs(*memProfile)
 	}
 	if *rawSink > 0 {
 		return runRawSink(cfg.Bind, *rawSink)
@@ -97,7 +102,7 @@ func run() error {
 	}
 	ops := []sdk.Factory{
 		testkinds.Gen(*records, *keys, *rate, *genPar),
-		testkinds.CounterFactory(*countPar, *emit),
+		func() sdk.Operator { return testkinds.Counter{Parallelism: *countPar, Emit: *emit, Pad: *pad} },
 	}
 	if *sink {
 		ops = append(ops, testkinds.SinkFactory(2))
@@ -127,7 +132,19 @@ func run() error {
 	return wait(rt)
 }
 
-// envOr returns $name, or def when it is empty.
+// writeAllocs writes the allocation profile to path (-memprofile).
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testnode: -memprofile:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "testnode: -memprofile:", err)
+	}
+}
+
 // applyEnvInts sets flags not given on the command line from
 // SLUICE_TEST_<FLAG> variables (e.g. SLUICE_TEST_RECORDS), for launchers
 // that pass only an environment.

@@ -1,0 +1,99 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/kafkatest"
+)
+
+// The table's groups run at small sizes: their rows come out, the
+// runtime's latency breakdown has its stages, and -profile writes
+// profiles. The figures themselves are not checked (no timing in tests).
+func TestTableGroupsRun(t *testing.T) {
+	var out bytes.Buffer
+	prof := t.TempDir()
+	err := Table(&out, TableConfig{Runs: 1, Records: 10_000, TempDir: t.TempDir(), Scenarios: []string{"eo", "latency"},
+		Profile: prof, EORecords: 10_000, LatencyDuration: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	s := out.String()
+	for _, want := range []string{
+		"sluice keyed word count, exactly-once",
+		"e2e latency p50 / p99 / p99.9 at 90% of saturation",
+		"breakdown at 10%, metrics on",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("no row %q in\n%s", want, s)
+		}
+	}
+	// Both operators that take input have the samples of every stage of
+	// their records (commits come every 200 ms: a short run may have none).
+	for _, op := range []string{"count", "sink"} {
+		found := false
+		for _, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), op+" ") && strings.Contains(l, "sent ") {
+				found = true
+				for _, stage := range []string{"sent", "queue", "process", "e2e"} {
+					if strings.Contains(l, stage+" -") {
+						t.Errorf("%s's breakdown has no %s samples: %s", op, stage, l)
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no breakdown line for %s in\n%s", op, s)
+		}
+	}
+	for _, f := range []string{"word-count-exactly-once-1.cpu.pprof", "word-count-exactly-once-1.allocs.pprof", "word-count-at-10-latency-breakdown-1.cpu.pprof"} {
+		if fi, err := os.Stat(filepath.Join(prof, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("profile %s: %v", f, err)
+		}
+	}
+}
+
+// The exactly-once Kafka word count's counts reach a read_committed
+// consumer.
+func TestSluiceKafkaWordCountEO(t *testing.T) {
+	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
+	r, err := SluiceKafkaWordCountEO(KafkaWordCountConfig{Broker: b, Records: 2000, Partitions: 2}, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops != 2000 || len(r.Latencies) != 2000 {
+		t.Fatalf("%d records, %d latencies; want 2000 each", r.Ops, len(r.Latencies))
+	}
+}
+
+func TestSlug(t *testing.T) {
+	for in, want := range map[string]string{
+		"word count at 10%, latency breakdown": "word-count-at-10-latency-breakdown",
+		"Sluice cross-node":                    "sluice-cross-node",
+	} {
+		if got := slug(in); got != want {
+			t.Errorf("slug(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A node process with a little state is SIGKILLed and recovers: every
+// phase is measured.
+func TestRecoverySIGKILL(t *testing.T) {
+	bin, err := kafkatest.Build(t.TempDir(), "github.com/sluicehq/sluice/internal/testnode", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := RecoverySIGKILL(RecoveryConfig{NodeBinary: bin, Dir: t.TempDir(), State: 4 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.StateBytes < 3<<20 || r.Before <= 0 || r.Start <= 0 || r.Restore < 0 || r.Total < r.Start+r.Restore+r.Replay {
+		t.Fatalf("%+v: want ≥ 3 MB of state, a rate before, and phases within the total", r)
+	}
+	t.Logf("%+v", r)
+}
