@@ -41,6 +41,7 @@ import (
 
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/placement"
 	"github.com/sluicehq/sluice/sdk/nodeenv"
 	"github.com/sluicehq/sluice/topology"
@@ -248,7 +249,7 @@ func (l *Local) supervise(p *proc) {
 		}
 		p.restarts++
 		p.state = "backoff"
-		p.next = time.Now().Add(min(time.Second<<min(p.restarts-1, 5), 30*time.Second))
+		p.next = time.Now().Add(backoff.Nth(p.restarts, time.Second, 30*time.Second))
 		l.cfg.Logger.Warn("launcher: slug exited; restarting", "operator", p.op, "restarts", p.restarts, "at", p.next.Format(time.TimeOnly), "reason", p.message)
 	}
 	if p.state == "failed" || p.state == "refused" || time.Now().Before(p.next) {
