@@ -216,8 +216,7 @@ func SluiceKafkaWordCount(cfg KafkaWordCountConfig) (Result, error) {
 		return Result{}, err
 	}
 	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeID: "bench", DataDir: dir, NoSync: true, AtLeastOnce: true, StateLog: sl,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		NodeConfig: sdk.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, AtLeastOnce: true, StateLog: sl, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 	}, ops...)
 	if err != nil {
 		return Result{}, err
