@@ -19,6 +19,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/toolbin"
 )
 
@@ -26,7 +27,6 @@ import (
 const (
 	readyTimeout = 60 * time.Second // start to an authenticated write succeeding
 	stopTimeout  = 10 * time.Second // SIGTERM to exit, before SIGKILL
-	pollEvery    = 50 * time.Millisecond
 	startTries   = 3                // fresh ports after a port clash
 	probeTimeout = 30 * time.Second // one readiness probe (see waitReady)
 )
@@ -65,16 +65,8 @@ type Server struct {
 	ports   Ports
 
 	mu     sync.Mutex
-	proc   *process // nil while stopped
+	proc   *proctest.Service // nil while stopped
 	paused bool
-}
-
-// process is one run of weed.
-type process struct {
-	cmd     *exec.Cmd
-	log     *os.File
-	exited  chan struct{} // closed when cmd.Wait has returned
-	waitErr error         // valid once exited is closed
 }
 
 // Start runs weed mini on 127.0.0.1 with free ports and returns once the
@@ -153,10 +145,10 @@ func (s *Server) Stop() {
 		return
 	}
 	if s.paused {
-		s.proc.signal(syscall.SIGCONT)
+		s.proc.Signal(syscall.SIGCONT)
 		s.paused = false
 	}
-	s.proc.stop()
+	s.proc.Stop(stopTimeout)
 	s.proc = nil
 }
 
@@ -189,7 +181,7 @@ func (s *Server) Pause() {
 	if s.proc == nil {
 		s.t.Fatalf("s3test: Pause on a stopped server")
 	}
-	s.proc.signal(syscall.SIGSTOP)
+	s.proc.Signal(syscall.SIGSTOP)
 	s.paused = true
 }
 
@@ -199,7 +191,7 @@ func (s *Server) Resume() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc != nil && s.paused {
-		s.proc.signal(syscall.SIGCONT)
+		s.proc.Signal(syscall.SIGCONT)
 	}
 	s.paused = false
 }
@@ -207,7 +199,7 @@ func (s *Server) Resume() {
 func (s *Server) cleanup() {
 	s.mu.Lock()
 	if s.proc != nil {
-		s.proc.kill() // SIGKILL works on a stopped (paused) process too
+		s.proc.Kill() // SIGKILL works on a stopped (paused) process too
 		s.proc = nil
 	}
 	s.mu.Unlock()
@@ -223,34 +215,20 @@ var errPortClash = errors.New("a port is taken")
 // start runs weed with the current ports and waits until it is ready; on
 // failure the process is killed.
 func (s *Server) start() error {
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open log: %w", err)
-	}
-	fmt.Fprintf(logf, "==> s3test: starting %s at %s\n", s.bin, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.bin, s.args()...)
 	cmd.Dir = s.dir
 	cmd.Env = s.env()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group, killed as a whole; SIGKILLed if the test binary
-	// dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("exec %s: %w", s.bin, err)
+	p, err := proctest.Spawn(cmd, s.logPath)
+	if err != nil {
+		return err
 	}
-	p := &process{cmd: cmd, log: logf, exited: make(chan struct{})}
-	go func() { // ends when the process exits; stop and kill wait for it
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
 
 	s.mu.Lock()
 	s.proc = p
 	s.mu.Unlock()
 	if err := s.waitReady(p); err != nil {
 		s.mu.Lock()
-		p.kill()
+		p.Kill()
 		s.proc = nil
 		s.mu.Unlock()
 		if t := s.logTail(); strings.Contains(t, "is not available on") || strings.Contains(t, "address already in use") {
@@ -317,7 +295,7 @@ func (s *Server) env() []string {
 // answers; a put waits for that inside weed. The probe waits with it
 // rather than giving up and leaving a put behind that could land after
 // the probe's delete.
-func (s *Server) waitReady(p *process) error {
+func (s *Server) waitReady(p *proctest.Service) error {
 	client, err := minio.New(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ports.S3)), &minio.Options{
 		Creds:      credentials.NewStaticV4(accessKey, secretKey, ""),
 		Region:     "us-east-1",
@@ -327,24 +305,7 @@ func (s *Server) waitReady(p *process) error {
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(readyTimeout)
-	last := errors.New("no answer yet")
-	for {
-		select {
-		case <-p.exited:
-			return fmt.Errorf("weed exited before it was ready: %v", p.waitErr)
-		default:
-		}
-		if err := probe(client); err != nil {
-			last = err
-		} else {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w", readyTimeout, last)
-		}
-		time.Sleep(pollEvery)
-	}
+	return p.WaitReady(readyTimeout, func() error { return probe(client) })
 }
 
 func probe(client *minio.Client) error {
@@ -379,29 +340,6 @@ func (s *Server) removeSockets() {
 		}
 		os.Remove(path)
 	}
-}
-
-// signal sends sig to the process group.
-func (p *process) signal(sig syscall.Signal) { _ = syscall.Kill(-p.cmd.Process.Pid, sig) }
-
-// stop sends SIGTERM to the process group, then SIGKILL after stopTimeout,
-// and waits for the exit.
-func (p *process) stop() {
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(stopTimeout):
-		p.signal(syscall.SIGKILL)
-		<-p.exited
-	}
-	p.log.Close()
-}
-
-// kill sends SIGKILL to the process group and waits for the exit.
-func (p *process) kill() {
-	p.signal(syscall.SIGKILL)
-	<-p.exited
-	p.log.Close()
 }
 
 func (s *Server) logTail() string {
