@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -48,8 +47,7 @@ type Agent struct {
 	tlsFiles              TLSFiles // Options.TLS
 	serverCert, serverKey string   // Options.TLS: the agent's certificate
 
-	mu   sync.Mutex
-	proc *proctest.Service // nil while stopped
+	runs proctest.Runs
 }
 
 // Start runs a Consul dev agent on 127.0.0.1 with free ports and returns
@@ -66,6 +64,7 @@ func StartWith(t TB, o Options) *Agent {
 	t.Helper()
 	a := &Agent{t: t, bin: Binary(t), dir: t.TempDir(), opts: o}
 	a.logPath = filepath.Join(a.dir, "consul.log")
+	a.runs = proctest.Runs{LogPath: a.logPath, Grace: stopTimeout}
 	t.Cleanup(a.cleanup)
 	if err := a.prepareSecurity(); err != nil {
 		t.Fatalf("consultest: %v", err)
@@ -112,16 +111,7 @@ func (a *Agent) LogPath() string { return a.logPath }
 // Stop stops the agent (SIGTERM, then SIGKILL to its process group after
 // 5s) and waits for it to exit. Its ports stay remembered for Restart;
 // they are free while it is stopped. Stop on a stopped agent does nothing.
-func (a *Agent) Stop() {
-	a.t.Helper()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.proc == nil {
-		return
-	}
-	a.proc.Stop(stopTimeout)
-	a.proc = nil
-}
+func (a *Agent) Stop() { a.runs.Stop() }
 
 // Restart starts a stopped agent again on the same ports and waits until
 // it is ready; a running agent is stopped first. The agent comes back with
@@ -136,12 +126,7 @@ func (a *Agent) Restart() {
 }
 
 func (a *Agent) cleanup() {
-	a.mu.Lock()
-	if a.proc != nil {
-		a.proc.Kill()
-		a.proc = nil
-	}
-	a.mu.Unlock()
+	a.runs.Kill()
 	if a.t.Failed() {
 		a.t.Logf("consultest: consul agent %s log tail (%s):\n%s", a.Addr(), a.logPath, a.logTail())
 	}
@@ -162,19 +147,11 @@ func (a *Agent) start() error {
 	cmd := exec.Command(a.bin, "agent", "-dev", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-config-file", cfg)
 	cmd.Dir = a.dir
 	cmd.Env = append(os.Environ(), "TMPDIR="+a.dir)
-	p, err := proctest.Spawn(cmd, a.logPath)
+	ready, err := a.ready()
 	if err != nil {
 		return err
 	}
-
-	a.mu.Lock()
-	a.proc = p
-	a.mu.Unlock()
-	if err := a.waitReady(p); err != nil {
-		a.mu.Lock()
-		p.Kill()
-		a.proc = nil
-		a.mu.Unlock()
+	if err := a.runs.Start(cmd, readyTimeout, ready); err != nil {
 		if strings.Contains(a.logTail(), "address already in use") {
 			err = fmt.Errorf("%w (address already in use)", err)
 		}
@@ -211,18 +188,18 @@ ports {
 `, filepath.Join(a.dir, "data"), httpPort, a.ports.SerfLAN, a.ports.Server, httpsPort) + a.securityConfig()
 }
 
-// waitReady polls until the agent has a leader and its own node is in the
-// catalog (it has synced), or the process exits, or readyTimeout passes.
-func (a *Agent) waitReady(p *proctest.Service) error {
+// ready returns the agent's readiness probe: it has a leader and its own
+// node is in the catalog (it has synced).
+func (a *Agent) ready() (func() error, error) {
 	cfg, err := a.apiConfig(2 * time.Second)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	probe, err := api.NewClient(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return p.WaitReady(readyTimeout, func() error {
+	return func() error {
 		switch leader, err := probe.Status().Leader(); {
 		case err != nil:
 			return err
@@ -236,7 +213,7 @@ func (a *Agent) waitReady(p *proctest.Service) error {
 			return errors.New("own node not in the catalog yet")
 		}
 		return nil
-	})
+	}, nil
 }
 
 func (a *Agent) logTail() string {

@@ -83,7 +83,7 @@ func TestCleanupKillsAgent(t *testing.T) {
 	var pid int
 	t.Run("agent", func(t *testing.T) {
 		a := Start(t)
-		pid = a.proc.Pid()
+		pid = a.runs.Pid()
 	})
 	// The subtest's cleanups have run: the process must be gone (reaped).
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -64,9 +63,7 @@ type Server struct {
 	logPath string
 	ports   Ports
 
-	mu     sync.Mutex
-	proc   *proctest.Service // nil while stopped
-	paused bool
+	runs proctest.Runs
 }
 
 // Start runs weed mini on 127.0.0.1 with free ports and returns once the
@@ -77,6 +74,7 @@ func Start(t TB) *Server {
 	t.Helper()
 	s := &Server{t: t, bin: Binary(t), dir: t.TempDir()}
 	s.logPath = filepath.Join(s.dir, "weed.log")
+	s.runs = proctest.Runs{LogPath: s.logPath, Grace: stopTimeout}
 	if err := os.WriteFile(filepath.Join(s.dir, "s3.json"), []byte(identities), 0o600); err != nil {
 		t.Fatalf("s3test: write the S3 identities: %v", err)
 	}
@@ -137,20 +135,7 @@ func (s *Server) LogPath() string { return s.logPath }
 // Stop stops the server (SIGTERM, then SIGKILL to its process group after
 // 10s) and waits for it to exit; connections to it are then refused. Its
 // ports and data stay for Start. Stop on a stopped server does nothing.
-func (s *Server) Stop() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return
-	}
-	if s.paused {
-		s.proc.Signal(syscall.SIGCONT)
-		s.paused = false
-	}
-	s.proc.Stop(stopTimeout)
-	s.proc = nil
-}
+func (s *Server) Stop() { s.runs.Stop() }
 
 // Start starts a stopped server again on the same ports and with the same
 // data (objects put before Stop are there), and waits until it accepts
@@ -159,10 +144,7 @@ func (s *Server) Stop() {
 // does nothing.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.mu.Lock()
-	running := s.proc != nil
-	s.mu.Unlock()
-	if running {
+	if s.runs.Running() {
 		return
 	}
 	if err := s.start(); err != nil {
@@ -176,33 +158,19 @@ func (s *Server) Start() {
 // cleanup resume a paused server first.
 func (s *Server) Pause() {
 	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
+	if !s.runs.Signal(syscall.SIGSTOP) {
 		s.t.Fatalf("s3test: Pause on a stopped server")
 	}
-	s.proc.Signal(syscall.SIGSTOP)
-	s.paused = true
 }
 
 // Resume continues a paused server (SIGCONT).
 func (s *Server) Resume() {
 	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil && s.paused {
-		s.proc.Signal(syscall.SIGCONT)
-	}
-	s.paused = false
+	s.runs.Signal(syscall.SIGCONT)
 }
 
 func (s *Server) cleanup() {
-	s.mu.Lock()
-	if s.proc != nil {
-		s.proc.Kill() // SIGKILL works on a stopped (paused) process too
-		s.proc = nil
-	}
-	s.mu.Unlock()
+	s.runs.Kill() // SIGKILL works on a stopped (paused) process too
 	s.removeSockets()
 	if s.t.Failed() {
 		s.t.Logf("s3test: weed mini %s log tail (%s):\n%s", s.Endpoint(), s.logPath, s.logTail())
@@ -218,19 +186,11 @@ func (s *Server) start() error {
 	cmd := exec.Command(s.bin, s.args()...)
 	cmd.Dir = s.dir
 	cmd.Env = s.env()
-	p, err := proctest.Spawn(cmd, s.logPath)
+	ready, err := s.ready()
 	if err != nil {
 		return err
 	}
-
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
-	if err := s.waitReady(p); err != nil {
-		s.mu.Lock()
-		p.Kill()
-		s.proc = nil
-		s.mu.Unlock()
+	if err := s.runs.Start(cmd, readyTimeout, ready); err != nil {
 		if t := s.logTail(); strings.Contains(t, "is not available on") || strings.Contains(t, "address already in use") {
 			err = fmt.Errorf("%w: %w", errPortClash, err)
 		}
@@ -286,16 +246,16 @@ func (s *Server) env() []string {
 	return append(env, "HOME="+s.dir, "TMPDIR="+s.dir)
 }
 
-// waitReady polls until an authenticated put and delete of a probe object
-// in the bucket succeed (S3, filer, volume and master all serving, the
-// bucket created), or the process exits, or readyTimeout passes.
+// ready returns the server's readiness probe: an authenticated put and
+// delete of a probe object in the bucket succeed (S3, filer, volume and
+// master all serving, the bucket created).
 //
 // After a restart the master refuses new volume assignments for 15 s (its
 // warm-up: 3 heartbeat pulses of 5 s, fixed in weed mini) while S3 already
 // answers; a put waits for that inside weed. The probe waits with it
 // rather than giving up and leaving a put behind that could land after
 // the probe's delete.
-func (s *Server) waitReady(p *proctest.Service) error {
+func (s *Server) ready() (func() error, error) {
 	client, err := minio.New(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ports.S3)), &minio.Options{
 		Creds:      credentials.NewStaticV4(accessKey, secretKey, ""),
 		Region:     "us-east-1",
@@ -303,9 +263,9 @@ func (s *Server) waitReady(p *proctest.Service) error {
 		Transport:  &http.Transport{ResponseHeaderTimeout: probeTimeout, DisableKeepAlives: true},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return p.WaitReady(readyTimeout, func() error { return probe(client) })
+	return func() error { return probe(client) }, nil
 }
 
 func probe(client *minio.Client) error {

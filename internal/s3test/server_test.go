@@ -145,9 +145,7 @@ func TestOnlyLoopbackAndPickedPorts(t *testing.T) {
 		t.Fatalf("two servers share a port: %+v, %+v", a.Ports(), b.Ports())
 	}
 	for _, srv := range []*Server{a, b} {
-		srv.mu.Lock()
-		pid := srv.proc.Pid()
-		srv.mu.Unlock()
+		pid := srv.runs.Pid()
 		got := listening(t, pid)
 		want := map[string]bool{}
 		for _, p := range srv.Ports().list() {
@@ -223,7 +221,7 @@ func TestCleanupKillsServerAndRemovesSockets(t *testing.T) {
 	var ports Ports
 	t.Run("server", func(t *testing.T) {
 		srv := Start(t)
-		pid, ports = srv.proc.Pid(), srv.Ports()
+		pid, ports = srv.runs.Pid(), srv.Ports()
 		if _, err := os.Stat(fmt.Sprintf("/tmp/seaweedfs-master-grpc-%d.sock", ports.MasterGRPC)); err != nil {
 			t.Errorf("master gRPC socket: %v (did weed move it? then removeSockets must follow)", err)
 		}
