@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/cenkalti/backoff/v5"
 
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -474,7 +474,7 @@ func (n *Node) startCheckpointer(ctx context.Context) error {
 	}
 	var latest *checkpoint.Meta
 	store, from := n.cfg.Checkpoints.Store, n.cfg.Checkpoints.RestoreFrom
-	for delays := (&backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, Multiplier: 2, MaxInterval: 5 * time.Second, RandomizationFactor: 0.2}); ; {
+	for delays := backoff.New(200*time.Millisecond, 5*time.Second, 0.2); ; {
 		var m checkpoint.Meta
 		if from != 0 {
 			m, err = store.StartFrom(ctx, from)
@@ -491,12 +491,10 @@ func (n *Node) startCheckpointer(ctx context.Context) error {
 			}
 			break
 		}
-		d := delays.NextBackOff()
+		d := delays.Next()
 		n.log.Warn("reading the newest checkpoint failed; retrying", "error", err, "retry_in", d)
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, d) {
 			return fmt.Errorf("actors: start node %s: read the newest checkpoint: %w", n.cfg.NodeID, err)
-		case <-time.After(d):
 		}
 	}
 	n.setBase(latest)

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/cenkalti/backoff/v5"
 
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // The coordinator: the checkpointer of the member with the lowest id (the
@@ -45,8 +45,8 @@ type coordRole struct {
 	next     time.Time // when to trigger the next checkpoint
 	pending  *pendingCheckpoint
 	rollback *pendingRollback
-	delays   *backoff.ExponentialBackOff // after failures
-	requests []ckRequestMsg              // savepoints asked for
+	delays   *backoff.Backoff // after failures
+	requests []ckRequestMsg   // savepoints asked for
 
 	stats CheckpointStats
 }
@@ -369,10 +369,11 @@ func (c *checkpointer) coordAbort(reason string) {
 	r.stats.InProgress = 0
 	r.stats.LastError = fmt.Sprintf("checkpoint %d: %s", p.id, reason)
 	if r.delays == nil {
-		r.delays = &backoff.ExponentialBackOff{InitialInterval: c.cfg.Interval, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 30 * time.Second}
-		r.delays.Reset()
+		// Never sooner than the interval: an interval above 30 s is
+		// also the longest delay.
+		r.delays = backoff.New(c.cfg.Interval, max(c.cfg.Interval, 30*time.Second), 0.2)
 	}
-	r.next = time.Now().Add(r.delays.NextBackOff())
+	r.next = time.Now().Add(r.delays.Next())
 	abort := &wire.CheckpointAbort{Id: p.id, Reason: reason}
 	for _, m := range p.members {
 		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), abort)

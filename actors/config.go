@@ -253,27 +253,33 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
 	if c.CommitInterval < 0 {
-		errs = append(errs, fmt.Errorf("commit interval must be > 0, got %v", c.CommitInterval))
+		errs = append(errs, fmt.Errorf("Config.CommitInterval must be ≥ 0 (0: %v), got %v", DefaultConfig().CommitInterval, c.CommitInterval))
 	}
 	if c.BatchSize < 1 {
-		errs = append(errs, fmt.Errorf("batch size must be ≥ 1, got %d", c.BatchSize))
+		errs = append(errs, fmt.Errorf("Config.BatchSize must be ≥ 0 (0: %d), got %d", DefaultConfig().BatchSize, c.BatchSize))
 	}
 	if c.Credits < 1 {
-		errs = append(errs, fmt.Errorf("credits must be ≥ 1, got %d", c.Credits))
+		errs = append(errs, fmt.Errorf("Config.Credits must be ≥ 0 (0: %d), got %d", DefaultConfig().Credits, c.Credits))
 	}
 	if c.BufferBatches < 1 {
-		errs = append(errs, fmt.Errorf("buffer batches must be ≥ 1, got %d", c.BufferBatches))
+		errs = append(errs, fmt.Errorf("Config.BufferBatches must be ≥ 0 (0: %d), got %d", DefaultConfig().BufferBatches, c.BufferBatches))
 	}
 	if cc := c.Checkpoints; cc != nil {
 		if cc.Store == nil {
-			errs = append(errs, errors.New("checkpoints: store must be set"))
+			errs = append(errs, errors.New("Config.Checkpoints.Store must be set"))
 		}
-		if cc.Interval < 0 || cc.Timeout < 0 || cc.Keep < 0 {
-			errs = append(errs, fmt.Errorf("checkpoints: interval, timeout and keep must be ≥ 0, got %v, %v, %d", cc.Interval, cc.Timeout, cc.Keep))
+		for _, f := range []struct {
+			name string
+			bad  bool
+			got  any
+		}{{"Interval", cc.Interval < 0, cc.Interval}, {"Timeout", cc.Timeout < 0, cc.Timeout}, {"Keep", cc.Keep < 0, cc.Keep}} {
+			if f.bad {
+				errs = append(errs, fmt.Errorf("Config.Checkpoints.%s must be ≥ 0 (0: the default), got %v", f.name, f.got))
+			}
 		}
 	}
 	if c.Cluster != nil && c.Cluster.Discovery == nil {
-		errs = append(errs, errors.New("cluster: discovery must be set"))
+		errs = append(errs, errors.New("Config.Cluster.Discovery must be set (e.g. a cluster/consul Discovery)"))
 	}
 	if c.Cluster != nil {
 		if err := c.Cluster.Security.Validate(); err != nil {

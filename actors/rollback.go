@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/cenkalti/backoff/v5"
 
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/checkpoint"
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/persistence"
 )
 
@@ -88,8 +88,7 @@ func (c *checkpointer) coordRollback(reason string) {
 	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "generation", gen)
 	store, pid, log := c.store, c.self, c.n.log
 	c.n.goFunc(func() {
-		delays := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 5 * time.Second}
-		delays.Reset()
+		delays := backoff.New(200*time.Millisecond, 5*time.Second, 0.2)
 		for attempt := 0; ; attempt++ {
 			ctx, cancel := context.WithTimeout(c.n.life, 30*time.Second)
 			meta, err := rollbackTarget(ctx, store, gen)
@@ -104,10 +103,8 @@ func (c *checkpointer) coordRollback(reason string) {
 			if attempt == 0 {
 				log.Warn("reading the newest checkpoint or recording the rollback generation failed; the rollback waits for the store", "error", err)
 			}
-			select {
-			case <-c.n.life.Done():
+			if !backoff.Sleep(c.n.life, delays.Next()) {
 				return
-			case <-time.After(delays.NextBackOff()):
 			}
 		}
 	})

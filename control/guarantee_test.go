@@ -27,7 +27,7 @@ func (tailSource) Poll(sdk.Context) error                            { return ni
 // refused at deploy with the reason next to the kind field; the topology
 // does not change.
 func TestDeployRefusesASourceThatCannotResume(t *testing.T) {
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t), Deploy: []string{"count"}},
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: []string{"count"}},
 		func() sdk.Operator { return tailSource{} }, testkinds.CounterFactory(2, false))
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })

@@ -23,7 +23,7 @@ import (
 // serveWith runs a control API with cfg in front of an embedded node.
 func serveWith(t *testing.T, cfg control.Config) *control.Server {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), Deploy: []string{}},
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, Deploy: []string{}},
 		testkinds.CounterFactory(1, false))
 	if err != nil {
 		t.Fatal(err)

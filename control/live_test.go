@@ -124,7 +124,7 @@ func startEmbeddedRate(t *testing.T, dir string, records int64, rate float64) (*
 // start (nil: both).
 func startIn(t *testing.T, dir string, records int64, rate float64, deploy []string) (*sdk.Runtime, client) {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t), Deploy: deploy},
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy},
 		testkinds.Gen(records, 1000, rate, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,8 @@ import (
 // count(2) in dir, with its checkpoints in store.
 func outageNode(t *testing.T, dir, store string, records int64, rate float64) (*sdk.Runtime, client) {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t),
+	rt, err := sdk.Start(context.Background(), sdk.Config{
+		NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Checkpoints: store, CheckpointInterval: 200 * time.Millisecond},
 		testkinds.Gen(records, 1000, rate, 1), testkinds.CounterFactory(2, false))
 	sluicetest.Must(t, err)

@@ -90,7 +90,8 @@ func (c caller) try(method, path string, body, out any) (int, http.Header, error
 // sec.
 func startSecure(t *testing.T, sec control.Security) *sdk.Runtime {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t),
+	rt, err := sdk.Start(context.Background(), sdk.Config{
+		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Deploy: []string{"count"}, ControlSecurity: &sec},
 		testkinds.Gen(0, 1000, 0, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
@@ -263,7 +264,7 @@ func TestNodesAskEachOtherWithCredentials(t *testing.T) {
 	// in which b is a member.
 	askWith := func(sec control.Security) api.NodeView {
 		t.Helper()
-		rt, err := sdk.Start(context.Background(), sdk.Config{NodeID: "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), Deploy: []string{}},
+		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, Deploy: []string{}},
 			testkinds.CounterFactory(1, false))
 		if err != nil {
 			t.Fatal(err)

@@ -55,7 +55,7 @@ func startEmbedded(t *testing.T, records int64, deploy []string) (*sdk.Runtime, 
 
 func startEmbeddedAs(t *testing.T, g sdk.Guarantee, records int64, deploy []string) (*sdk.Runtime, client) {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t), Deploy: deploy, Guarantee: g},
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy, Guarantee: g},
 		testkinds.Gen(records, 1000, 0, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,7 @@ import (
 
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/placement"
 	"github.com/sluicehq/sluice/sdk/nodeenv"
 	"github.com/sluicehq/sluice/topology"
@@ -77,8 +78,25 @@ type Config struct {
 	Env []string
 }
 
-// Validate checks cfg: every problem names the field and the fix.
+// DefaultConfig returns the values that zero fields of a Config mean.
+func DefaultConfig() Config { return Config{Interval: time.Second, Logger: slog.Default()} }
+
+// withDefaults fills cfg's zero fields from DefaultConfig.
+func (cfg Config) withDefaults() Config {
+	d := DefaultConfig()
+	if cfg.Interval == 0 {
+		cfg.Interval = d.Interval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = d.Logger
+	}
+	return cfg
+}
+
+// Validate checks cfg (after defaults): every problem names the field and
+// the fix.
 func (cfg Config) Validate() error {
+	cfg = cfg.withDefaults()
 	var errs []error
 	if cfg.Node == "" {
 		errs = append(errs, errors.New("launcher: Config.Node is empty: give the id of the node running the launcher"))
@@ -89,8 +107,8 @@ func (cfg Config) Validate() error {
 	if cfg.Store == nil || cfg.Members == nil {
 		errs = append(errs, errors.New("launcher: Config.Store and Config.Members are required"))
 	}
-	if cfg.Interval < 0 {
-		errs = append(errs, fmt.Errorf("launcher: Config.Interval must be ≥ 0 (0: 1s), got %v", cfg.Interval))
+	if cfg.Interval <= 0 {
+		errs = append(errs, fmt.Errorf("launcher: Config.Interval must be > 0 (0: %v), got %v", DefaultConfig().Interval, cfg.Interval))
 	}
 	if err := cfg.Policy.Validate(); err != nil {
 		errs = append(errs, err)
@@ -126,13 +144,7 @@ func New(cfg Config) (*Local, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Interval == 0 {
-		cfg.Interval = time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	return &Local{cfg: cfg, procs: make(map[string]*proc)}, nil
+	return &Local{cfg: cfg.withDefaults(), procs: make(map[string]*proc)}, nil
 }
 
 // Run reconciles launched processes with the topology until ctx ends, then
@@ -248,7 +260,7 @@ func (l *Local) supervise(p *proc) {
 		}
 		p.restarts++
 		p.state = "backoff"
-		p.next = time.Now().Add(min(time.Second<<min(p.restarts-1, 5), 30*time.Second))
+		p.next = time.Now().Add(backoff.Nth(p.restarts, time.Second, 30*time.Second))
 		l.cfg.Logger.Warn("launcher: slug exited; restarting", "operator", p.op, "restarts", p.restarts, "at", p.next.Format(time.TimeOnly), "reason", p.message)
 	}
 	if p.state == "failed" || p.state == "refused" || time.Now().Before(p.next) {

@@ -48,8 +48,12 @@
 // Consul confirms (lease.go). ha.go elects the leader with a Consul lock
 // and fences its writes; the status (package mesosstatus, a leaf without
 // mesos-go) is published to Consul (publish.go) for
-// mesosstatus.ReadStatus. Exponential backoff is cenkalti/backoff/v5
-// (backoff.go).
+// mesosstatus.ReadStatus. Every backoff is internal/backoff's: jittered
+// (±50 %) for the scheduler's own retries (campaigning, subscribing,
+// reading the members), so that schedulers and masters are not hit in
+// lock step; the n-th delay of an unjittered one (backoff.Nth) for the
+// machine's decisions (relaunch, asking the master again about a task),
+// which are deterministic and persist a count, not a backoff object.
 //
 // # Example
 //

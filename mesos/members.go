@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
@@ -38,7 +39,7 @@ type membership struct {
 // with Consul blocking queries, until ctx ends. Failures are sent too,
 // then retried with backoff.
 func (s *Scheduler) watchMembers(ctx context.Context, out chan<- membership) {
-	retry := jittered(200*time.Millisecond, 5*time.Second)
+	retry := backoff.New(200*time.Millisecond, 5*time.Second, 0.5)
 	var index uint64
 	for ctx.Err() == nil {
 		q := (&api.QueryOptions{WaitIndex: index, WaitTime: time.Minute}).WithContext(ctx)
@@ -60,7 +61,7 @@ func (s *Scheduler) watchMembers(ctx context.Context, out chan<- membership) {
 		if err != nil {
 			// A restarted Consul starts over with lower indexes.
 			index = 0
-			sleep(ctx, retry.Next())
+			backoff.Sleep(ctx, retry.Next())
 			continue
 		}
 		retry.Reset()

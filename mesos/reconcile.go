@@ -4,6 +4,8 @@ import (
 	"time"
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
+
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // Reconciliation (docs/reconciliation.md): after every SUBSCRIBED the
@@ -52,5 +54,5 @@ func (m *machine) reconcileDue(now time.Time, out *output) {
 // askDelay is how long to wait for the master's answer about t before
 // asking again.
 func (m *machine) askDelay(t *task) time.Duration {
-	return nthDelay(max(t.asks, 1), m.cfg.reconcileRetryMin, m.cfg.reconcileRetry)
+	return backoff.Nth(max(t.asks, 1), m.cfg.reconcileRetryMin, m.cfg.reconcileRetry)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
@@ -199,7 +200,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer transport.CloseIdleConnections()
 	defer s.consulTransport.CloseIdleConnections()
 
-	retry := jittered(time.Second, 30*time.Second)
+	retry := backoff.New(time.Second, 30*time.Second, 0.5)
 	standby := func() {
 		st := s.baseStatus(mesosstatus.RoleStandby)
 		st.Problems = s.Status().Problems
@@ -211,7 +212,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		if err != nil {
 			s.log.Warn("mesos: campaigning for leadership", "err", err)
 			s.standbyProblem(mesosstatus.ProblemConsul, err)
-			sleep(ctx, retry.Next())
+			backoff.Sleep(ctx, retry.Next())
 			continue
 		}
 		if l == nil {
@@ -235,7 +236,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			pause = s.cfg.SessionTTL
 			s.standbyProblem(mesosstatus.ProblemSubscription, err)
 		}
-		sleep(ctx, pause)
+		backoff.Sleep(ctx, pause)
 	}
 	s.setStatus(s.baseStatus(mesosstatus.RoleStopped))
 	s.log.Info("mesos: scheduler stopped")

@@ -17,6 +17,8 @@ import (
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler/calls"
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler/events"
+
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // The subscription, on mesos-go v0.0.11: httpcli for transport and
@@ -96,12 +98,12 @@ type subscriber struct {
 // run blocks until ctx ends or leadership is found lost (reported as an
 // inEnded input with an error wrapping ErrNotLeader).
 func (s *subscriber) run(ctx context.Context) {
-	retry := jittered(s.cfg.SubscribeBackoffMin, s.cfg.SubscribeBackoffMax)
+	retry := backoff.New(s.cfg.SubscribeBackoffMin, s.cfg.SubscribeBackoffMax, 0.5)
 	failures, next, hops := 0, 0, 0
 	endpoint := s.endpoints[0]
 	redirected := false // the last attempt was redirected: no backoff
 	for attempt := 1; ctx.Err() == nil; attempt++ {
-		if failures > 0 && !redirected && !sleep(ctx, retry.Next()) {
+		if failures > 0 && !redirected && !backoff.Sleep(ctx, retry.Next()) {
 			return
 		}
 		if ok, err := s.holds(ctx); err != nil || !ok {
@@ -273,16 +275,4 @@ func newTransport(cfg *Config) *http.Transport {
 	t.ResponseHeaderTimeout = cfg.CallTimeout
 	t.MaxIdleConnsPerHost = 2
 	return t
-}
-
-// sleep waits d or until ctx ends; false if ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	mesos "github.com/mesos/mesos-go/api/v1/lib"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
@@ -221,7 +222,7 @@ func (m *machine) ended(now time.Time, t *task, state mesos.TaskState, reason, m
 // backoff returns the relaunch delay after n consecutive failures:
 // RelaunchBackoffMin doubling per failure, at most RelaunchBackoffMax.
 func (m *machine) backoff(n int) time.Duration {
-	return nthDelay(n, m.cfg.relaunchMin, m.cfg.relaunchMax)
+	return backoff.Nth(n, m.cfg.relaunchMin, m.cfg.relaunchMax)
 }
 
 func describeEnd(state mesos.TaskState, reason, msg string) string {

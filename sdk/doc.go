@@ -27,7 +27,7 @@
 //	}
 //	func (Counter) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 //
-//	err := sdk.Run(ctx, sdk.Config{DataDir: "data"}, func() sdk.Operator { return Counter{} })
+//	err := sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: "data"}}, func() sdk.Operator { return Counter{} })
 //
 // (the README's and Example's code: the count travels as decimal text, for
 // readers outside Go; Int64Bytes is the compact 8-byte form.)

@@ -54,7 +54,7 @@ func Example() {
 	got := make(chan struct{}, 3)
 
 	ctx := context.Background()
-	rt, err := sdk.Start(ctx, sdk.Config{DataDir: dir},
+	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir}},
 		func() sdk.Operator { return Counter{} },
 		func() sdk.Operator { return Printer{got} },
 	)

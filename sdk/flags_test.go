@@ -66,7 +66,7 @@ func TestNodeFlags(t *testing.T) {
 		nodeenv.MesosTaskID: "pool.0.abc", nodeenv.Consul: "127.0.0.1:8500", nodeenv.Host: "count, split,",
 		nodeenv.HostOnly: "1", nodeenv.Bind: "10.0.0.1:31000",
 	}
-	cfg := sdk.Config{DataDir: "sluice-data/mine", HTTP: "127.0.0.1:7070"}
+	cfg := sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: "sluice-data/mine"}, HTTP: "127.0.0.1:7070"}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	cfg.RegisterNodeFlags(fs, func(k string) string { return env[k] })
 	if err := fs.Parse(nil); err != nil {

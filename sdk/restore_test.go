@@ -15,10 +15,10 @@ import (
 func TestRestoreFromNamesACheckpoint(t *testing.T) {
 	sink := func() sdk.Operator { return countingSink{n: &atomic.Int64{}} }
 	for _, tc := range []struct{ from, want string }{
-		{"latest", `RestoreFrom "latest": want a checkpoint id`},
+		{"latest", `Config.RestoreFrom: "latest" is not a checkpoint id`},
 		{"12345", "restore from checkpoint 12345: checkpoint: no such complete checkpoint"},
 	} {
-		rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), RestoreFrom: tc.from}, sink)
+		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, RestoreFrom: tc.from}, sink)
 		if err == nil {
 			_ = rt.Stop(context.Background())
 			t.Fatalf("RestoreFrom %q started", tc.from)

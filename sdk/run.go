@@ -28,20 +28,17 @@ import (
 // Config configures the runtime in this process. The zero value runs the
 // embedded mode: one process, no Consul, state in "./sluice-data".
 type Config struct {
-	// NodeID names this process in logs, status and the cluster; empty
-	// means the host name.
-	NodeID string
-	// DataDir holds the Pebble database with every operator's state.
-	DataDir string
-	// Logger receives the runtime's logs; nil means slog.Default().
-	Logger *slog.Logger
-	// CommitInterval bounds how long state writes stay uncommitted; 0 means 200 ms.
-	CommitInterval time.Duration
-	// BatchSize, Credits and BufferBatches tune batching and backpressure;
-	// see actors.Config. 0 means the defaults (256 records, 8 and 8 batches).
-	BatchSize, Credits, BufferBatches int
-	// NoSync commits state without fsync (tests, benchmarks).
-	NoSync bool
+	// NodeConfig holds the node's own settings, promoted to Config
+	// (cfg.DataDir): NodeID (empty: the host name), DataDir (empty:
+	// "./sluice-data"), Logger (nil: slog.Default()), CommitInterval,
+	// BatchSize, Credits, BufferBatches (batching and backpressure), NoSync
+	// (commit without fsync: tests, benchmarks), Host (the operators, by
+	// name, this process hosts in a cluster; empty: all), OnEvent (instance
+	// and membership events), StateLog (e.g. kafka.StateLog: at least once,
+	// state that survives a crash) and AtLeastOnce (the old spelling of
+	// Guarantee: AtLeastOnce). Start fills its Cluster, Store, Checkpoints,
+	// Observer and Announce from the settings below: leave them zero.
+	NodeConfig
 	// StopTimeout bounds how long Run waits for in-flight records (and, in a
 	// cluster, for the handoff of this node's instances) on shutdown; 0
 	// means 30 s.
@@ -64,9 +61,6 @@ type Config struct {
 	HTTP string
 	// Version is announced in the cluster membership.
 	Version string
-	// Host lists the operators (by name) this process hosts in a cluster;
-	// empty means all of them. The others run on the nodes that host them.
-	Host []string
 	// Deploy lists which of the given operators to deploy when the
 	// program first starts; nil means all of them. Later starts never
 	// redeploy a killed one, nor change one changed through the control
@@ -100,8 +94,6 @@ type Config struct {
 	// LaunchPolicyFromEnv. Its environment rules also apply to every
 	// deploy through this node's control API.
 	LaunchPolicy *LaunchPolicy
-	// OnEvent receives instance and membership events (tests, tooling).
-	OnEvent func(actors.Event)
 	// Guarantee is what a crash may cost (README "Guarantees"). The zero
 	// value is ExactlyOnce: consistent checkpoints of all state, kept in
 	// Checkpoints, and two-phase commit with sinks; every source must be
@@ -130,33 +122,14 @@ type Config struct {
 	// operators' parallelism may differ from the checkpoint's: key groups
 	// are redistributed.
 	RestoreFrom string
-	// AtLeastOnce is the old spelling of Guarantee: AtLeastOnce.
-	//
-	// Deprecated: set Guarantee.
-	AtLeastOnce bool
-	// StateLog (e.g. kafka.StateLog), at least once, keeps operator state
-	// outside the nodes, so that it survives a crash too.
-	StateLog actors.StateLog
 	// Telemetry configures OpenTelemetry traces and metrics (see package
 	// telemetry); nil means TelemetryFromEnv's configuration.
 	Telemetry *TelemetryConfig
 }
 
 func (c Config) node() actors.Config {
-	cfg := actors.Config{
-		NodeID:         c.NodeID,
-		DataDir:        c.DataDir,
-		Logger:         c.Logger,
-		CommitInterval: c.CommitInterval,
-		BatchSize:      c.BatchSize,
-		Credits:        c.Credits,
-		BufferBatches:  c.BufferBatches,
-		NoSync:         c.NoSync,
-		OnEvent:        c.OnEvent,
-		Host:           c.Host,
-		AtLeastOnce:    c.guarantee() == AtLeastOnce,
-		StateLog:       c.StateLog,
-	}
+	cfg := c.NodeConfig
+	cfg.AtLeastOnce = c.guarantee() == AtLeastOnce
 	if c.Launch {
 		cfg.Announce = []string{launcher.Kind}
 	}
@@ -198,9 +171,7 @@ func (c Config) checkpoints(ctx context.Context) (*actors.CheckpointConfig, erro
 	}
 	ck := &actors.CheckpointConfig{Store: checkpoint.NewStore(obj), Interval: c.CheckpointInterval, Keep: c.CheckpointsKept}
 	if c.RestoreFrom != "" {
-		if ck.RestoreFrom, err = strconv.ParseUint(c.RestoreFrom, 10, 64); err != nil || ck.RestoreFrom == 0 {
-			return nil, fmt.Errorf("sdk: RestoreFrom %q: want a checkpoint id, as sluice checkpoints lists", c.RestoreFrom)
-		}
+		ck.RestoreFrom, _ = strconv.ParseUint(c.RestoreFrom, 10, 64) // checked by Validate
 	}
 	return ck, nil
 }
@@ -215,13 +186,17 @@ type Runtime struct {
 	telemetry  *telemetry.Telemetry
 }
 
-// Start validates the operators' metadata and starts them. Invalid metadata
-// fails with a *MetadataError naming the operator and the field. With
+// Start validates cfg (Config.Validate) and the operators' metadata and
+// starts them. Invalid metadata fails with a *MetadataError naming the
+// operator and the field. With
 // Config.Consul set it joins the cluster first and fails fast when Consul
 // cannot be reached.
 func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, error) {
 	if len(operators) == 0 {
 		return nil, errors.New("sdk: start: no operators given")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	ncfg := cfg.node()
 	ck, err := cfg.checkpoints(ctx)

@@ -36,7 +36,7 @@ func TestRunStopsCleanlyOnCancelAndKeepsState(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- sdk.Run(ctx, sdk.Config{DataDir: dir, Logger: sluicetest.Logger(t)},
+		done <- sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, Logger: sluicetest.Logger(t)}},
 			func() sdk.Operator {
 				return &generate.Source{Name: "nums", Stream: "nums", Count: 5000,
 					Make: func(i int64, _ *rand.Rand) sdk.Record { return sdk.Record{Key: []byte{byte(i)}} }}
@@ -72,7 +72,7 @@ func TestRunStopsCleanlyOnCancelAndKeepsState(t *testing.T) {
 }
 
 func TestStartWithoutOperators(t *testing.T) {
-	if _, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir()}); err == nil {
+	if _, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir()}}); err == nil {
 		t.Fatal("Start with no operators succeeded, want an error")
 	}
 }

@@ -26,7 +26,7 @@ func TestLaunchNeedsAnAuthenticatedControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Consul is never reached: the settings are checked first.
-	base := sdk.Config{DataDir: t.TempDir(), Consul: "127.0.0.1:1", HTTP: "127.0.0.1:0", Launch: true, Guarantee: sdk.AtLeastOnce, Logger: sluicetest.Logger(t)}
+	base := sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", HTTP: "127.0.0.1:0", Launch: true, Guarantee: sdk.AtLeastOnce}
 	for _, tc := range []struct {
 		name   string
 		change func(*sdk.Config)
@@ -60,7 +60,7 @@ func TestLaunchNeedsAnAuthenticatedControlAPI(t *testing.T) {
 // the SLUICE_CONTROL_* variables configure the control API.
 func TestControlSecurityFromTheEnvironment(t *testing.T) {
 	t.Setenv("SLUICE_CONTROL_TOKENS", "read:env-read-token-0123456789")
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), HTTP: "127.0.0.1:0", NoSync: true, Logger: sluicetest.Logger(t)}, sink)
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0"}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestNodeSecurityFromTheEnvironment(t *testing.T) {
 	if got := sdk.NodeSecurityFromEnv(); got.TLS.CAFile != other.CA || got.TLS.CertFile != other.Cert || got.TLS.KeyFile != other.Key {
 		t.Fatalf("NodeSecurityFromEnv: got %+v", got.TLS)
 	}
-	cfg := sdk.Config{NodeID: "me", DataDir: t.TempDir(), Consul: "127.0.0.1:1", Guarantee: sdk.AtLeastOnce, Logger: sluicetest.Logger(t)}
+	cfg := sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "me", DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", Guarantee: sdk.AtLeastOnce}
 	_, err := sdk.Start(context.Background(), cfg, sink)
 	if err == nil || !strings.Contains(err.Error(), `is named "other", but this node's id is "me"`) {
 		t.Fatalf("a certificate of another node from the environment: got %v", err)

@@ -39,8 +39,9 @@ func TestEmbeddedRuntimeTracesAndServesMetrics(t *testing.T) {
 	tc.Sampling = telemetry.Sampling{Every: 10}
 	tc.SpanExporter = spans
 	got := &sluicetest.Collector{}
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
-		HTTP: "127.0.0.1:0", NodeID: "solo", Telemetry: &tc},
+	rt, err := sdk.Start(context.Background(), sdk.Config{
+		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), NodeID: "solo"},
+		HTTP:       "127.0.0.1:0", Telemetry: &tc},
 		func() sdk.Operator {
 			return &sluicetest.Gen{Name: "gen", Stream: "a", Count: 100, Key: sluicetest.Key(7)}
 		},

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/topology/internal/latest"
 )
 
@@ -193,7 +194,7 @@ func (g *Guard) watch(ctx context.Context, in <-chan Topology, out chan Topology
 	retry := time.NewTimer(retryMaxBackoff)
 	retry.Stop() // armed only while the store is behind
 	defer retry.Stop()
-	backoff := retryFirstBackoff
+	delays := backoff.New(retryFirstBackoff, retryMaxBackoff, 0)
 	sent := int64(-1)
 	for {
 		var (
@@ -222,10 +223,9 @@ func (g *Guard) watch(ctx context.Context, in <-chan Topology, out chan Topology
 			sent = t.Version
 		}
 		if (pending || err != nil) && ctx.Err() == nil {
-			retry.Reset(backoff)
-			backoff = min(2*backoff, retryMaxBackoff)
+			retry.Reset(delays.Next())
 		} else {
-			backoff = retryFirstBackoff
+			delays.Reset()
 		}
 	}
 }

@@ -56,8 +56,8 @@ func TestRetryBackoff(t *testing.T) {
 		b := d.retryBackoff()
 		for n := 1; n <= 40; n++ {
 			want := min(hi, lo<<min(n-1, 20))
-			if got := b.NextBackOff(); got < want/2 || got > want*3/2+1 {
-				t.Fatalf("retry %d: got %v, want %v ± 50%%", n, got, want)
+			if got := b.Next(); got < want/2 || got > min(want*3/2+1, hi) {
+				t.Fatalf("retry %d: got %v, want %v ± 50%%, at most RetryMax %v", n, got, want, hi)
 			}
 		}
 	}

@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/hashicorp/consul/api"
 
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/cluster/internal/snapshot"
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // Discovery is a cluster.Discovery on the Consul catalog. It represents
@@ -210,7 +210,7 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 			if failures == 1 || failures%10 == 0 {
 				d.log.Warn("heartbeat failed; retrying", "member", d.self.ID, "failures", failures, "err", d.denied(err, "service:write"))
 			}
-			timer.Reset(retry.NextBackOff())
+			timer.Reset(retry.Next())
 		default:
 			if failures > 0 {
 				d.log.Info("heartbeat recovered", "member", d.self.ID, "failures", failures)
@@ -299,7 +299,7 @@ func (d *Discovery) watch(ctx context.Context, ch chan []cluster.Member) {
 			if failures == 1 || failures%10 == 0 {
 				d.log.Warn("watch query failed; keeping the last membership and retrying", "failures", failures, "err", d.denied(err, "service:read"))
 			}
-			if !sleep(ctx, retry.NextBackOff()) {
+			if !backoff.Sleep(ctx, retry.Next()) {
 				return
 			}
 			continue
@@ -388,20 +388,6 @@ func isStatus(err error, code int) bool {
 // retryBackoff returns the delays between retries of a failing request:
 // from RetryMin doubling to RetryMax, with ±50 % jitter so that the retries
 // of many nodes spread out.
-func (d *Discovery) retryBackoff() *backoff.ExponentialBackOff {
-	b := &backoff.ExponentialBackOff{InitialInterval: d.cfg.RetryMin, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: d.cfg.RetryMax}
-	b.Reset()
-	return b
-}
-
-// sleep waits for d or the end of ctx, and reports whether d elapsed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+func (d *Discovery) retryBackoff() *backoff.Backoff {
+	return backoff.New(d.cfg.RetryMin, d.cfg.RetryMax, 0.5)
 }

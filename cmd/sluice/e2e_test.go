@@ -37,7 +37,8 @@ func mustCLI(t *testing.T, addr string, args ...string) string {
 // TestCLIAgainstARunningNode drives an embedded node through the CLI:
 // deploy, ls, graph, scale, describe, kill, redeploy.
 func TestCLIAgainstARunningNode(t *testing.T) {
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t),
+	rt, err := sdk.Start(context.Background(), sdk.Config{
+		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Deploy: []string{"gen"}},
 		testkinds.Gen(0, 100, 2000, 1), testkinds.CounterFactory(2, false))
 	if err != nil {

@@ -28,7 +28,8 @@ const (
 // its control API and returns its address.
 func startSecureNode(t *testing.T, sec control.Security) string {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t),
+	rt, err := sdk.Start(context.Background(), sdk.Config{
+		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Deploy: []string{"count"}, ControlSecurity: &sec}, testkinds.Gen(0, 100, 0, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,8 @@ func TestAddTrendingURLsToARunningPipeline(t *testing.T) {
 	}
 	// The walkthrough is about the CLI; it runs without checkpoints, as the
 	// sample's README did before exactly-once became the default.
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t), Deploy: deploy,
+	rt, err := sdk.Start(context.Background(), sdk.Config{
+		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy,
 		Guarantee: sdk.NoGuarantee}, ops...)
 	if err != nil {
 		t.Fatal(err)

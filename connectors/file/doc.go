@@ -144,5 +144,5 @@
 //	if err != nil {
 //		return err
 //	}
-//	return sdk.Run(ctx, sdk.Config{DataDir: "data"}, src, sink)
+//	return sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: "data"}}, src, sink)
 package file

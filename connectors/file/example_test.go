@@ -25,7 +25,7 @@ func ExampleNewSink() {
 		fmt.Println(err)
 		return
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, Logger: slog.New(slog.DiscardHandler), Guarantee: sdk.AtLeastOnce}, sink)
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: slog.New(slog.DiscardHandler)}, Guarantee: sdk.AtLeastOnce}, sink)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -92,7 +92,7 @@ func mustSink(t *testing.T, cfg file.SinkConfig) sdk.Factory {
 // internal/integration's TestExactlyOnceFileToFileThroughSIGKILLs).
 func start(t *testing.T, dir string, ops ...sdk.Factory) *sdk.Runtime {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t), Guarantee: sdk.AtLeastOnce}, ops...)
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, Guarantee: sdk.AtLeastOnce}, ops...)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
 	return rt

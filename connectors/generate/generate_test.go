@@ -30,7 +30,7 @@ func TestEveryNumberOnceAcrossInstancesAndRestarts(t *testing.T) {
 	dir := t.TempDir()
 	got := &sluicetest.Collector{}
 	start := func(count int64) *sdk.Runtime {
-		rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: dir, Logger: sluicetest.Logger(t)}, source(count, 0, 3), collect(got))
+		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, Logger: sluicetest.Logger(t)}}, source(count, 0, 3), collect(got))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestEveryNumberOnceAcrossInstancesAndRestarts(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	got := &sluicetest.Collector{}
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, source(0, 2000, 1), collect(got))
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}}, source(0, 2000, 1), collect(got))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
-
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // Commit timing.
@@ -106,7 +106,7 @@ func (c *committer) run() {
 			if c.stopCtx.Err() != nil {
 				continue // closing: the final attempt follows
 			}
-			delay := delays.NextBackOff()
+			delay := delays.Next()
 			c.log.Warn("kafka source: offset commit failed; will retry", "group", c.group, "error", err, "retry_in", delay)
 			retry = time.NewTimer(delay)
 			continue
@@ -148,8 +148,6 @@ func (c *committer) commitOnce(parent context.Context, timeout time.Duration) er
 // retryBackoff returns the delays between retries of a failed request to
 // the brokers (offset commits, state restores): from 100 ms doubling to
 // 2 s, with ±20 % jitter.
-func retryBackoff() *backoff.ExponentialBackOff {
-	b := &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 2 * time.Second}
-	b.Reset()
-	return b
+func retryBackoff() *backoff.Backoff {
+	return backoff.New(100*time.Millisecond, 2*time.Second, 0.2)
 }

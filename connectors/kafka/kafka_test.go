@@ -140,8 +140,8 @@ func TestPipelineDeliversEverythingAndCommitsDurableOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sl.Close()
-	rt, err := sdk.Start(ctx, sdk.Config{NodeID: "n", DataDir: t.TempDir(), NoSync: true, Logger: quiet,
-		AtLeastOnce: true, StateLog: sl}, pipeline(t, b, 2)...)
+	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "n", DataDir: t.TempDir(), NoSync: true, Logger: quiet,
+		AtLeastOnce: true, StateLog: sl}}, pipeline(t, b, 2)...)
 	if err != nil {
 		t.Fatal(err)
 	}

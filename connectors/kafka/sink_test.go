@@ -103,7 +103,7 @@ func TestCommitProducedResumesFromThePositionsInState(t *testing.T) {
 	}
 	dir := t.TempDir()
 	run := func(total int) {
-		rt, err := sdk.Start(ctx, sdk.Config{NodeID: "n", DataDir: dir, NoSync: true, Logger: quiet, Guarantee: sdk.AtLeastOnce}, src, sink)
+		rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "n", DataDir: dir, NoSync: true, Logger: quiet}, Guarantee: sdk.AtLeastOnce}, src, sink)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,12 +7,12 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -207,12 +207,8 @@ func (l *StateLog) Restore(ctx context.Context, op string, keyGroups, first, end
 		if err == nil || !errors.Is(err, sdk.ErrTransient) {
 			return err
 		}
-		t := time.NewTimer(delays.NextBackOff())
-		select {
-		case <-rctx.Done():
-			t.Stop()
+		if !backoff.Sleep(rctx, delays.Next()) {
 			return err
-		case <-t.C:
 		}
 	}
 }

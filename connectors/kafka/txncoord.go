@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/sluicehq/sluice/internal/backoff"
 )
 
 // coordinatorTypeTxn is FindCoordinator's key type of transactional ids.
@@ -92,12 +94,8 @@ func (c txnCoordinator) retry(ctx context.Context, id string, send func(*kgo.Bro
 		if ctx.Err() != nil {
 			return fmt.Errorf("transactional id %q: %w (last: %v)", id, ctx.Err(), err)
 		}
-		t := time.NewTimer(delays.NextBackOff())
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, delays.Next()) {
 			return fmt.Errorf("transactional id %q: %w (last: %v)", id, ctx.Err(), err)
-		case <-t.C:
 		}
 	}
 }

@@ -210,7 +210,7 @@ func SluiceKafkaWordCount(cfg KafkaWordCountConfig) (Result, error) {
 		if err != nil {
 			return sdk.Config{}, nil, err
 		}
-		return sdk.Config{AtLeastOnce: true, StateLog: sl}, func() { sl.Close() }, nil
+		return sdk.Config{NodeConfig: sdk.NodeConfig{AtLeastOnce: true, StateLog: sl}}, func() { sl.Close() }, nil
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/proctest"
 )
 
 // The table's groups run at small sizes: their rows come out, the
@@ -84,7 +85,7 @@ func TestSlug(t *testing.T) {
 // A node process with a little state is SIGKILLed and recovers: every
 // phase is measured.
 func TestRecoverySIGKILL(t *testing.T) {
-	bin, err := kafkatest.Build(t.TempDir(), "github.com/sluicehq/sluice/internal/testnode", false)
+	bin, err := proctest.Build(t.TempDir(), "github.com/sluicehq/sluice/internal/testnode", false)
 	if err != nil {
 		t.Fatal(err)
 	}

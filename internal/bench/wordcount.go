@@ -69,10 +69,9 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 	}
 	src := &wordSource{n: cfg.Records, keys: keys, nkeys: cfg.Keys, rate: cfg.Rate}
 	scfg := sdk.Config{
-		NodeID: "bench", DataDir: dir, NoSync: true,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Telemetry: cmp.Or(cfg.Telemetry, &sdk.TelemetryConfig{}),
-		Guarantee: sdk.NoGuarantee,
+		NodeConfig: sdk.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Telemetry:  cmp.Or(cfg.Telemetry, &sdk.TelemetryConfig{}),
+		Guarantee:  sdk.NoGuarantee,
 	}
 	if cfg.ExactlyOnce {
 		scfg.Guarantee, scfg.CheckpointInterval = sdk.ExactlyOnce, cfg.CheckpointInterval

@@ -9,11 +9,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/consul/api"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/toolbin"
 )
 
@@ -21,8 +20,7 @@ import (
 const (
 	readyTimeout = 30 * time.Second // start to leader elected and node in the catalog
 	stopTimeout  = 5 * time.Second  // SIGTERM to exit, before SIGKILL
-	pollEvery    = 50 * time.Millisecond
-	startTries   = 3 // fresh ports after "address already in use"
+	startTries   = 3                // fresh ports after "address already in use"
 )
 
 // Ports are the ports a dev agent listens on, all on 127.0.0.1. The others
@@ -49,16 +47,7 @@ type Agent struct {
 	tlsFiles              TLSFiles // Options.TLS
 	serverCert, serverKey string   // Options.TLS: the agent's certificate
 
-	mu   sync.Mutex
-	proc *process // nil while stopped
-}
-
-// process is one run of the agent.
-type process struct {
-	cmd     *exec.Cmd
-	log     *os.File
-	exited  chan struct{} // closed when cmd.Wait has returned
-	waitErr error         // valid once exited is closed
+	runs proctest.Runs
 }
 
 // Start runs a Consul dev agent on 127.0.0.1 with free ports and returns
@@ -75,6 +64,7 @@ func StartWith(t TB, o Options) *Agent {
 	t.Helper()
 	a := &Agent{t: t, bin: Binary(t), dir: t.TempDir(), opts: o}
 	a.logPath = filepath.Join(a.dir, "consul.log")
+	a.runs = proctest.Runs{LogPath: a.logPath, Grace: stopTimeout}
 	t.Cleanup(a.cleanup)
 	if err := a.prepareSecurity(); err != nil {
 		t.Fatalf("consultest: %v", err)
@@ -121,16 +111,7 @@ func (a *Agent) LogPath() string { return a.logPath }
 // Stop stops the agent (SIGTERM, then SIGKILL to its process group after
 // 5s) and waits for it to exit. Its ports stay remembered for Restart;
 // they are free while it is stopped. Stop on a stopped agent does nothing.
-func (a *Agent) Stop() {
-	a.t.Helper()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.proc == nil {
-		return
-	}
-	a.proc.stop()
-	a.proc = nil
-}
+func (a *Agent) Stop() { a.runs.Stop() }
 
 // Restart starts a stopped agent again on the same ports and waits until
 // it is ready; a running agent is stopped first. The agent comes back with
@@ -145,12 +126,7 @@ func (a *Agent) Restart() {
 }
 
 func (a *Agent) cleanup() {
-	a.mu.Lock()
-	if a.proc != nil {
-		a.proc.kill()
-		a.proc = nil
-	}
-	a.mu.Unlock()
+	a.runs.Kill()
 	if a.t.Failed() {
 		a.t.Logf("consultest: consul agent %s log tail (%s):\n%s", a.Addr(), a.logPath, a.logTail())
 	}
@@ -168,34 +144,14 @@ func (a *Agent) start() error {
 	if err := os.WriteFile(cfg, []byte(a.config()), 0o644); err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
-	logf, err := os.OpenFile(a.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open log: %w", err)
-	}
-	fmt.Fprintf(logf, "==> consultest: starting %s at %s\n", a.bin, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(a.bin, "agent", "-dev", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-config-file", cfg)
 	cmd.Dir = a.dir
 	cmd.Env = append(os.Environ(), "TMPDIR="+a.dir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // kill the whole group
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("exec %s: %w", a.bin, err)
+	ready, err := a.ready()
+	if err != nil {
+		return err
 	}
-	p := &process{cmd: cmd, log: logf, exited: make(chan struct{})}
-	go func() { // ends when the process exits; stop and kill wait for it
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-
-	a.mu.Lock()
-	a.proc = p
-	a.mu.Unlock()
-	if err := a.waitReady(p); err != nil {
-		a.mu.Lock()
-		p.kill()
-		a.proc = nil
-		a.mu.Unlock()
+	if err := a.runs.Start(cmd, readyTimeout, ready); err != nil {
 		if strings.Contains(a.logTail(), "address already in use") {
 			err = fmt.Errorf("%w (address already in use)", err)
 		}
@@ -232,61 +188,32 @@ ports {
 `, filepath.Join(a.dir, "data"), httpPort, a.ports.SerfLAN, a.ports.Server, httpsPort) + a.securityConfig()
 }
 
-// waitReady polls until the agent has a leader and its own node is in the
-// catalog (it has synced), or the process exits, or readyTimeout passes.
-func (a *Agent) waitReady(p *process) error {
+// ready returns the agent's readiness probe: it has a leader and its own
+// node is in the catalog (it has synced).
+func (a *Agent) ready() (func() error, error) {
 	cfg, err := a.apiConfig(2 * time.Second)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	probe, err := api.NewClient(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	deadline := time.Now().Add(readyTimeout)
-	last := errors.New("no answer yet")
-	for {
-		select {
-		case <-p.exited:
-			return fmt.Errorf("consul exited before it was ready: %v", p.waitErr)
-		default:
+	return func() error {
+		switch leader, err := probe.Status().Leader(); {
+		case err != nil:
+			return err
+		case leader == "":
+			return errors.New("no leader yet")
 		}
-		if leader, err := probe.Status().Leader(); err != nil {
-			last = err
-		} else if leader == "" {
-			last = errors.New("no leader yet")
-		} else if nodes, _, err := probe.Catalog().Nodes(nil); err != nil {
-			last = err
-		} else if len(nodes) == 0 {
-			last = errors.New("own node not in the catalog yet")
-		} else {
-			return nil
+		switch nodes, _, err := probe.Catalog().Nodes(nil); {
+		case err != nil:
+			return err
+		case len(nodes) == 0:
+			return errors.New("own node not in the catalog yet")
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w", readyTimeout, last)
-		}
-		time.Sleep(pollEvery)
-	}
-}
-
-// stop sends SIGTERM to the process group, then SIGKILL after stopTimeout,
-// and waits for the exit.
-func (p *process) stop() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(stopTimeout):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.exited
-	}
-	p.log.Close()
-}
-
-// kill sends SIGKILL to the process group and waits for the exit.
-func (p *process) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	<-p.exited
-	p.log.Close()
+		return nil
+	}, nil
 }
 
 func (a *Agent) logTail() string {

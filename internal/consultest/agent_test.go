@@ -46,7 +46,7 @@ func TestStartStopRestart(t *testing.T) {
 	if _, ok := services["probe"]; ok {
 		t.Errorf("service registered before Restart still known: a dev agent must come back empty")
 	}
-	if b, err := os.ReadFile(a.LogPath()); err != nil || strings.Count(string(b), "==> consultest: starting") != 2 {
+	if b, err := os.ReadFile(a.LogPath()); err != nil || strings.Count(string(b), "==> proctest: starting") != 2 {
 		t.Errorf("log %s: want the output of both runs (err %v)", a.LogPath(), err)
 	}
 }
@@ -83,7 +83,7 @@ func TestCleanupKillsAgent(t *testing.T) {
 	var pid int
 	t.Run("agent", func(t *testing.T) {
 		a := Start(t)
-		pid = a.proc.cmd.Process.Pid
+		pid = a.runs.Pid()
 	})
 	// The subtest's cleanups have run: the process must be gone (reaped).
 	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/sluicehq/sluice/internal/toolbin"
 )
@@ -21,11 +20,7 @@ const EnvBinary = "SLUICE_CONSUL_BIN"
 const buildHint = "build it with `scripts/ensure-tool.sh consul` (Consul " + Version +
 	" into $HOME/.cache/sluice/bin, about 9 minutes the first time) and/or set " + EnvBinary + " to its path"
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
+var binary = toolbin.Once{Tool: toolbin.Tool{Name: "consul", File: "consul-" + Version, Env: EnvBinary, Check: checkBinary, Build: true}}
 
 // Binary returns the path of the Consul binary, failing t if there is none
 // or if it is not a Consul 1.14 (1.15 changed the dev agent and the
@@ -36,17 +31,11 @@ var (
 // The result is computed once per test binary.
 func Binary(t TB) string {
 	t.Helper()
-	binaryOnce.Do(func() { binaryPath, binaryErr = findBinary(t) })
-	if binaryErr != nil {
-		t.Fatalf("consultest: no usable Consul binary: %v; %s", binaryErr, buildHint)
+	p, err := binary.Find(func(format string, args ...any) { t.Logf("consultest: "+format, args...) })
+	if err != nil {
+		t.Fatalf("consultest: no usable Consul binary: %v; %s", err, buildHint)
 	}
-	return binaryPath
-}
-
-func findBinary(t TB) (string, error) {
-	return toolbin.Tool{Name: "consul", File: "consul-" + Version, Env: EnvBinary, Check: checkBinary, Build: true}.Find(func(format string, args ...any) {
-		t.Logf("consultest: "+format, args...)
-	})
+	return p
 }
 
 var versionRE = regexp.MustCompile(`Consul v(\d+)\.(\d+)\.(\d+)`)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -28,15 +27,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	nodeBinary = filepath.Join(dir, "testnode")
-	args := []string{"build", "-o", nodeBinary}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command("go", append(args, "github.com/sluicehq/sluice/internal/testnode")...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building testnode:", err)
+	if nodeBinary, err = proctest.Build(dir, "github.com/sluicehq/sluice/internal/testnode", raceEnabled); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -72,20 +64,13 @@ func newCluster(t *testing.T, consulAddr string, flags ...string) *cluster {
 // start launches node id and waits until it reports ready.
 func (c *cluster) start(id string) *node {
 	c.t.Helper()
-	n := &node{id: id, data: filepath.Join(c.dir, id, "data"), events: filepath.Join(c.dir, "events.jsonl")}
-	if err := os.MkdirAll(filepath.Dir(n.data), 0o755); err != nil {
-		c.t.Fatal(err)
-	}
-	args := append([]string{"-id", id, "-data", n.data, "-consul", c.consul, "-events", n.events}, c.flags...)
+	n := &node{id: id, events: filepath.Join(c.dir, "events.jsonl")}
+	args := append([]string{"-consul", c.consul, "-events", n.events}, c.flags...)
 	if c.nodeFlags != nil {
 		args = append(args, c.nodeFlags(id)...)
 	}
-	p, err := proctest.Start(nodeBinary, args, filepath.Join(c.dir, id+".log"))
-	if err != nil {
-		c.t.Fatalf("node %s: %v\n%s", id, err, c.logTail(id))
-	}
-	c.t.Cleanup(p.Kill)
-	n.proc, n.http = p, p.HTTP
+	n.proc, n.data = proctest.StartNode(c.t, nodeBinary, c.dir, id, args...)
+	n.http = n.proc.HTTP
 	c.mu.Lock()
 	c.nodes[id] = n
 	c.mu.Unlock()
@@ -119,13 +104,7 @@ func (c *cluster) crash(id string) time.Time {
 }
 
 // logTail returns the end of a node's log.
-func (c *cluster) logTail(id string) string {
-	b, _ := os.ReadFile(filepath.Join(c.dir, id+".log"))
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
-}
+func (c *cluster) logTail(id string) string { return proctest.LogTail(filepath.Join(c.dir, id+".log")) }
 
 // status fetches a node's /v1/status.
 func (n *node) status() (api.NodeStatus, error) {

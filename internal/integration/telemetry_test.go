@@ -13,11 +13,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/toolbin"
 )
 
@@ -559,69 +559,38 @@ func (p *prometheus) waitFor(t *testing.T, q string, ok func([]promSeries) bool)
 	}
 }
 
-// service is a test service process (Jaeger, Prometheus) in its own
-// process group, killed when the test ends.
+// service is a test service process (Jaeger, Prometheus, the collector),
+// stopped when the test ends.
 type service struct {
 	name string
-	cmd  *exec.Cmd
 	log  string
-	done chan struct{}
+	proc *proctest.Service
 }
 
-// startService starts bin with env added to the test's environment and polls ready until it succeeds, the process
-// exits (an error with its log) or serviceTimeout passes.
+// startService starts bin with env added to the test's environment and
+// polls ready until it succeeds, the process exits (an error with its log)
+// or serviceTimeout passes.
 func startService(t *testing.T, name, bin, dir string, env []string, ready func() error, args ...string) (*service, error) {
 	t.Helper()
-	s := &service{name: name, log: filepath.Join(dir, name+".log"), done: make(chan struct{})}
-	logf, err := os.Create(s.log)
-	if err != nil {
+	s := &service{name: name, log: filepath.Join(dir, name+".log")}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var err error
+	if s.proc, err = proctest.Spawn(cmd, s.log); err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Dir = dir
-	s.cmd.Env = append(os.Environ(), env...)
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
-		s.stop()
+		s.proc.Stop(5 * time.Second)
 		if t.Failed() {
 			t.Logf("%s log tail (%s):\n%s", name, s.log, s.logTail())
 		}
 	})
-	deadline := time.Now().Add(serviceTimeout)
-	for {
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("%s exited: %s", name, s.logTail())
-		default:
-		}
-		err := ready()
-		if err == nil {
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("%s not ready after %v: %w\n%s", name, serviceTimeout, err, s.logTail())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := s.proc.WaitReady(serviceTimeout, ready); err != nil {
+		s.proc.Stop(5 * time.Second)
+		return nil, fmt.Errorf("%s: %w\n%s", name, err, s.logTail())
 	}
-}
-
-// stop sends SIGTERM, then SIGKILL to the process group after 5 s, and
-// waits for the process.
-func (s *service) stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
-	}
+	return s, nil
 }
 
 func (s *service) logTail() string {

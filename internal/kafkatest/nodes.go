@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,22 +17,6 @@ import (
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/proctest"
 )
-
-// Build compiles the main package pkg (an import path) into dir and
-// returns the binary's path; race adds -race.
-func Build(dir, pkg string, race bool) (string, error) {
-	bin := filepath.Join(dir, filepath.Base(pkg))
-	args := []string{"build", "-o", bin}
-	if race {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command("go", append(args, pkg)...)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("kafkatest: build %s: %w", pkg, err)
-	}
-	return bin, nil
-}
 
 // Nodes runs Sluice node processes of one binary: the binary must accept
 // -id and -data, and print "ready http=ADDR" on stdout once started (as
@@ -68,16 +51,8 @@ func NewNodes(t TB, bin string, args ...string) *Nodes {
 // before) and waits until it is ready.
 func (s *Nodes) Start(id string) *Node {
 	s.t.Helper()
-	n := &Node{ID: id, Data: filepath.Join(s.dir, id, "data")}
-	if err := os.MkdirAll(filepath.Dir(n.Data), 0o755); err != nil {
-		s.t.Fatal(err)
-	}
-	p, err := proctest.Start(s.bin, append([]string{"-id", id, "-data", n.Data}, s.args...), filepath.Join(s.dir, id+".log"))
-	if err != nil {
-		s.t.Fatalf("node %s: %v\n%s", id, err, s.LogTail(id))
-	}
-	s.t.Cleanup(p.Kill)
-	n.proc, n.HTTP = p, p.HTTP
+	p, data := proctest.StartNode(s.t, s.bin, s.dir, id, s.args...)
+	n := &Node{ID: id, HTTP: p.HTTP, Data: data, proc: p}
 	s.mu.Lock()
 	s.nodes[id] = n
 	s.mu.Unlock()
@@ -126,13 +101,7 @@ func (s *Nodes) Running() []*Node {
 }
 
 // LogTail returns the last 4 KB of node id's log.
-func (s *Nodes) LogTail(id string) string {
-	b, _ := os.ReadFile(filepath.Join(s.dir, id+".log"))
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
-}
+func (s *Nodes) LogTail(id string) string { return proctest.LogTail(filepath.Join(s.dir, id+".log")) }
 
 // Log returns node id's whole log.
 func (s *Nodes) Log(id string) string {

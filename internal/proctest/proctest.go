@@ -1,7 +1,10 @@
-// Package proctest runs the node processes of multi-process tests: each in
-// its own process group (SIGKILLed with the test process too), its stderr
-// appended to a log file, and ready once it prints "ready http=ADDR" on
-// stdout (as internal/testnode and samples/kafka-wordcount do).
+// Package proctest runs the processes tests depend on, each in its own
+// process group (SIGKILLed with the test process too) with its output in a
+// log file: Service for any process (Consul, SeaweedFS, Jaeger,
+// Prometheus: consultest, s3test and the integration tests build on it),
+// Start for node processes, ready once they print "ready http=ADDR" on
+// stdout (as internal/testnode and samples/kafka-wordcount do), and Build
+// for their binaries.
 package proctest
 
 import (
@@ -11,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -28,30 +32,20 @@ type Process struct {
 	// HTTP is the address from the process's ready line.
 	HTTP string
 
-	cmd  *exec.Cmd
-	logs *os.File
-	done chan error // holds Wait's result once it is known
+	svc *Service
 }
 
-// Start runs bin with args (stderr
-// appended to logPath) and waits until it prints its ready line. On error
-// the process is gone.
+// Start runs bin with args (stderr appended to logPath) and waits until it
+// prints its ready line. On error the process is gone.
 func Start(bin string, args []string, logPath string) (*Process, error) {
-	logs, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	cmd := exec.Command(bin, args...)
+	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("proctest: %w", err)
 	}
-	p := &Process{cmd: exec.Command(bin, args...), logs: logs, done: make(chan error, 1)}
-	p.cmd.Stderr = logs
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	out, err := p.cmd.StdoutPipe()
+	svc, err := Spawn(cmd, logPath)
 	if err != nil {
-		logs.Close()
-		return nil, fmt.Errorf("proctest: %w", err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		logs.Close()
-		return nil, fmt.Errorf("proctest: start %s: %w", bin, err)
+		return nil, err
 	}
 	ready := make(chan string, 1)
 	go func() {
@@ -63,42 +57,68 @@ func Start(bin string, args []string, logPath string) (*Process, error) {
 		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
-	go func() { p.done <- p.cmd.Wait() }()
+	t := time.NewTimer(ReadyTimeout)
+	defer t.Stop()
 	select {
-	case p.HTTP = <-ready:
-		return p, nil
-	case err := <-p.done:
-		p.done <- err
-		logs.Close()
+	case addr := <-ready:
+		return &Process{HTTP: addr, svc: svc}, nil
+	case <-svc.Exited():
+		err := svc.Err()
+		svc.Kill() // closes the log
 		return nil, fmt.Errorf("%w: %v", ErrExited, err)
-	case <-time.After(ReadyTimeout):
-		p.Kill()
+	case <-t.C:
+		svc.Kill()
 		return nil, fmt.Errorf("not ready after %v", ReadyTimeout)
 	}
 }
 
-// Kill SIGKILLs the process group and waits (at most 10 s) for the
-// process to be gone. It may be called more than once.
-func (p *Process) Kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case err := <-p.done:
-		p.done <- err
-	case <-time.After(10 * time.Second):
-	}
-	p.logs.Close()
-}
+// Kill SIGKILLs the process group and waits for the process to be gone.
+// It may be called more than once.
+func (p *Process) Kill() { p.svc.Kill() }
 
-// Stop sends SIGTERM (a graceful leave) and waits up to timeout for the
-// process to exit; it returns the process's exit error, or an error if it
-// is still running.
+// Stop sends SIGTERM to the process (a graceful leave) and waits up to
+// timeout for it to exit; it returns the process's exit error, or an error
+// if it is still running.
 func (p *Process) Stop(timeout time.Duration) error {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	_ = p.svc.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	select {
-	case err := <-p.done:
-		p.done <- err
-		return err
-	case <-time.After(timeout):
+	case <-p.svc.Exited():
+		return p.svc.Err()
+	case <-t.C:
 		return fmt.Errorf("did not stop within %v", timeout)
 	}
+}
+
+// StartNode is Start for a test's node id: it runs bin with -id id -data
+// dir/id/data and args, its stderr in dir/id.log, fails t with the end of
+// that log when the node does not get ready, and kills the process when
+// the test ends. It returns the process and its data directory (the same
+// when id starts again).
+func StartNode(t TB, bin, dir, id string, args ...string) (*Process, string) {
+	t.Helper()
+	data := filepath.Join(dir, id, "data")
+	if err := os.MkdirAll(filepath.Dir(data), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, id+".log")
+	p, err := Start(bin, append([]string{"-id", id, "-data", data}, args...), logPath)
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", id, err, LogTail(logPath))
+	}
+	t.Cleanup(p.Kill)
+	return p, data
+}
+
+// LogTail returns the last 4 KB of the log file at path.
+func LogTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
 }

@@ -3,7 +3,6 @@ package s3test
 import (
 	"debug/buildinfo"
 	"fmt"
-	"sync"
 
 	"github.com/sluicehq/sluice/internal/toolbin"
 )
@@ -23,11 +22,7 @@ const buildHint = "build it with `scripts/ensure-tool.sh weed` (SeaweedFS " + Ve
 	" into $HOME/.cache/sluice/bin, about 20 minutes the first time; `make test` does this) and/or set " +
 	EnvBinary + " to its path"
 
-var (
-	binaryOnce sync.Once
-	binaryPath string
-	binaryErr  error
-)
+var binary = toolbin.Once{Tool: toolbin.Tool{Name: "weed", File: "weed-" + Version, Env: EnvBinary, Check: checkBinary, Build: true}}
 
 // Binary returns the path of the weed binary, failing t if there is none
 // or if it was not built from SeaweedFS Version (weed mini's flags and
@@ -39,17 +34,11 @@ var (
 // is computed once per test binary.
 func Binary(t TB) string {
 	t.Helper()
-	binaryOnce.Do(func() { binaryPath, binaryErr = findBinary(t) })
-	if binaryErr != nil {
-		t.Fatalf("s3test: no usable weed binary: %v; %s", binaryErr, buildHint)
+	p, err := binary.Find(func(format string, args ...any) { t.Logf("s3test: "+format, args...) })
+	if err != nil {
+		t.Fatalf("s3test: no usable weed binary: %v; %s", err, buildHint)
 	}
-	return binaryPath
-}
-
-func findBinary(t TB) (string, error) {
-	return toolbin.Tool{Name: "weed", File: "weed-" + Version, Env: EnvBinary, Check: checkBinary, Build: true}.Find(func(format string, args ...any) {
-		t.Logf("s3test: "+format, args...)
-	})
+	return p
 }
 
 // checkBinary reads the Go build information of p (no need to run it) and

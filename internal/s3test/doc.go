@@ -27,15 +27,7 @@
 // skips.
 package s3test
 
-// TB is the part of testing.TB that this package uses. Tests pass their
-// *testing.T or *testing.B; a program passes its own implementation (Fatal
-// and Fatalf must not return).
-type TB interface {
-	Helper()
-	Cleanup(func())
-	TempDir() string
-	Logf(format string, args ...any)
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-	Failed() bool
-}
+import "github.com/sluicehq/sluice/internal/proctest"
+
+// TB is the part of testing.TB that this package uses (proctest.TB).
+type TB = proctest.TB

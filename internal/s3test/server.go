@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/toolbin"
 )
 
@@ -26,7 +26,6 @@ import (
 const (
 	readyTimeout = 60 * time.Second // start to an authenticated write succeeding
 	stopTimeout  = 10 * time.Second // SIGTERM to exit, before SIGKILL
-	pollEvery    = 50 * time.Millisecond
 	startTries   = 3                // fresh ports after a port clash
 	probeTimeout = 30 * time.Second // one readiness probe (see waitReady)
 )
@@ -64,17 +63,7 @@ type Server struct {
 	logPath string
 	ports   Ports
 
-	mu     sync.Mutex
-	proc   *process // nil while stopped
-	paused bool
-}
-
-// process is one run of weed.
-type process struct {
-	cmd     *exec.Cmd
-	log     *os.File
-	exited  chan struct{} // closed when cmd.Wait has returned
-	waitErr error         // valid once exited is closed
+	runs proctest.Runs
 }
 
 // Start runs weed mini on 127.0.0.1 with free ports and returns once the
@@ -85,6 +74,7 @@ func Start(t TB) *Server {
 	t.Helper()
 	s := &Server{t: t, bin: Binary(t), dir: t.TempDir()}
 	s.logPath = filepath.Join(s.dir, "weed.log")
+	s.runs = proctest.Runs{LogPath: s.logPath, Grace: stopTimeout}
 	if err := os.WriteFile(filepath.Join(s.dir, "s3.json"), []byte(identities), 0o600); err != nil {
 		t.Fatalf("s3test: write the S3 identities: %v", err)
 	}
@@ -145,20 +135,7 @@ func (s *Server) LogPath() string { return s.logPath }
 // Stop stops the server (SIGTERM, then SIGKILL to its process group after
 // 10s) and waits for it to exit; connections to it are then refused. Its
 // ports and data stay for Start. Stop on a stopped server does nothing.
-func (s *Server) Stop() {
-	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
-		return
-	}
-	if s.paused {
-		s.proc.signal(syscall.SIGCONT)
-		s.paused = false
-	}
-	s.proc.stop()
-	s.proc = nil
-}
+func (s *Server) Stop() { s.runs.Stop() }
 
 // Start starts a stopped server again on the same ports and with the same
 // data (objects put before Stop are there), and waits until it accepts
@@ -167,10 +144,7 @@ func (s *Server) Stop() {
 // does nothing.
 func (s *Server) Start() {
 	s.t.Helper()
-	s.mu.Lock()
-	running := s.proc != nil
-	s.mu.Unlock()
-	if running {
+	if s.runs.Running() {
 		return
 	}
 	if err := s.start(); err != nil {
@@ -184,33 +158,19 @@ func (s *Server) Start() {
 // cleanup resume a paused server first.
 func (s *Server) Pause() {
 	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
+	if !s.runs.Signal(syscall.SIGSTOP) {
 		s.t.Fatalf("s3test: Pause on a stopped server")
 	}
-	s.proc.signal(syscall.SIGSTOP)
-	s.paused = true
 }
 
 // Resume continues a paused server (SIGCONT).
 func (s *Server) Resume() {
 	s.t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc != nil && s.paused {
-		s.proc.signal(syscall.SIGCONT)
-	}
-	s.paused = false
+	s.runs.Signal(syscall.SIGCONT)
 }
 
 func (s *Server) cleanup() {
-	s.mu.Lock()
-	if s.proc != nil {
-		s.proc.kill() // SIGKILL works on a stopped (paused) process too
-		s.proc = nil
-	}
-	s.mu.Unlock()
+	s.runs.Kill() // SIGKILL works on a stopped (paused) process too
 	s.removeSockets()
 	if s.t.Failed() {
 		s.t.Logf("s3test: weed mini %s log tail (%s):\n%s", s.Endpoint(), s.logPath, s.logTail())
@@ -223,36 +183,14 @@ var errPortClash = errors.New("a port is taken")
 // start runs weed with the current ports and waits until it is ready; on
 // failure the process is killed.
 func (s *Server) start() error {
-	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("open log: %w", err)
-	}
-	fmt.Fprintf(logf, "==> s3test: starting %s at %s\n", s.bin, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(s.bin, s.args()...)
 	cmd.Dir = s.dir
 	cmd.Env = s.env()
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group, killed as a whole; SIGKILLed if the test binary
-	// dies first.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("exec %s: %w", s.bin, err)
+	ready, err := s.ready()
+	if err != nil {
+		return err
 	}
-	p := &process{cmd: cmd, log: logf, exited: make(chan struct{})}
-	go func() { // ends when the process exits; stop and kill wait for it
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-
-	s.mu.Lock()
-	s.proc = p
-	s.mu.Unlock()
-	if err := s.waitReady(p); err != nil {
-		s.mu.Lock()
-		p.kill()
-		s.proc = nil
-		s.mu.Unlock()
+	if err := s.runs.Start(cmd, readyTimeout, ready); err != nil {
 		if t := s.logTail(); strings.Contains(t, "is not available on") || strings.Contains(t, "address already in use") {
 			err = fmt.Errorf("%w: %w", errPortClash, err)
 		}
@@ -308,16 +246,16 @@ func (s *Server) env() []string {
 	return append(env, "HOME="+s.dir, "TMPDIR="+s.dir)
 }
 
-// waitReady polls until an authenticated put and delete of a probe object
-// in the bucket succeed (S3, filer, volume and master all serving, the
-// bucket created), or the process exits, or readyTimeout passes.
+// ready returns the server's readiness probe: an authenticated put and
+// delete of a probe object in the bucket succeed (S3, filer, volume and
+// master all serving, the bucket created).
 //
 // After a restart the master refuses new volume assignments for 15 s (its
 // warm-up: 3 heartbeat pulses of 5 s, fixed in weed mini) while S3 already
 // answers; a put waits for that inside weed. The probe waits with it
 // rather than giving up and leaving a put behind that could land after
 // the probe's delete.
-func (s *Server) waitReady(p *process) error {
+func (s *Server) ready() (func() error, error) {
 	client, err := minio.New(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.ports.S3)), &minio.Options{
 		Creds:      credentials.NewStaticV4(accessKey, secretKey, ""),
 		Region:     "us-east-1",
@@ -325,26 +263,9 @@ func (s *Server) waitReady(p *process) error {
 		Transport:  &http.Transport{ResponseHeaderTimeout: probeTimeout, DisableKeepAlives: true},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	deadline := time.Now().Add(readyTimeout)
-	last := errors.New("no answer yet")
-	for {
-		select {
-		case <-p.exited:
-			return fmt.Errorf("weed exited before it was ready: %v", p.waitErr)
-		default:
-		}
-		if err := probe(client); err != nil {
-			last = err
-		} else {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w", readyTimeout, last)
-		}
-		time.Sleep(pollEvery)
-	}
+	return func() error { return probe(client) }, nil
 }
 
 func probe(client *minio.Client) error {
@@ -379,29 +300,6 @@ func (s *Server) removeSockets() {
 		}
 		os.Remove(path)
 	}
-}
-
-// signal sends sig to the process group.
-func (p *process) signal(sig syscall.Signal) { _ = syscall.Kill(-p.cmd.Process.Pid, sig) }
-
-// stop sends SIGTERM to the process group, then SIGKILL after stopTimeout,
-// and waits for the exit.
-func (p *process) stop() {
-	p.signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(stopTimeout):
-		p.signal(syscall.SIGKILL)
-		<-p.exited
-	}
-	p.log.Close()
-}
-
-// kill sends SIGKILL to the process group and waits for the exit.
-func (p *process) kill() {
-	p.signal(syscall.SIGKILL)
-	<-p.exited
-	p.log.Close()
 }
 
 func (s *Server) logTail() string {

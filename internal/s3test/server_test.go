@@ -89,7 +89,7 @@ func TestStartStopStart(t *testing.T) {
 	if got, err := getString(ctx, c, srv.Bucket(), "dir/kept"); err != nil || got != "before the restart" {
 		t.Errorf("object put before the restart: got %q, %v", got, err)
 	}
-	if b, err := os.ReadFile(srv.LogPath()); err != nil || strings.Count(string(b), "==> s3test: starting") != 2 {
+	if b, err := os.ReadFile(srv.LogPath()); err != nil || strings.Count(string(b), "==> proctest: starting") != 2 {
 		t.Errorf("log %s: want the output of both runs (err %v)", srv.LogPath(), err)
 	}
 }
@@ -145,9 +145,7 @@ func TestOnlyLoopbackAndPickedPorts(t *testing.T) {
 		t.Fatalf("two servers share a port: %+v, %+v", a.Ports(), b.Ports())
 	}
 	for _, srv := range []*Server{a, b} {
-		srv.mu.Lock()
-		pid := srv.proc.cmd.Process.Pid
-		srv.mu.Unlock()
+		pid := srv.runs.Pid()
 		got := listening(t, pid)
 		want := map[string]bool{}
 		for _, p := range srv.Ports().list() {
@@ -223,7 +221,7 @@ func TestCleanupKillsServerAndRemovesSockets(t *testing.T) {
 	var ports Ports
 	t.Run("server", func(t *testing.T) {
 		srv := Start(t)
-		pid, ports = srv.proc.cmd.Process.Pid, srv.Ports()
+		pid, ports = srv.runs.Pid(), srv.Ports()
 		if _, err := os.Stat(fmt.Sprintf("/tmp/seaweedfs-master-grpc-%d.sock", ports.MasterGRPC)); err != nil {
 			t.Errorf("master gRPC socket: %v (did weed move it? then removeSockets must follow)", err)
 		}
@@ -256,8 +254,8 @@ func TestCheckBinary(t *testing.T) {
 		t.Errorf("checkBinary(the test binary): got %v, want a not-weed error", err)
 	}
 	t.Setenv(EnvBinary, "/nonexistent/weed")
-	if _, err := findBinary(t); err == nil || !strings.Contains(err.Error(), EnvBinary+"=/nonexistent/weed") {
-		t.Errorf("findBinary with %s=/nonexistent/weed: got %v, want an error naming it", EnvBinary, err)
+	if _, err := binary.Tool.Find(t.Logf); err == nil || !strings.Contains(err.Error(), EnvBinary+"=/nonexistent/weed") {
+		t.Errorf("Find with %s=/nonexistent/weed: got %v, want an error naming it", EnvBinary, err)
 	}
 	script := filepath.Join(t.TempDir(), "weed")
 	os.WriteFile(script, []byte("#!/bin/sh\necho weed\n"), 0o755)

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -144,4 +145,21 @@ func Tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Once finds a Tool once per process, so that the tests of one binary
+// share the answer (and a build). Safe for concurrent use.
+type Once struct {
+	Tool Tool
+
+	once sync.Once
+	path string
+	err  error
+}
+
+// Find returns the answer of Tool.Find, computed by the first call (whose
+// logf reports the build, if any).
+func (o *Once) Find(logf func(format string, args ...any)) (string, error) {
+	o.once.Do(func() { o.path, o.err = o.Tool.Find(logf) })
+	return o.path, o.err
 }

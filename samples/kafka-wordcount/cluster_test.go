@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/kafka"
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/kafkatest"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	kafkawordcount "github.com/sluicehq/sluice/samples/kafka-wordcount"
 )
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	nodeBinary, err = kafkatest.Build(dir, "github.com/sluicehq/sluice/samples/kafka-wordcount/cmd/kafka-wordcount", false)
+	nodeBinary, err = proctest.Build(dir, "github.com/sluicehq/sluice/samples/kafka-wordcount/cmd/kafka-wordcount", false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -94,8 +94,8 @@ func runManifestPipeline(t *testing.T, load kafkawordcount.Load, preload bool, d
 		t.Fatal(err)
 	}
 	rt, err := sdk.Start(ctx, sdk.Config{
-		NodeID: "m1", DataDir: t.TempDir(), HTTP: "127.0.0.1:0", HostOnly: true, AtLeastOnce: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Telemetry: &sdk.TelemetryConfig{},
+		NodeConfig: sdk.NodeConfig{NodeID: "m1", DataDir: t.TempDir(), AtLeastOnce: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		HTTP:       "127.0.0.1:0", HostOnly: true, Telemetry: &sdk.TelemetryConfig{},
 		// The manifests name an executable: only an authenticated admin may deploy them.
 		ControlSecurity: &sdk.ControlSecurity{Tokens: "admin:" + adminToken},
 	}, ops...)

@@ -13,7 +13,7 @@ import (
 
 func TestCountsAreExact(t *testing.T) {
 	counts, words := &sluicetest.Collector{}, &sluicetest.Collector{}
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}},
 		wordcount.SentenceSource(0, 2000),
 		func() sdk.Operator { return wordcount.Split{} },
 		func() sdk.Operator { return wordcount.Count{} },

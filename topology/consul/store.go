@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/topology"
 	"github.com/sluicehq/sluice/topology/internal/latest"
 )
@@ -125,24 +126,22 @@ func (s *Store) Watch(ctx context.Context) <-chan topology.Topology {
 		defer close(ch)
 		var index uint64
 		var last int64 = -1
-		backoff := 200 * time.Millisecond
+		delays := backoff.New(200*time.Millisecond, 5*time.Second, 0)
 		for ctx.Err() == nil {
 			t, _, meta, err := s.load(ctx, &api.QueryOptions{WaitIndex: index, WaitTime: 30 * time.Second})
 			if err != nil {
 				if errors.Is(ctx.Err(), context.Canceled) {
 					return
 				}
-				s.log.Warn("topology watch failed; keeping the last topology", "error", err, "retry", backoff)
-				select {
-				case <-ctx.Done():
+				d := delays.Next()
+				s.log.Warn("topology watch failed; keeping the last topology", "error", err, "retry", d)
+				if !backoff.Sleep(ctx, d) {
 					return
-				case <-time.After(backoff):
 				}
-				backoff = min(2*backoff, 5*time.Second)
 				index = 0
 				continue
 			}
-			backoff = 200 * time.Millisecond
+			delays.Reset()
 			if meta.LastIndex < index {
 				index = 0 // Consul's index went backwards (restart)
 			} else {

@@ -42,7 +42,7 @@ func main() {
 		defer cancel()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err := sdk.Run(ctx, sdk.Config{DataDir: *dataDir, Logger: logger},
+	err := sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: *dataDir, Logger: logger}},
 		wordcount.SentenceSource(*rate, 0),
 		func() sdk.Operator { return wordcount.Split{} },
 		func() sdk.Operator { return wordcount.Count{} },
