@@ -39,7 +39,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 			}
 			i.end()
 		}
-		i.blocked = i.out.Flush(false) // full buffers leave at once (see send)
+		i.setBlocked(i.out.Flush(false)) // full buffers leave at once (see send)
 	}
 	i.cur = work{}
 	if i.node.cfg.AtLeastOnce {
@@ -250,7 +250,7 @@ func (i *instance) fireTimers() {
 		i.cur = work{kind: workTimer, timer: t}
 		i.runTimer()
 		i.cur = work{}
-		i.blocked = i.out.Flush(false)
+		i.setBlocked(i.out.Flush(false))
 	}
 }
 
