@@ -5,7 +5,7 @@
 
 (() => {
   const { esc, fmtRate } = window.sluiceGraph;
-  const S = { snap: null, token: sessionStorage.getItem('sluice-token') || '', mounted: '', stream: null };
+  const S = { snap: null, token: sessionStorage.getItem('sluice-token') || '', mounted: '', stream: null, paused: false };
   const $ = (sel, root) => (root || document).querySelector(sel);
 
   class ApiError extends Error {
@@ -327,6 +327,22 @@
       });
     },
   };
+
+  // Pause stops the live updates; the page keeps the last snapshot.
+  $('#live-toggle').addEventListener('click', (e) => {
+    if (S.stream && !S.paused) {
+      S.paused = true;
+      const ctl = S.stream;
+      S.stream = null;
+      ctl.abort();
+      setConn('paused', 'bad');
+      e.target.textContent = 'Resume';
+    } else {
+      S.paused = false;
+      e.target.textContent = 'Pause';
+      connect();
+    }
+  });
 
   window.sluiceConsole = { lastRenderMs: 0, api, renderGraph: (snap) => window.sluiceGraph.render($('#graph'), snap) };
   render();
