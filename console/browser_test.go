@@ -10,16 +10,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/internal/toolbin"
+	"github.com/sluicehq/sluice/sdk"
 )
 
 // bins are the node and CLI binaries built by TestMain.
@@ -60,8 +65,10 @@ func artifacts(t *testing.T) string {
 }
 
 // browser starts headless Chromium (with a fresh profile and nothing that
-// reaches the network) and returns a context for its tab.
-func browser(t *testing.T) context.Context {
+// reaches the network) and returns a context for its tab, and a func that
+// returns the errors the pages logged so far (exceptions, CSP violations,
+// failed requests).
+func browser(t *testing.T) (context.Context, func() []string) {
 	t.Helper()
 	bin, err := toolbin.Chromium()
 	if err != nil {
@@ -82,7 +89,29 @@ func browser(t *testing.T) context.Context {
 	if err := chromedp.Do(bctx); err != nil {
 		t.Fatalf("start Chromium (%s): %v", bin, err)
 	}
-	return bctx
+	var mu sync.Mutex
+	var errs []string
+	msgs := chromedp.Console(bctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.Type == "error" || m.IsException() {
+				mu.Lock()
+				errs = append(errs, m.String()+" ("+m.URL+")")
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { bcancel(); <-done })
+	return bctx, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(errs)
+	}
 }
 
 // run runs browser actions, failing the test with what was being done.
@@ -121,7 +150,7 @@ func goTo(t *testing.T, ctx context.Context, hash string) {
 // screenshot writes the page as dir/name.png.
 func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -218,7 +247,7 @@ func (c *testCluster) lsInstances(op string) int {
 func TestConsoleInABrowser(t *testing.T) {
 	c := startCluster(t)
 	shots := artifacts(t)
-	ctx := browser(t)
+	ctx, pageErrors := browser(t)
 	ui := "http://" + c.http[1] + "/ui/"
 
 	t.Run("graph", func(t *testing.T) {
@@ -349,5 +378,42 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatalf("50 operators rendered in %.0f ms, want under 1 s", ms)
 		}
 		screenshot(t, ctx, shots, "graph-50")
+	})
+
+	for _, e := range pageErrors() {
+		// The bad manifest's deploy answered 400, as it should; nothing
+		// else may fail.
+		if !strings.Contains(e, "status of 400") || !strings.Contains(e, "/v1/console/deploy") {
+			t.Fatalf("the pages logged an error: %s", e)
+		}
+	}
+
+	t.Run("token prompt", func(t *testing.T) {
+		// A node whose control API needs a token (in this process: one
+		// node, so no protoactor remotes race here).
+		const readToken = "read-0123456789abcdef0123456789a"
+		tokens := credstest.TokenFile(t, "admin:admin-0123456789abcdef0123456789", "read:"+readToken)
+		rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t),
+			Deploy: []string{"count"}, ControlSecurity: &control.Security{TokensFile: tokens}},
+			testkinds.Gen(0, 1000, 0, 1), testkinds.CounterFactory(2, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rt.Stop(context.Background()) })
+		before := len(pageErrors())
+		run(t, ctx, "open the secured console", chromedp.Navigate("http://"+rt.HTTPAddr()+"/ui/#/graph"))
+		waitJS(t, ctx, "the token prompt", `document.querySelector('#token-dialog').open`)
+		run(t, ctx, "give a wrong token", chromedp.SetValue(chromedp.CSS("#token"), "not-a-token-0123456789abcdef"), chromedp.Click(chromedp.CSS("#token-submit")))
+		waitJS(t, ctx, "the prompt again, saying why", `document.querySelector('#token-dialog').open && document.querySelector('#token-reason').textContent.includes('not valid')`)
+		screenshot(t, ctx, shots, "token")
+		run(t, ctx, "give the read token", chromedp.SetValue(chromedp.CSS("#token"), readToken), chromedp.Click(chromedp.CSS("#token-submit")))
+		waitJS(t, ctx, "the graph with the token", `!document.querySelector('#token-dialog').open && document.querySelector('#graph [data-operator="count"]')`)
+		for _, e := range pageErrors()[before:] {
+			// The requests without a valid token fail with 401, as they
+			// should; nothing else may.
+			if !strings.Contains(e, "401") {
+				t.Fatalf("the secured console logged an error: %s", e)
+			}
+		}
 	})
 }

@@ -28,7 +28,9 @@
     const resp = await fetch(path, { method, headers: headers(body !== undefined), body: body === undefined ? undefined : JSON.stringify(body) });
     let data = null;
     try { data = await resp.json(); } catch (e) { /* no JSON body */ }
-    if (resp.status === 401) askToken(data && data.error);
+    // Without a valid token, or with one whose role does not allow the
+    // action (a read token trying to scale), ask for another.
+    if (resp.status === 401 || resp.status === 403) askToken(data && data.error);
     if (!resp.ok) throw new ApiError(resp.status, data);
     return data;
   }
@@ -144,10 +146,10 @@
   pages.graph = {
     mount(root) {
       root.innerHTML = '<h2>Streams and operators</h2>' +
-        '<div class="legend"><span><span class="swatch" style="background:rgb(205,240,215)"></span>idle</span>' +
-        '<span><span class="swatch" style="background:rgb(230,90,70)"></span>busy (mailbox filling)</span>' +
-        '<span><span class="swatch" style="background:rgb(150,110,200)"></span>backpressured (blocked on credits)</span>' +
-        '<span><span class="swatch" style="background:#fdecea;border:1px dashed #c0392b"></span>dangling stream</span>' +
+        '<div class="legend"><span><span class="swatch idle"></span>idle</span>' +
+        '<span><span class="swatch busy"></span>busy (mailbox filling)</span>' +
+        '<span><span class="swatch backpressured"></span>backpressured (blocked on credits)</span>' +
+        '<span><span class="swatch dangling"></span>dangling stream</span>' +
         '<span>edges: records/s · click an operator for its page</span></div>' +
         '<div class="graph-wrap"><svg id="graph" class="graph" xmlns="http://www.w3.org/2000/svg"></svg></div>' +
         '<p id="graph-empty" class="muted"></p>';
@@ -231,7 +233,7 @@
       const rows = op.detail.map((i) => '<tr data-instance="' + i.index + '"><td class="num">' + i.index + '</td><td>' + esc(i.node || '—') + '</td><td>' + badge(i.state) +
         (i.failedReason ? '<br><span class="field-error">' + esc(i.failedReason) + '</span>' : '') + '</td>' +
         '<td>[' + i.firstGroup + ', ' + i.endGroup + ')</td><td class="num">' + fmtRate(i.inRate) + '</td><td class="num">' + fmtRate(i.outRate) + '</td>' +
-        '<td class="num">' + i.processed + '</td><td><span class="bar" style="width:' + Math.round(100 * (i.processed || 0) / total) + 'px"></span> ' + pct((i.processed || 0) / total) + '</td>' +
+        '<td class="num">' + i.processed + '</td><td><meter min="0" max="1" value="' + ((i.processed || 0) / total).toFixed(3) + '"></meter> ' + pct((i.processed || 0) / total) + '</td>' +
         '<td class="num">' + (i.queued || 0) + '</td><td class="num">' + pct(i.blocked) + '</td><td class="num">' + i.restarts + '</td>' +
         '<td class="num">' + i.deadLetters + '</td><td class="num">' + (i.transientErrors || 0) + '</td><td class="num">' + fmtBytes(i.stateBytes) + '</td>' +
         '<td>' + esc(i.lastError || '') + '</td></tr>').join('');
@@ -253,7 +255,7 @@
       const rows = (snap.nodes || []).map((n) => {
         const p = n.process;
         return '<tr data-node="' + esc(n.id) + '"><td>' + esc(n.id) + (n.id === snap.node ? ' (this node)' : '') + '</td><td>' + esc(n.address) + '</td>' +
-          '<td><a href="' + esc(location.protocol + '//' + n.http + '/ui/') + '">' + esc(n.http || '') + '</a></td>' +
+          '<td>' + (n.httpAddr ? '<a href="' + esc(location.protocol + '//' + n.httpAddr + '/ui/') + '">' + esc(n.httpAddr) + '</a>' : '—') + '</td>' +
           '<td>' + (n.healthy ? badge('healthy') : badge('down') + ' ' + esc(n.error || '')) + '</td>' +
           '<td class="num">' + (p ? n.cpu.toFixed(2) + ' of ' + p.cpus : '—') + '</td><td class="num">' + (p ? fmtBytes(p.heapBytes) + ' / ' + fmtBytes(p.sysBytes) : '—') + '</td>' +
           '<td class="num">' + (p ? p.goroutines : '—') + '</td><td class="num">' + n.instances + '</td><td class="num">' + n.queued + '</td><td class="num">' + n.buffered + '</td>' +

@@ -102,7 +102,9 @@ window.sluiceGraph = (() => {
     }
     for (const o of ops) {
       const p = at['o:' + o.name];
-      const sub = '×' + o.instances + ' · ' + fmtRate(o.inRate) + ' in · q ' + (o.queued || 0) + ' · bp ' + Math.round((o.blocked || 0) * 100) + '%';
+      // A source shows what it produces, the others what they take in.
+      const flow = (o.inputs || []).length ? fmtRate(o.inRate) + ' in' : fmtRate(o.outRate) + ' out';
+      const sub = '×' + o.instances + ' · ' + flow + ' · q ' + (o.queued || 0) + ' · bp ' + Math.round((o.blocked || 0) * 100) + '%';
       parts.push('<g class="op" data-operator="' + esc(o.name) + '" data-state="' + esc(o.state) + '" transform="translate(' + p.x + ',' + p.y + ')">' +
         '<title>' + esc(o.name + ' (' + o.kind + '): ' + o.state + (o.pending ? ' — ' + o.pending : '')) + '</title>' +
         '<rect width="' + W + '" height="' + H + '" rx="4" fill="' + colour(o) + '"/>' +
