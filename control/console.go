@@ -30,9 +30,10 @@ type consoleHub struct {
 	once sync.Once
 	stop chan struct{}
 
-	mu      sync.Mutex
-	last    time.Time // previous sample
-	samples map[string]rateSample
+	mu       sync.Mutex
+	last     time.Time // previous sample
+	interval float64   // seconds between the last two samples
+	samples  map[string]rateSample
 }
 
 // rateSample is one counter set at one moment, with the rates measured
@@ -191,15 +192,13 @@ func (s *Server) consoleSnapshot(ctx context.Context) (api.ConsoleSnapshot, erro
 	now := time.Now()
 	snap := api.ConsoleSnapshot{Time: now, Node: cs.Node, TopologyVersion: cs.TopologyVersion, Pending: cs.Pending,
 		Launcher: cs.Launcher, Checkpoints: cs.Checkpoints}
-	if !h.last.IsZero() {
-		snap.Interval = now.Sub(h.last).Seconds()
-		if now.Sub(h.last) < minRateInterval {
-			snap.Interval = 0
-		}
-	}
-	if snap.Interval > 0 || h.last.IsZero() {
+	switch {
+	case h.last.IsZero():
 		h.last = now
+	case now.Sub(h.last) >= minRateInterval:
+		h.interval, h.last = now.Sub(h.last).Seconds(), now
 	}
+	snap.Interval = h.interval
 	seen := map[string]bool{}
 	rate := func(key string, counts [3]float64) [3]float64 {
 		seen[key] = true
@@ -244,6 +243,7 @@ func (s *Server) consoleSnapshot(ctx context.Context) (api.ConsoleSnapshot, erro
 // mailbox depth and backpressure, from the nodes that run them.
 func consoleOperator(v view, ov api.OperatorView, rate func(string, [3]float64) [3]float64) api.ConsoleOperator {
 	co := api.ConsoleOperator{OperatorView: ov, Detail: []api.ConsoleInstance{}}
+	co.Placement = nil // Detail has every instance, with its rates
 	for _, iv := range ov.Placement {
 		ci := api.ConsoleInstance{InstanceView: iv}
 		co.Restarts += iv.Restarts

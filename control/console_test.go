@@ -197,3 +197,31 @@ func TestConsoleAuthentication(t *testing.T) {
 	for sc.Scan() {
 	}
 }
+
+// TestConsoleEventsOutliveTimeouts: an event stream is not cut by the
+// server's read and write timeouts (meant for slow clients), and ends when
+// the server shuts down.
+func TestConsoleEventsOutliveTimeouts(t *testing.T) {
+	srv := serveWith(t, control.Config{Limits: control.Limits{ReadTimeout: 300 * time.Millisecond, WriteTimeout: 300 * time.Millisecond}})
+	resp, err := http.Get(srv.URL() + "/v1/console/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 16<<20)
+	// Three snapshots a second apart: the stream lives for 2 s, several
+	// times both timeouts.
+	for range 3 {
+		if event, data := readEvent(t, sc); event != "snapshot" {
+			t.Fatalf("event %q: %s", event, data)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with an event stream open: %v", err)
+	}
+	for sc.Scan() {
+	}
+}

@@ -48,6 +48,8 @@ type ConsoleNode struct {
 }
 
 // ConsoleOperator is one deployed operator with its rates and pressure.
+// Its Placement is left out (null): Detail lists every instance, with its
+// rates.
 type ConsoleOperator struct {
 	OperatorView
 	// InRate and OutRate are records/s taken from the inputs and produced,
