@@ -172,7 +172,8 @@ func startCluster(t *testing.T) *testCluster {
 	c := &testCluster{t: t, dir: t.TempDir(), agent: consultest.Start(t)}
 	for _, id := range []string{"n1", "n2", "n3"} {
 		args := []string{"-id", id, "-data", filepath.Join(c.dir, id), "-consul", c.agent.Addr(),
-			"-records", "1000000000", "-keys", "1000", "-rate", "400", "-gen-parallelism", "2", "-count-parallelism", "3"}
+			"-records", "1000000000", "-keys", "1000", "-rate", "400", "-gen-parallelism", "2", "-count-parallelism", "3",
+			"-trace-sample", "1"} // every record timed: latencies at once
 		p, err := proctest.Start(bins.node, args, filepath.Join(c.dir, id+".log"))
 		if err != nil {
 			b, _ := os.ReadFile(filepath.Join(c.dir, id+".log"))
@@ -289,6 +290,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		// Clicking an operator opens its page.
 		run(t, ctx, "click count", chromedp.Click(chromedp.CSS(`#graph [data-operator="count"] rect`)))
 		waitJS(t, ctx, "count's page", `location.hash === '#/operator/count' && document.querySelectorAll('#op-table tr[data-instance]').length === 3`)
+		waitJS(t, ctx, "count's latencies", `/(µs|ms) \/ /.test(document.querySelector('#op-table tr[data-instance]').textContent)`)
 	})
 
 	t.Run("scale", func(t *testing.T) {

@@ -33,7 +33,9 @@ type consoleHub struct {
 	mu       sync.Mutex
 	last     time.Time // previous sample
 	interval float64   // seconds between the last two samples
-	samples  map[string]rateSample
+
+	latencies func() map[string]map[int]api.Latency // nil: no telemetry
+	samples   map[string]rateSample
 }
 
 // rateSample is one counter set at one moment, with the rates measured
@@ -239,6 +241,27 @@ func (s *Server) consoleSnapshot(ctx context.Context) (api.ConsoleSnapshot, erro
 	return snap, nil
 }
 
+// SetLatencies makes the instances' latency quantiles part of the status
+// (and so of the console): f returns those of the instances the node's
+// telemetry timed, by operator and index. Call it before Serve.
+func (s *Server) SetLatencies(f func() map[string]map[int]api.Latency) { s.console.latencies = f }
+
+// addLatencies sets the latency of every instance f knows in ops.
+func addLatencies(ops []api.NodeOperator, f func() map[string]map[int]api.Latency) {
+	if f == nil {
+		return
+	}
+	lat := f()
+	for i := range ops {
+		for j := range ops[i].Instances {
+			in := &ops[i].Instances[j]
+			if l, ok := lat[ops[i].Name][in.Index]; ok && in.State != "released" && in.State != "stopped" {
+				in.Latency = &l
+			}
+		}
+	}
+}
+
 // consoleOperator adds to an operator's view its instances' rates,
 // mailbox depth and backpressure, from the nodes that run them.
 func consoleOperator(v view, ov api.OperatorView, rate func(string, [3]float64) [3]float64) api.ConsoleOperator {
@@ -252,7 +275,7 @@ func consoleOperator(v view, ov api.OperatorView, rate func(string, [3]float64) 
 			r := rate(fmt.Sprintf("in/%s/%s/%d/%d", iv.Node, ov.Name, ov.Epoch, iv.Index),
 				[3]float64{float64(in.Processed), float64(in.Produced), float64(in.BlockedNanos)})
 			ci.InRate, ci.OutRate, ci.Blocked = r[0], r[1], min(1, r[2]/float64(time.Second))
-			ci.Queued, ci.StateBytes, ci.TransientErrors, ci.FailedReason = in.Queued, in.StateBytes, in.TransientErrors, in.FailedReason
+			ci.Queued, ci.StateBytes, ci.TransientErrors, ci.FailedReason, ci.Latency = in.Queued, in.StateBytes, in.TransientErrors, in.FailedReason, in.Latency
 		}
 		co.InRate += ci.InRate
 		co.OutRate += ci.OutRate

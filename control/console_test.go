@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/telemetry"
 )
 
 // findOp returns the named operator of a snapshot.
@@ -51,8 +52,12 @@ func readEvent(t *testing.T, sc *bufio.Scanner) (string, string) {
 // POST /v1/console/deploy deploys manifest text and names the line and
 // field of a bad one, and /ui/ serves the pages.
 func TestConsoleSnapshotStreamAndDeploy(t *testing.T) {
+	every, err := telemetry.ParseSampling("1") // time every record: latencies at once
+	if err != nil {
+		t.Fatal(err)
+	}
 	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, HTTP: "127.0.0.1:0", Logger: sluicetest.Logger(t),
-		Deploy: []string{"gen", "count"}, Guarantee: sdk.AtLeastOnce},
+		Deploy: []string{"gen", "count"}, Guarantee: sdk.AtLeastOnce, Telemetry: &sdk.TelemetryConfig{Prometheus: true, Sampling: every}},
 		testkinds.Gen(1e9, 1000, 2000, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
 		t.Fatal(err)
@@ -70,12 +75,16 @@ func TestConsoleSnapshotStreamAndDeploy(t *testing.T) {
 		count, _ := findOp(snap, "count")
 		for _, s := range snap.Streams {
 			if s.Name == "words" && s.Rate > 0 {
-				return gen.OutRate > 0 && count.InRate > 0 && snap.Interval > 0
+				return gen.OutRate > 0 && count.InRate > 0 && snap.Interval > 0 &&
+					len(count.Detail) > 0 && count.Detail[0].Latency != nil && count.Detail[0].Latency.Timed > 0
 			}
 		}
 		return false
 	})
 	count, _ := findOp(snap, "count")
+	if l := count.Detail[0].Latency; l.ProcessP50 <= 0 || l.ProcessP99 < l.ProcessP50 {
+		t.Fatalf("count's latency %+v: want 0 < p50 ≤ p99", *l)
+	}
 	if len(count.Detail) != 2 || count.Detail[0].Node != rt.Node().ID() || count.Instances != 2 {
 		t.Fatalf("count in the snapshot: %+v, want 2 placed instances", count)
 	}

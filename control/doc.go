@@ -26,7 +26,8 @@
 //	                                        it failed); the checkpoint endpoints answer 404 unless exactly-once
 //	GET    /metrics                         Prometheus metrics, when telemetry is on (package telemetry)
 //	GET    /v1/console                      api.ConsoleSnapshot: the cluster with records/s per operator, instance and
-//	                                        stream, mailbox depth, share of time blocked by backpressure, node CPU and memory
+//	                                        stream, mailbox depth, share of time blocked by backpressure, latency
+//	                                        quantiles (Server.SetLatencies), node CPU and memory
 //	GET    /v1/console/events               text/event-stream: "event: snapshot" with an api.ConsoleSnapshot every second
 //	                                        (ConsoleInterval) until the client goes or the server shuts down
 //	POST   /v1/console/deploy               api.ConsoleDeployRequest (manifest text, YAML or JSON) → api.DeploymentResponse;

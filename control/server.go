@@ -309,6 +309,7 @@ func (s *Server) local(ctx context.Context) (api.NodeStatus, error) {
 	}
 	st.Checkpoints = s.checkpointStatus(ctx)
 	st.Process = processStats()
+	addLatencies(st.Operators, s.console.latencies)
 	return st, nil
 }
 

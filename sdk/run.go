@@ -280,6 +280,9 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		return nil, err
 	}
 	ncfg.Observer = tel.Observer()
+	if srv != nil {
+		showLatencies(srv, tel)
+	}
 	n, err := actors.StartNode(ctx, ncfg, kinds, seed)
 	if err != nil {
 		closeListener(lis)

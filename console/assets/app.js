@@ -141,6 +141,14 @@
     while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
     return n.toFixed(i ? 1 : 0) + ' ' + u[i];
   }
+  function fmtMs(ms) {
+    if (ms >= 1000) return (ms / 1000).toFixed(1) + ' s';
+    if (ms >= 1) return ms.toFixed(1) + ' ms';
+    return Math.round(ms * 1000) + ' µs';
+  }
+  // lat shows two quantiles of an instance's latency: "—" without
+  // telemetry, or for end-to-end without event times.
+  const lat = (l, p50, p99) => (l && l[p99] ? fmtMs(l[p50]) + ' / ' + fmtMs(l[p99]) : '—');
   const card = (label, value, id) => '<div class="card"' + (id ? ' id="' + id + '"' : '') + '>' + esc(label) + '<b>' + esc(value) + '</b></div>';
 
   pages.graph = {
@@ -233,6 +241,7 @@
       const rows = op.detail.map((i) => '<tr data-instance="' + i.index + '"><td class="num">' + i.index + '</td><td>' + esc(i.node || '—') + '</td><td>' + badge(i.state) +
         (i.failedReason ? '<br><span class="field-error">' + esc(i.failedReason) + '</span>' : '') + '</td>' +
         '<td>[' + i.firstGroup + ', ' + i.endGroup + ')</td><td class="num">' + fmtRate(i.inRate) + '</td><td class="num">' + fmtRate(i.outRate) + '</td>' +
+        '<td class="num">' + lat(i.latency, 'processP50Ms', 'processP99Ms') + '</td><td class="num">' + lat(i.latency, 'endToEndP50Ms', 'endToEndP99Ms') + '</td>' +
         '<td class="num">' + i.processed + '</td><td><meter min="0" max="1" value="' + ((i.processed || 0) / total).toFixed(3) + '"></meter> ' + pct((i.processed || 0) / total) + '</td>' +
         '<td class="num">' + (i.queued || 0) + '</td><td class="num">' + pct(i.blocked) + '</td><td class="num">' + i.restarts + '</td>' +
         '<td class="num">' + i.deadLetters + '</td><td class="num">' + (i.transientErrors || 0) + '</td><td class="num">' + fmtBytes(i.stateBytes) + '</td>' +
@@ -241,8 +250,8 @@
         ' · Outputs: ' + (esc((op.outputs || []).join(', ')) || 'none (a sink)') + '</p>';
       const ck = snap.checkpoints ? '<h3>Checkpoints</h3><pre>' + esc(JSON.stringify(snap.checkpoints, null, 2)) + '</pre>' : '';
       $('#op-detail', root).innerHTML = (op.pending ? '<p class="message bad">' + esc(op.pending) + '</p>' : '') + io +
-        '<h3>Instances</h3><table id="op-table"><tr><th>#</th><th>node</th><th>state</th><th>key groups</th><th>in</th><th>out</th><th>processed</th>' +
-        '<th>skew (share of records)</th><th>mailbox</th><th>backpressure</th><th>restarts</th><th>dead letters</th><th>transient errors</th><th>state</th><th>last error</th></tr>' +
+        '<h3>Instances</h3><table id="op-table"><tr><th>#</th><th>node</th><th>state</th><th>key groups</th><th>in</th><th>out</th><th>processing p50 / p99</th><th>end-to-end p50 / p99</th><th>processed</th>' +
+        '<th>skew (share of records)</th><th>mailbox</th><th>backpressure</th><th>restarts</th><th>dead letters</th><th>transient errors</th><th>state size</th><th>last error</th></tr>' +
         rows + '</table>' + ck;
     },
   };

@@ -77,6 +77,21 @@ type ConsoleInstance struct {
 	StateBytes      int64   `json:"stateBytes"`
 	TransientErrors int64   `json:"transientErrors"`
 	FailedReason    string  `json:"failedReason,omitempty"`
+	// Latency is nil when the node's telemetry is off or timed none of
+	// its records yet.
+	Latency *Latency `json:"latency,omitempty"`
+}
+
+// Latency is an instance's latency quantiles in milliseconds, estimated
+// by the node's telemetry from the records it times (a sample), since the
+// instance first timed one on that node. EndToEnd is from the record's
+// event time to the end of its processing; 0 without event times.
+type Latency struct {
+	Timed       uint64  `json:"timed"`
+	ProcessP50  float64 `json:"processP50Ms"`
+	ProcessP99  float64 `json:"processP99Ms"`
+	EndToEndP50 float64 `json:"endToEndP50Ms"`
+	EndToEndP99 float64 `json:"endToEndP99Ms"`
 }
 
 // ConsoleStream is one stream with the rate its producers write to it.

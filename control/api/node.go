@@ -70,6 +70,9 @@ type NodeInstance struct {
 	// BlockedNanos is the time it spent blocked by backpressure on this
 	// node, in nanoseconds.
 	BlockedNanos int64 `json:"blockedNanos"`
+	// Latency is its latency quantiles when the node's telemetry times
+	// records (see Latency).
+	Latency *Latency `json:"latency,omitempty"`
 	// StateBytes estimates the disk space of its key groups.
 	StateBytes int64 `json:"stateBytes"`
 	// TransientErrors counts retried failures of Poll and Flush.
