@@ -8,15 +8,18 @@ export DURATION
 
 .PHONY: run test vet unit tools bench fuzz fmt clean
 
-## run: the ad-network sample on the embedded runtime (Ctrl-C or DURATION=30s to stop)
+## run: the ad-network sample on the embedded runtime (Ctrl-C or DURATION=30s to stop); it prints
+# the web console's URL (the control API on RUN_HTTP, the CLI's default address)
+RUN_HTTP ?= 127.0.0.1:7070
 run:
-	$(GO) run ./samples/adnetwork/cmd/adnetwork
+	$(GO) run ./samples/adnetwork/cmd/adnetwork -http $(RUN_HTTP)
 
 # The services the tests use, from the cache (built by `make tools`).
 TEST_ENV = SLUICE_CONSUL_BIN="$$(scripts/ensure-tool.sh consul)" \
 	SLUICE_JAEGER_BIN="$$(scripts/ensure-tool.sh jaeger)" \
 	SLUICE_WEED_BIN="$$(scripts/ensure-tool.sh weed)" \
-	SLUICE_PROMETHEUS_BIN="$$(command -v prometheus)"
+	SLUICE_PROMETHEUS_BIN="$$(command -v prometheus)" \
+	SLUICE_CHROMIUM_BIN="$$(command -v chromium)"
 
 ## test: go vet + every test under the race detector, then the timing-sensitive suites at full speed
 test: tools vet
@@ -36,11 +39,13 @@ vet:
 ## tools: build/install the test services once (cached in $$HOME/.cache/sluice)
 # Consul, Jaeger and SeaweedFS are built from the Go module proxy, all three
 # at once (about 25 minutes on 2 cores the first time); Prometheus (for
-# internal/integration's scrape test) is Debian's package, installed as root.
+# internal/integration's scrape test) and Chromium (for the web console's
+# browser tests, package console) are Debian's packages, installed as root.
 tools:
 	@pids=; for t in consul jaeger weed; do scripts/ensure-tool.sh $$t >/dev/null & pids="$$pids $$!"; done; \
 	for p in $$pids; do wait $$p || exit 1; done
 	@command -v prometheus >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus)
+	@command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)
 
 ## bench: the benchmark table (medians of several runs) and the Go benchmarks
 bench: tools

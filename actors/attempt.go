@@ -41,7 +41,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 			i.end()
 			i.succeeded()
 		}
-		i.blocked = i.out.Flush(false) // full buffers leave at once (see send)
+		i.setBlocked(i.out.Flush(false)) // full buffers leave at once (see send)
 	}
 	i.cur = work{}
 	if i.node.cfg.AtLeastOnce {
@@ -256,7 +256,7 @@ func (i *instance) fireTimers() {
 		i.cur = work{kind: workTimer, timer: t}
 		i.runTimer()
 		i.cur = work{}
-		i.blocked = i.out.Flush(false)
+		i.setBlocked(i.out.Flush(false))
 	}
 }
 

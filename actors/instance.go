@@ -62,6 +62,7 @@ type instance struct {
 	deadLetters  atomic.Int64
 	transient    atomic.Int64 // transient failures of Poll and Flush (e.g. brokers unreachable)
 	queued       atomic.Int64 // records delivered and not yet processed
+	blockedTime  blockedClock // time blocked by backpressure
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -484,7 +485,7 @@ func (i *instance) settle() {
 // ahead of it. It also notes whether the instance is blocked (a full
 // buffer without credit, or too much held output).
 func (i *instance) send(idle bool) {
-	i.blocked = i.out.Flush(idle)
+	i.setBlocked(i.out.Flush(idle))
 	if !idle && !i.flushQueued && i.out.Pending() {
 		i.flushQueued = true
 		i.node.system.Root.Send(i.pid, flushMsg{})

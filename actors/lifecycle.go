@@ -169,7 +169,7 @@ func (i *instance) release() {
 		i.bounceBack(b) // held for a barrier: not processed here either
 	}
 	i.ins = inputs{}
-	i.blocked = false
+	i.setBlocked(false)
 	i.setState(StateReleased)
 	i.releaseReported = false
 	i.settle()

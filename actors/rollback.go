@@ -283,7 +283,7 @@ func (i *instance) reset(gen uint64) {
 	}
 	i.ins = inputs{}
 	i.cur = work{}
-	i.blocked = false
+	i.setBlocked(false)
 	i.timers.stop()
 	i.timers = newTimerQueue()
 	if i.pollTimer != nil {

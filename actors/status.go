@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/sluicehq/sluice/internal/core"
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/internal/core"
+)
 
 // InstanceState is what an instance is doing on a node.
 type InstanceState string
@@ -63,6 +67,10 @@ type InstanceStatus struct {
 	// Queued is the number of records delivered to the instance and not
 	// yet processed (its mailbox depth, in records).
 	Queued int64
+	// Blocked is the time the instance spent blocked by backpressure (a
+	// full output buffer without credit from downstream) since it started
+	// on this node.
+	Blocked time.Duration
 	// StateBytes estimates the disk space of the instance's key groups.
 	StateBytes int64
 	// TransientErrors counts the transient failures (core.ErrTransient)
@@ -92,6 +100,7 @@ func (i *instance) status() InstanceStatus {
 		DeadLetters:     i.deadLetters.Load(),
 		TransientErrors: i.transient.Load(),
 		Queued:          i.queued.Load(),
+		Blocked:         i.blockedTime.read(),
 		StateBytes:      i.stateBytes(),
 		LastError:       i.lastError,
 		FailedReason:    i.failedReason,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluicehq/sluice/console"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/creds"
 )
@@ -83,8 +84,13 @@ func who(ctx context.Context) principal {
 	return p
 }
 
-// ServeHTTP authenticates every request but GET /healthz, then routes it.
+// ServeHTTP authenticates every request but GET /healthz and the console's
+// pages, then routes it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if console.Public(r.URL.Path) {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Path == "/healthz" {
 		s.mux.ServeHTTP(w, r)
 		return

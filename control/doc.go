@@ -25,6 +25,20 @@
 //	POST   /v1/checkpoints                  api.CheckpointView of a savepoint taken now, once complete (503 with why
 //	                                        it failed); the checkpoint endpoints answer 404 unless exactly-once
 //	GET    /metrics                         Prometheus metrics, when telemetry is on (package telemetry)
+//	GET    /v1/console                      api.ConsoleSnapshot: the cluster with records/s per operator, instance and
+//	                                        stream, mailbox depth, share of time blocked by backpressure, latency
+//	                                        quantiles (Server.SetLatencies), node CPU and memory
+//	GET    /v1/console/events               text/event-stream: "event: snapshot" with an api.ConsoleSnapshot every second
+//	                                        (ConsoleInterval) until the client goes or the server shuts down
+//	POST   /v1/console/deploy               api.ConsoleDeployRequest (manifest text, YAML or JSON) → api.DeploymentResponse;
+//	                                        400 with api.Error.Fields naming the line and field of each problem
+//	GET    /ui/                             the web console's pages (package console), served without authentication:
+//	                                        they hold no data, and their calls to the endpoints above pass the authenticator
+//
+// Rates are measured against the previous sample this node took (at most
+// every half second, shared by all the console's clients); the share of
+// time blocked is the instances' backpressure time (actors'
+// InstanceStatus.Blocked) over the same interval.
 //
 // Changes are check-and-set writes of the topology: a change that races
 // another change to the same operator answers 409 with api.Error.Conflict
@@ -36,8 +50,8 @@
 // from files, reloaded when they change, via package creds), bearer tokens
 // with a role (a "role:token" file, also reloaded) and client certificates
 // mapped to roles. With any credential configured, every request but GET
-// /healthz passes the authenticator (Server.ServeHTTP): no valid credential
-// answers 401, and each route checks its role (GET routes and Handle's
+// /healthz and the console's pages (/ui/) passes the authenticator
+// (Server.ServeHTTP): no valid credential answers 401, and each route checks its role (GET routes and Handle's
 // extra ones need api.RoleRead, changes api.RoleAdmin) and answers 403.
 // Without credentials, Listen refuses an address other than loopback
 // (ErrNoAuth) and refuses deploys that name an executable, unless

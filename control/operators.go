@@ -49,9 +49,14 @@ func (s *Server) deploy(w http.ResponseWriter, r *http.Request) {
 	if !s.request(w, r, &req) {
 		return
 	}
-	spec, fields := s.specFromManifest(req.Manifest)
+	s.deployOne(w, r, req.Manifest)
+}
+
+// deployOne deploys one manifest and answers with a DeployResponse.
+func (s *Server) deployOne(w http.ResponseWriter, r *http.Request, mf api.Manifest) {
+	spec, fields := s.specFromManifest(mf)
 	if len(fields) > 0 {
-		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("invalid manifest for %q", req.Manifest.Name), Fields: fields})
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("invalid manifest for %q", mf.Name), Fields: fields})
 		return
 	}
 	var created bool
@@ -69,14 +74,20 @@ func (s *Server) deployMany(w http.ResponseWriter, r *http.Request) {
 	if !s.request(w, r, &req) {
 		return
 	}
-	if len(req.Manifests) == 0 {
+	s.deployAll(w, r, req.Manifests)
+}
+
+// deployAll deploys manifests as one topology change and answers with a
+// DeploymentResponse.
+func (s *Server) deployAll(w http.ResponseWriter, r *http.Request, manifests []api.Manifest) {
+	if len(manifests) == 0 {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: "invalid deployment", Fields: []string{"manifests: must list at least one manifest"}})
 		return
 	}
-	specs := make([]topology.OperatorSpec, len(req.Manifests))
-	names := make([]string, len(req.Manifests))
+	specs := make([]topology.OperatorSpec, len(manifests))
+	names := make([]string, len(manifests))
 	var fields []string
-	for i, mf := range req.Manifests {
+	for i, mf := range manifests {
 		spec, problems := s.specFromManifest(mf)
 		for _, p := range problems {
 			fields = append(fields, fmt.Sprintf("manifests[%d] (%q): %s", i, mf.Name, p))

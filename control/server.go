@@ -74,6 +74,8 @@ type Server struct {
 
 	// mesos, when set, reads the Mesos framework's tasks and problems.
 	mesos func(ctx context.Context) ([]api.LaunchedView, []string)
+
+	console consoleHub // the web console's rates and event streams (console.go)
 }
 
 // Listen opens the control API's listener as cfg says, so that its
@@ -234,6 +236,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 	} {
 		s.mux.HandleFunc(rt.pattern, need(rt.role, rt.h))
 	}
+	s.serveConsole()
 	if s.tls != nil {
 		if err := s.tls.Watch(); err != nil {
 			s.log.Warn("control: certificates will not be reloaded", "error", err)
@@ -256,6 +259,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		// are logged with why.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.http.RegisterOnShutdown(s.console.shutdown)
 	go func() { s.done <- s.http.Serve(l) }()
 }
 
@@ -304,6 +308,8 @@ func (s *Server) local(ctx context.Context) (api.NodeStatus, error) {
 		st.Launched = s.launcher.Launched()
 	}
 	st.Checkpoints = s.checkpointStatus(ctx)
+	st.Process = processStats()
+	addLatencies(st.Operators, s.console.latencies)
 	return st, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster/consul"
+	"github.com/sluicehq/sluice/console"
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/launcher"
 	"github.com/sluicehq/sluice/objstore/storeurl"
@@ -254,6 +255,9 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		return nil, err
 	}
 	ncfg.Observer = tel.Observer()
+	if srv != nil {
+		showLatencies(srv, tel)
+	}
 	n, err := actors.StartNode(ctx, ncfg, kinds, seed)
 	if err != nil {
 		closeListener(lis)
@@ -288,6 +292,7 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 			}
 		}
 		srv.Serve(lis, n)
+		logger.Info("control API and web console", "api", srv.URL(), "console", srv.URL()+console.Path)
 	}
 	return rt, nil
 }

@@ -26,6 +26,8 @@ import (
 //	GET    /v1/checkpoints                  []CheckpointView (see checkpoints.go)
 //	GET    /v1/checkpoints/{id}             CheckpointDetail
 //	POST   /v1/checkpoints                  → CheckpointView (a savepoint, taken now)
+//	GET    /v1/console                      ConsoleSnapshot; /v1/console/events streams them (see console.go)
+//	POST   /v1/console/deploy               body ConsoleDeployRequest → DeploymentResponse
 //
 // A change that loses a race with another change (both read the same
 // topology version) answers 409 with Error.Conflict set.
@@ -57,12 +59,13 @@ type Role string
 const (
 	// RoleRead may read: GET /v1/status, /v1/node, /v1/nodes,
 	// /v1/operators, /v1/streams, /v1/graph, /v1/checkpoints, /metrics
-	// and the web UI.
+	// and what the web console shows (/v1/console, /v1/console/events;
+	// its pages at /ui/ need no credential).
 	RoleRead Role = "read"
 	// RoleAdmin may also change the topology: POST /v1/operators and
 	// /v1/deployments, PUT /v1/operators/{name}/instances, DELETE
-	// /v1/operators/{name} (with purge), and take a savepoint: POST
-	// /v1/checkpoints.
+	// /v1/operators/{name} (with purge), take a savepoint (POST
+	// /v1/checkpoints) and deploy manifest text (POST /v1/console/deploy).
 	RoleAdmin Role = "admin"
 )
 

@@ -30,6 +30,8 @@ type NodeStatus struct {
 	// Checkpoints is this node's account of checkpoints (exactly-once
 	// only): the coordinator's is the cluster's.
 	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
+	// Process is the node process's resource use.
+	Process *ProcessStats `json:"process,omitempty"`
 }
 
 // NodeOperator is one operator in a NodeStatus, with its instances on that
@@ -65,6 +67,12 @@ type NodeInstance struct {
 	DeadLetters int64 `json:"deadLetters"`
 	// Queued is its mailbox depth in records.
 	Queued int64 `json:"queued"`
+	// BlockedNanos is the time it spent blocked by backpressure on this
+	// node, in nanoseconds.
+	BlockedNanos int64 `json:"blockedNanos"`
+	// Latency is its latency quantiles when the node's telemetry times
+	// records (see Latency).
+	Latency *Latency `json:"latency,omitempty"`
 	// StateBytes estimates the disk space of its key groups.
 	StateBytes int64 `json:"stateBytes"`
 	// TransientErrors counts retried failures of Poll and Flush.

@@ -86,10 +86,11 @@ func run() error {
 		fmt.Printf("adnetwork: running on the embedded runtime, state in %s (Ctrl-C to stop)\n", *dataDir)
 		if addr := rt.HTTPAddr(); addr != "" {
 			fmt.Printf("adnetwork: control API on %s (sluice --addr %s ls)\n", addr, addr)
+			fmt.Printf("adnetwork: web console on %s\n", rt.ConsoleURL())
 		}
 	} else {
-		fmt.Printf("adnetwork: node %s joined the cluster through Consul at %s, state in %s, control API %s (Ctrl-C to leave)\n",
-			rt.Node().ID(), *consulAddr, *dataDir, rt.HTTPAddr())
+		fmt.Printf("adnetwork: node %s joined the cluster through Consul at %s, state in %s, control API %s, web console %s (Ctrl-C to leave)\n",
+			rt.Node().ID(), *consulAddr, *dataDir, rt.HTTPAddr(), rt.ConsoleURL())
 	}
 
 	tick := time.NewTicker(time.Second)
