@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -112,3 +113,16 @@ func (s stateView) Delete(key []byte) { s.i.store.Delete(s.i.curGroup, key) }
 func (s stateView) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	return s.i.store.Scan(s.i.lo, s.i.hi, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
 }
+
+// errEventTimeTODO is returned until event-time timers are implemented on
+// this branch (et-api); it must not reach main.
+var errEventTimeTODO = errors.New("sluice: event-time timers are not implemented yet")
+
+// SetEventTimer is not implemented yet (see errEventTimeTODO).
+func (c *opContext) SetEventTimer(key string, at time.Time) error { return errEventTimeTODO }
+
+// DeleteEventTimer is not implemented yet (see errEventTimeTODO).
+func (c *opContext) DeleteEventTimer(key string) error { return errEventTimeTODO }
+
+// Watermark returns the instance's current watermark.
+func (c *opContext) Watermark() time.Time { return wmTime(c.inst.watermark) }

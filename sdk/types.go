@@ -27,6 +27,15 @@ import (
 // Committer, Resumable, Replayable.
 type Operator = core.Operator
 
+// EventTimerProcessor is implemented by operators that set event-time
+// timers:
+//
+//	ProcessEventTimer(ctx Context, key string, at time.Time) error
+//
+// It is called once the instance's watermark reaches at, on the key group
+// the timer was set in; failures are handled as for ProcessRecord.
+type EventTimerProcessor = core.EventTimerProcessor
+
 // Closer is implemented by operators that release resources when an
 // instance stops or is about to restart:
 //
@@ -88,6 +97,11 @@ type Factory = core.Factory
 //	SetTimer(key string, at time.Time) error / DeleteTimer(key string) error
 //		Durable timers (one per key; setting again replaces it), fired by
 //		ProcessTimer at or after at, also after a restart.
+//	SetEventTimer(key string, at time.Time) error / DeleteEventTimer(key string) error
+//		Event-time timers, fired by ProcessEventTimer (EventTimerProcessor)
+//		once the instance's watermark reaches at.
+//	Watermark() time.Time
+//		The minimum of the watermarks received on the input edges.
 //	State() State
 //		The instance's key-value state.
 //	Instance() InstanceInfo
@@ -178,6 +192,9 @@ var (
 	// ErrTransient, wrapped in an error from Poll or Flush, means "retry
 	// later": the runtime records it and backs off instead of restarting.
 	ErrTransient = core.ErrTransient
+	// ErrEndOfStream, returned by Poll, says a source has finished; the
+	// end of stream flows downstream in order after its records.
+	ErrEndOfStream = core.ErrEndOfStream
 	// ErrLaunchNeedsAuth is returned by Start for Config.Launch on a node
 	// whose control API requires no authentication: a launcher runs what
 	// deployers name, so only authenticated admins may deploy.

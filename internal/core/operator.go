@@ -109,6 +109,8 @@ type Context interface {
 	SetTimer(key string, at time.Time) error
 	// DeleteTimer removes the timer with that key, if any.
 	DeleteTimer(key string) error
+	// EventTime: event-time timers and the instance's watermark.
+	EventTime
 	// State returns the instance's key-value state.
 	State() State
 	// Instance describes the running instance.
