@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -184,4 +185,56 @@ func (i *instance) resetEventTime() {
 	i.inputEnded, i.idleSent = false, false
 	i.finished.Store(false)
 	i.src = sourceWM{}
+}
+
+// Finished reports whether the bounded streams of an embedded node (which
+// runs every instance) are done: at least one source is deployed, every
+// instance of every source finished (its Poll returned
+// core.ErrEndOfStream), every instance of every operator reading from
+// operators finished too (its inputs all ended, its event-time timers
+// fired), and nothing is queued or in flight. Operators fed only from
+// outside (Runtime.Produce) do not count. It asks every instance (see
+// busy) only when the cheap checks pass.
+func (n *Node) Finished(ctx context.Context) bool {
+	topo := n.topology()
+	finished := make(map[string]int) // operator → finished instances of its epoch
+	for _, inst := range n.instances() {
+		if spec, ok := topo.Find(inst.key.op); ok && spec.Epoch == inst.key.epoch && inst.finished.Load() {
+			finished[inst.key.op]++
+		}
+	}
+	sources := 0
+	for _, spec := range topo.Operators {
+		if len(spec.Meta.Inputs) == 0 {
+			sources++
+		} else if len(upstreamsOf(topo, spec)) == 0 {
+			continue // fed only from outside
+		}
+		if finished[spec.Meta.Name] < spec.Meta.Parallelism {
+			return false
+		}
+	}
+	return sources > 0 && n.queued.Load() == 0 && n.quiescent(ctx)
+}
+
+// commitSinks makes every local instance commit its sink's output for the
+// complete checkpoint id (Committer.Commit is idempotent) and waits until
+// each has: the final checkpoint of a stop, whose own completion message
+// could otherwise reach the instances after they stopped. A finished
+// bounded stream's output is then visible when Run returns.
+func (n *Node) commitSinks(ctx context.Context, id uint64) error {
+	insts := n.instances()
+	dones := make([]chan struct{}, len(insts))
+	for k, inst := range insts {
+		dones[k] = make(chan struct{})
+		n.system.Root.Send(inst.pid, ckCompleteMsg{id: id, done: dones[k]})
+	}
+	for k, done := range dones {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return fmt.Errorf("commit sinks of checkpoint %d: %s: %w", id, insts[k].key, ctx.Err())
+		}
+	}
+	return nil
 }

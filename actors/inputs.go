@@ -37,6 +37,10 @@ type inputs struct {
 	arrived  map[upstream]bool
 	blocked  []*batchMsg
 	last     uint64 // the newest barrier completed or abandoned
+	// triggered is the newest checkpoint triggered while barriers were
+	// still to come: if the inputs end before they do, the instance
+	// snapshots for it then.
+	triggered uint64
 }
 
 // noWatermark is the watermark before any: no event time has passed.

@@ -324,6 +324,9 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	case ckCompleteMsg:
 		i.onCheckpointComplete(m.id)
 		i.settle()
+		if m.done != nil {
+			close(m.done)
+		}
 	case ckAbortMsg:
 		i.onCheckpointAbort(m.id)
 		i.settle()
