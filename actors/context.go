@@ -112,9 +112,17 @@ func (s stateView) Set(key, value []byte) { s.i.store.Set(s.i.curGroup, key, val
 
 func (s stateView) Delete(key []byte) { s.i.store.Delete(s.i.curGroup, key) }
 
+// Scan scans the current key group only (see core.State).
 func (s stateView) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	return s.i.store.Scan(s.i.curGroup, s.i.curGroup+1, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
+}
+
+// ScanAllGroups scans every key group the instance owns.
+func (s stateView) ScanAllGroups(prefix []byte, fn func(key, value []byte) error) error {
 	return s.i.store.Scan(s.i.lo, s.i.hi, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
 }
+
+var _ core.AllGroupsScanner = stateView{}
 
 // SetEventTimer stores an event-time timer in the current key group; it
 // fires once the watermark reaches at (see eventtime.go).

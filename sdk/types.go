@@ -125,6 +125,10 @@ type Context = core.Context
 // stops and at checkpoints). GetInt64 and PutInt64 store counters.
 type State = core.State
 
+// AllGroupsScanner is implemented by the runtime's State: Scan over every
+// key group the instance owns (see ScanAllGroups).
+type AllGroupsScanner = core.AllGroupsScanner
+
 // Record is one item on a stream.
 type Record = core.Record
 
