@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -453,4 +454,54 @@ func TestWatermarkIsTheMinimumOverInputsAndIdleInputsDoNotHoldIt(t *testing.T) {
 	})
 	sluicetest.Must(t, err)
 	sluicetest.WaitFor(t, 30*time.Second, "the fast source's watermark once the slow one is idle", func() bool { return probeWM().Equal(fastMax) })
+}
+
+// punctuated is an etSource with its own watermarks: whatever wm holds.
+type punctuated struct {
+	etSource
+	wm *atomic.Int64
+}
+
+func (p *punctuated) CurrentWatermark(core.Context) time.Time { return time.Unix(0, p.wm.Load()) }
+
+// TestWatermarkGeneratorNeverGoesBack: a source's WatermarkGenerator sets
+// its watermark, which reaches its readers; one going back is held.
+func TestWatermarkGeneratorNeverGoesBack(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	wm, gate := &atomic.Int64{}, &atomic.Int64{}
+	wm.Store(base.Add(time.Minute).UnixNano())
+	n := startNode(t, t.TempDir(),
+		func() core.Operator {
+			return &punctuated{etSource{name: "fast", stream: "a", gate: gate, strategy: &core.WatermarkStrategy{Interval: time.Millisecond}}, wm}
+		},
+		func() core.Operator {
+			return &punctuated{etSource{name: "other", stream: "b", gate: gate, strategy: &core.WatermarkStrategy{Interval: time.Millisecond}},
+				&atomic.Int64{}}
+		},
+		func() core.Operator { return wmProbe{} },
+	)
+	srcWM := func() time.Time {
+		if sts := statusesOf(n, "fast"); len(sts) == 1 {
+			return sts[0].Watermark
+		}
+		return time.Time{}
+	}
+	sluicetest.WaitFor(t, 30*time.Second, "the generated watermark", func() bool { return srcWM().Equal(base.Add(time.Minute)) })
+	wm.Store(base.UnixNano()) // backwards: held
+	wm.Store(base.Add(2 * time.Minute).UnixNano())
+	sluicetest.WaitFor(t, 30*time.Second, "the next generated watermark", func() bool { return srcWM().Equal(base.Add(2 * time.Minute)) })
+	wm.Store(base.UnixNano())
+	// The probe reads "other" too, whose generator says 1970: its watermark
+	// is the minimum, never past it.
+	if got := statusesOf(n, "probe"); len(got) == 1 && got[0].Watermark.After(time.Unix(0, 0)) {
+		t.Fatalf("probe watermark %v, want at most the other input's (1970)", got[0].Watermark)
+	}
+	// A backwards answer never lowers the source's watermark.
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if got := srcWM(); !got.Equal(base.Add(2 * time.Minute)) {
+			t.Fatalf("source watermark %v after the generator went back, want it held at %v", got, base.Add(2*time.Minute))
+		}
+		runtime.Gosched()
+	}
 }
