@@ -33,8 +33,12 @@ type ckBarrierMsg struct{ id uint64 }
 type ckTakenMsg struct{ id uint64 }
 
 // ckCompleteMsg tells an instance that checkpoint id is complete: a
-// Committer commits.
-type ckCompleteMsg struct{ id uint64 }
+// Committer commits. done, if set, is closed once it did (the final
+// checkpoint of a stop waits for it).
+type ckCompleteMsg struct {
+	id   uint64
+	done chan struct{}
+}
 
 // ckAbortMsg tells an instance that checkpoint id was abandoned.
 type ckAbortMsg struct{ id uint64 }
@@ -80,8 +84,13 @@ func (i *instance) onControl(m *batchMsg) {
 	case flow.EndOfStream:
 		i.ins.noteEnd(u)
 		i.advanceWatermark()
-		if i.ins.aligning != 0 && i.ins.aligned() {
+		switch {
+		case i.ins.aligning != 0 && i.ins.aligned():
 			i.snapshotAt(i.ins.aligning)
+		case i.exactlyOnce() && i.ins.triggered > i.ins.last && i.ins.needsTrigger():
+			// Every input ended before its barrier came (a finished
+			// source's barrier follows its end-of-stream).
+			i.snapshotAt(i.ins.triggered)
 		}
 	}
 }
@@ -239,7 +248,11 @@ func (i *instance) onCheckpointAbort(id uint64) {
 // the others snapshot when barrier id has come on every input edge.
 func (i *instance) onTrigger(id uint64) {
 	i.ins.refresh(i.node.topology(), i.spec)
-	if id <= i.ins.last || !i.ins.needsTrigger() {
+	if id <= i.ins.last {
+		return
+	}
+	if !i.ins.needsTrigger() {
+		i.ins.triggered = max(i.ins.triggered, id)
 		return
 	}
 	if i.mode != modeActive {
@@ -250,22 +263,16 @@ func (i *instance) onTrigger(id uint64) {
 }
 
 // advanceWatermark recomputes the instance's watermark from its upstreams
-// and, when it moved, forwards it (and end-of-stream once every upstream
-// ended).
+// and, when it moved, fires the event-time timers due and forwards it
+// (end-of-stream once every upstream ended; idleness when every live one
+// is idle). See eventtime.go.
 func (i *instance) advanceWatermark() {
 	wm, ended := i.ins.watermark()
-	if ended && !i.inputEnded {
+	if ended {
 		i.inputEnded = true
-		i.out.Emit(flow.Control{Kind: flow.EndOfStream}, i.outputs)
-		i.send(false)
-		return
+		wm = endOfTime
 	}
-	if wm == noWatermark || wm <= i.watermark {
-		return
-	}
-	i.watermark = wm
-	i.out.Emit(flow.Control{Kind: flow.Watermark, Watermark: wmTime(wm)}, i.outputs)
-	i.send(false)
+	i.raiseWatermark(wm)
 }
 
 // precommitForMove pre-commits a Committer whose instance moves to another

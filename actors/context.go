@@ -38,6 +38,9 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 	if rec.EventTime.IsZero() {
 		rec.EventTime = i.curEvent
 	}
+	if i.cur.kind == workPoll {
+		i.noteEventTime(rec.EventTime)
+	}
 	if obs := i.node.cfg.Observer; obs != nil {
 		if i.curTrace != "" {
 			rec = withTrace(rec, i.curTrace) // carry the trace on
@@ -109,6 +112,38 @@ func (s stateView) Set(key, value []byte) { s.i.store.Set(s.i.curGroup, key, val
 
 func (s stateView) Delete(key []byte) { s.i.store.Delete(s.i.curGroup, key) }
 
+// Scan scans the current key group only (see core.State).
 func (s stateView) Scan(prefix []byte, fn func(key, value []byte) error) error {
+	return s.i.store.Scan(s.i.curGroup, s.i.curGroup+1, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
+}
+
+// ScanAllGroups scans every key group the instance owns.
+func (s stateView) ScanAllGroups(prefix []byte, fn func(key, value []byte) error) error {
 	return s.i.store.Scan(s.i.lo, s.i.hi, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
 }
+
+var _ core.AllGroupsScanner = stateView{}
+
+// SetEventTimer stores an event-time timer in the current key group; it
+// fires once the watermark reaches at (see eventtime.go).
+func (c *opContext) SetEventTimer(key string, at time.Time) error {
+	i := c.inst
+	if _, ok := i.opv.(core.EventTimerProcessor); !ok {
+		return fmt.Errorf("operator %q: SetEventTimer(%q): %w", i.key.op, key, core.ErrNotEventTimerProcessor)
+	}
+	i.store.SetEventTimer(i.curGroup, key, at)
+	i.etOps = append(i.etOps, timerOp{group: i.curGroup, key: key, at: at})
+	return nil
+}
+
+// DeleteEventTimer removes an event-time timer from the current key group.
+func (c *opContext) DeleteEventTimer(key string) error {
+	i := c.inst
+	i.store.DeleteEventTimer(i.curGroup, key)
+	i.etOps = append(i.etOps, timerOp{group: i.curGroup, key: key, delete: true})
+	return nil
+}
+
+// Watermark returns the instance's current watermark: the zero Time before
+// any, the end of time (year 2262) once its input ended.
+func (c *opContext) Watermark() time.Time { return wmTime(c.inst.watermark) }

@@ -37,6 +37,10 @@ type inputs struct {
 	arrived  map[upstream]bool
 	blocked  []*batchMsg
 	last     uint64 // the newest barrier completed or abandoned
+	// triggered is the newest checkpoint triggered while barriers were
+	// still to come: if the inputs end before they do, the instance
+	// snapshots for it then.
+	triggered uint64
 }
 
 // noWatermark is the watermark before any: no event time has passed.
@@ -127,6 +131,22 @@ func (in *inputs) watermark() (wm int64, allEnded bool) {
 		return noWatermark, false // every live upstream idle: hold the watermark where it is
 	}
 	return wm, allEnded
+}
+
+// allIdle reports whether every live (expected, not ended) upstream is
+// idle, there being at least one.
+func (in *inputs) allIdle() bool {
+	live := false
+	for u := range in.expected {
+		if in.ended[u] {
+			continue
+		}
+		if !in.idle[u] {
+			return false
+		}
+		live = true
+	}
+	return live
 }
 
 // noteWatermark records a watermark (or idleness) of upstream u; it

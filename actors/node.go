@@ -552,7 +552,9 @@ func (n *Node) stop(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if final {
-		if _, err := n.Checkpoint(ctx); err != nil {
+		if id, err := n.Checkpoint(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("actors: stop: final checkpoint: %w", err))
+		} else if err := n.commitSinks(ctx, id); err != nil {
 			errs = append(errs, fmt.Errorf("actors: stop: final checkpoint: %w", err))
 		}
 		if n.cfg.Cluster != nil {

@@ -39,6 +39,7 @@ func (c *Config) RegisterNodeFlags(fs *flag.FlagSet, getenv func(string) string)
 	}
 	c.HostOnly = c.HostOnly || env(nodeenv.HostOnly, "") != ""
 	c.Launch = c.Launch || env(nodeenv.Launch, "") != ""
+	c.KeepRunning = c.KeepRunning || env(nodeenv.KeepRunning, "") != ""
 
 	fs.StringVar(&c.NodeID, "id", c.NodeID, "node id (default: the host name) ($"+nodeenv.NodeID+", else $"+nodeenv.MesosTaskID+")")
 	fs.StringVar(&c.DataDir, "data", c.DataDir, "data directory ($"+nodeenv.DataDir+")")
@@ -52,6 +53,7 @@ func (c *Config) RegisterNodeFlags(fs *flag.FlagSet, getenv func(string) string)
 		return nil
 	})
 	fs.BoolVar(&c.HostOnly, "host-only", c.HostOnly, "deploy nothing at start: only host the kinds, for operators deployed from manifests ($"+nodeenv.HostOnly+")")
+	fs.BoolVar(&c.KeepRunning, "keep-running", c.KeepRunning, "keep running once every source finished (bounded streams); by default an embedded node then stops ($"+nodeenv.KeepRunning+")")
 	fs.BoolVar(&c.Launch, "launch", c.Launch, "run a local launcher for operators deployed with an executable; needs an authenticated control API and a launch policy (docs/security.md) ($"+nodeenv.Launch+")")
 }
 

@@ -95,6 +95,11 @@ type Config struct {
 	// LaunchPolicyFromEnv. Its environment rules also apply to every
 	// deploy through this node's control API.
 	LaunchPolicy *LaunchPolicy
+	// KeepRunning makes Run keep running once every source finished (its
+	// Poll returned ErrEndOfStream) and everything drained; by default an
+	// embedded Run then stops and returns. (A cluster node always keeps
+	// running until stopped.)
+	KeepRunning bool
 	// Guarantee is what a crash may cost (README "Guarantees"). The zero
 	// value is ExactlyOnce: consistent checkpoints of all state, kept in
 	// Checkpoints, and two-phase commit with sinks; every source must be
@@ -387,8 +392,33 @@ func (r *Runtime) Stop(ctx context.Context) error {
 	return errors.Join(err, r.stopTelemetry())
 }
 
+// waitFinished returns when ctx is done or the runtime's bounded streams
+// finished (actors.Node.Finished).
+func (r *Runtime) waitFinished(ctx context.Context) {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			done := r.node.Finished(qctx)
+			cancel()
+			if done {
+				return
+			}
+		}
+	}
+}
+
 // Run starts the operators and runs them until ctx is cancelled or the
-// process receives SIGINT or SIGTERM, then stops cleanly.
+// process receives SIGINT or SIGTERM, then stops cleanly. Embedded (no
+// Consul), it also returns once the streams are bounded and done: every
+// source finished (Poll returned ErrEndOfStream), every operator reading
+// them finished (their event-time timers fired) and nothing is in flight;
+// under exactly-once the stop's final checkpoint commits the sinks' output
+// first. Config.KeepRunning keeps it running instead.
 func Run(ctx context.Context, cfg Config, operators ...Factory) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -396,7 +426,11 @@ func Run(ctx context.Context, cfg Config, operators ...Factory) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
+	if cfg.KeepRunning || cfg.Consul != "" {
+		<-ctx.Done()
+	} else {
+		rt.waitFinished(ctx)
+	}
 	timeout := cfg.StopTimeout
 	if timeout == 0 {
 		timeout = 30 * time.Second

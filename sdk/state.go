@@ -31,6 +31,18 @@ func GetInt64(s State, key []byte) (int64, error) {
 	return BytesInt64(v)
 }
 
+// ScanAllGroups calls fn for every key with the given prefix in every key
+// group the instance owns (State.Scan sees only the current one), in order
+// of key group, then key: for bookkeeping read once in Init, such as a
+// connector's positions after a rescale merged key groups. A State that is
+// not the runtime's (a test double) is scanned with Scan.
+func ScanAllGroups(s State, prefix []byte, fn func(key, value []byte) error) error {
+	if a, ok := s.(AllGroupsScanner); ok {
+		return a.ScanAllGroups(prefix, fn)
+	}
+	return s.Scan(prefix, fn)
+}
+
 // PutInt64 stores n under key.
 func PutInt64(s State, key []byte, n int64) {
 	var b [8]byte

@@ -27,6 +27,15 @@ import (
 // Committer, Resumable, Replayable.
 type Operator = core.Operator
 
+// EventTimerProcessor is implemented by operators that set event-time
+// timers:
+//
+//	ProcessEventTimer(ctx Context, key string, at time.Time) error
+//
+// It is called once the instance's watermark reaches at, on the key group
+// the timer was set in; failures are handled as for ProcessRecord.
+type EventTimerProcessor = core.EventTimerProcessor
+
 // Closer is implemented by operators that release resources when an
 // instance stops or is about to restart:
 //
@@ -88,6 +97,11 @@ type Factory = core.Factory
 //	SetTimer(key string, at time.Time) error / DeleteTimer(key string) error
 //		Durable timers (one per key; setting again replaces it), fired by
 //		ProcessTimer at or after at, also after a restart.
+//	SetEventTimer(key string, at time.Time) error / DeleteEventTimer(key string) error
+//		Event-time timers, fired by ProcessEventTimer (EventTimerProcessor)
+//		once the instance's watermark reaches at.
+//	Watermark() time.Time
+//		The minimum of the watermarks received on the input edges.
 //	State() State
 //		The instance's key-value state.
 //	Instance() InstanceInfo
@@ -111,6 +125,10 @@ type Context = core.Context
 // stops and at checkpoints). GetInt64 and PutInt64 store counters.
 type State = core.State
 
+// AllGroupsScanner is implemented by the runtime's State: Scan over every
+// key group the instance owns (see ScanAllGroups).
+type AllGroupsScanner = core.AllGroupsScanner
+
 // Record is one item on a stream.
 type Record = core.Record
 
@@ -128,6 +146,17 @@ type Routing = core.Routing
 
 // RestartPolicy says how failures are handled.
 type RestartPolicy = core.RestartPolicy
+
+// WatermarkStrategy says how a source derives watermarks from event times
+// (Metadata.Watermarks): bounded out-of-orderness (0: monotonic),
+// idleness, interval.
+type WatermarkStrategy = core.WatermarkStrategy
+
+// WatermarkGenerator is implemented by sources with a custom watermark
+// strategy:
+//
+//	CurrentWatermark(ctx Context) time.Time
+type WatermarkGenerator = core.WatermarkGenerator
 
 // InstanceInfo describes a running instance.
 type InstanceInfo = core.InstanceInfo
@@ -178,6 +207,12 @@ var (
 	// ErrTransient, wrapped in an error from Poll or Flush, means "retry
 	// later": the runtime records it and backs off instead of restarting.
 	ErrTransient = core.ErrTransient
+	// ErrEndOfStream, returned by Poll, says a source has finished; the
+	// end of stream flows downstream in order after its records.
+	ErrEndOfStream = core.ErrEndOfStream
+	// ErrNotEventTimerProcessor is returned by SetEventTimer in an
+	// operator without ProcessEventTimer.
+	ErrNotEventTimerProcessor = core.ErrNotEventTimerProcessor
 	// ErrLaunchNeedsAuth is returned by Start for Config.Launch on a node
 	// whose control API requires no authentication: a launcher runs what
 	// deployers name, so only authenticated admins may deploy.

@@ -80,7 +80,7 @@ func newPartWriter(ctx sdk.Context, cfg SinkConfig) (*partWriter, error) {
 	w := &partWriter{cfg: cfg, tag: partTag(info.Operator, info.FirstGroup), log: ctx.Logger(), pending: map[partKey]string{}}
 	writers := map[string]bool{w.tag + "\x00" + cfg.Path: true} // "<tag>\x00<path>"
 	st := ctx.State()
-	err := st.Scan([]byte("file/"), func(key, value []byte) error {
+	err := sdk.ScanAllGroups(st, []byte("file/"), func(key, value []byte) error {
 		k := string(key)
 		switch {
 		case strings.HasPrefix(k, partPrefix):

@@ -58,10 +58,13 @@ func (c *callCtx) Produce(stream string, rec sdk.Record) error {
 	c.produced[stream] = append(c.produced[stream], rec)
 	return nil
 }
-func (c *callCtx) SetTimer(string, time.Time) error { return nil }
-func (c *callCtx) DeleteTimer(string) error         { return nil }
-func (c *callCtx) State() sdk.State                 { return c.state }
-func (c *callCtx) Instance() sdk.InstanceInfo       { return c.info }
+func (c *callCtx) SetTimer(string, time.Time) error      { return nil }
+func (c *callCtx) DeleteTimer(string) error              { return nil }
+func (c *callCtx) SetEventTimer(string, time.Time) error { return nil }
+func (c *callCtx) DeleteEventTimer(string) error         { return nil }
+func (c *callCtx) Watermark() time.Time                  { return time.Time{} }
+func (c *callCtx) State() sdk.State                      { return c.state }
+func (c *callCtx) Instance() sdk.InstanceInfo            { return c.info }
 func (c *callCtx) Logger() *slog.Logger {
 	if c.log != nil {
 		return c.log

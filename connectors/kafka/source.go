@@ -136,7 +136,7 @@ func (s *Source) Init(ctx sdk.Context) error {
 	s.eo = info.Guarantee == sdk.ExactlyOnce
 	if s.cfg.Commit == CommitProduced || s.eo {
 		s.stored = make(offsets)
-		err := ctx.State().Scan([]byte(posPrefix), func(key, value []byte) error {
+		err := sdk.ScanAllGroups(ctx.State(), []byte(posPrefix), func(key, value []byte) error {
 			if k, ok := parsePosKey(key); ok && len(value) == 8 {
 				s.stored[k] = int64(binary.BigEndian.Uint64(value))
 			}

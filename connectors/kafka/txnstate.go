@@ -74,7 +74,7 @@ type txnState struct {
 // readTxnState scans st (every key group the instance owns).
 func readTxnState(st sdk.State) (txnState, error) {
 	ts := txnState{entries: map[string]txnEntry{}, pools: map[string]int{}, done: map[string]txnEntry{}}
-	err := st.Scan([]byte("kafka/txn"), func(key, value []byte) error {
+	err := sdk.ScanAllGroups(st, []byte("kafka/txn"), func(key, value []byte) error {
 		k := string(key)
 		switch {
 		case strings.HasPrefix(k, txnPrefix):

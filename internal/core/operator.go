@@ -109,6 +109,8 @@ type Context interface {
 	SetTimer(key string, at time.Time) error
 	// DeleteTimer removes the timer with that key, if any.
 	DeleteTimer(key string) error
+	// EventTime: event-time timers and the instance's watermark.
+	EventTime
 	// State returns the instance's key-value state.
 	State() State
 	// Instance describes the running instance.
@@ -139,10 +141,21 @@ type State interface {
 	Set(key, value []byte)
 	// Delete removes key from the current key group.
 	Delete(key []byte)
-	// Scan calls fn for every key with the given prefix in every key group
-	// the instance owns, in order of key group, then key. fn's error stops
-	// the scan and is returned.
+	// Scan calls fn for every key with the given prefix in the current key
+	// group (that of the record's key, of the timer, or the instance's
+	// first), in key order, so that it costs what it returns. fn's error
+	// stops the scan and is returned. To see every key group the instance
+	// owns (bookkeeping read once in Init, such as a connector's positions
+	// after a rescale), use AllGroupsScanner.
 	Scan(prefix []byte, fn func(key, value []byte) error) error
+}
+
+// AllGroupsScanner is implemented by the runtime's State: ScanAllGroups is
+// Scan over every key group the instance owns, in order of key group, then
+// key. It seeks once per key group, so it is meant for reads made once
+// (Init), not per record.
+type AllGroupsScanner interface {
+	ScanAllGroups(prefix []byte, fn func(key, value []byte) error) error
 }
 
 // InstanceInfo describes one running operator instance.

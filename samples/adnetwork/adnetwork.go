@@ -15,6 +15,7 @@ package adnetwork
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -165,13 +166,24 @@ func (CTROp) Init(ctx sdk.Context) error {
 	return ctx.SetTimer(reportTimer, time.Now().Add(time.Second))
 }
 
-// ProcessRecord stores the publisher's latest totals.
+// reportArmed marks a key group whose report timer is set.
+var reportArmed = []byte("report-armed")
+
+// ProcessRecord stores the publisher's latest totals and makes sure its key
+// group reports: State.Scan sees one key group, so each key group with
+// publishers has a report timer of its own.
 func (CTROp) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	ctx.State().Set(append([]byte("totals/"), rec.Key...), rec.Value)
+	if _, err := ctx.State().Get(reportArmed); errors.Is(err, sdk.ErrNotFound) {
+		ctx.State().Set(reportArmed, nil)
+		return ctx.SetTimer(reportTimer, time.Now().Add(time.Second))
+	} else if err != nil {
+		return err
+	}
 	return nil
 }
 
-// ProcessTimer emits the CTR of every publisher this instance owns.
+// ProcessTimer emits the CTR of every publisher of the timer's key group.
 func (CTROp) ProcessTimer(ctx sdk.Context, key string, _ time.Time) error {
 	if key != reportTimer {
 		return nil

@@ -45,6 +45,9 @@ const (
 	// Launch, when not empty, runs a local launcher of operator
 	// executables (-launch).
 	Launch = "SLUICE_LAUNCH"
+	// KeepRunning, when not empty, keeps an embedded node running once
+	// every source finished (-keep-running).
+	KeepRunning = "SLUICE_KEEP_RUNNING"
 )
 
 // What a crash may cost.
