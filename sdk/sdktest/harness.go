@@ -74,14 +74,14 @@ type Harness struct {
 	log     []Produced              // committed outputs in order, for a Graph
 	pending []Produced              // the current attempt's outputs
 
-	now, wm     time.Time
-	ended       bool // End was called
-	finished    bool // a source's Poll returned ErrEndOfStream
-	group       int  // the current attempt's key group
-	event       time.Time
-	restarts    int
-	closed      bool
-	keepLog     bool // a Graph reads log
+	now, wm  time.Time
+	ended    bool // End was called
+	finished bool // a source's Poll returned ErrEndOfStream
+	group    int  // the current attempt's key group
+	event    time.Time
+	restarts int
+	closed   bool
+	keepLog  bool // a Graph reads log
 }
 
 // New creates the operator with factory, validates its Metadata as the
