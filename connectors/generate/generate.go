@@ -47,6 +47,10 @@ type Source struct {
 	Parallelism int
 	// Batch is the most records produced per Poll; 0 means 1024.
 	Batch int
+	// End makes the source finish once it has produced its share of
+	// Count: Poll then returns sdk.ErrEndOfStream, so end-of-stream flows
+	// downstream. Without it a source that reached Count idles.
+	End bool
 
 	next    int64 // next record number of this instance
 	step    int64
@@ -115,6 +119,9 @@ func (s *Source) Poll(ctx sdk.Context) error {
 		ctx.State().Set(positionKey, strconv.AppendInt(nil, next, 10))
 		s.sent += (next - s.next) / s.step
 		s.next = next
+	}
+	if s.End && s.Count > 0 && s.next >= s.Count {
+		return sdk.ErrEndOfStream
 	}
 	return nil
 }

@@ -44,6 +44,11 @@ func (c *callCtx) State() sdk.State                 { return c.state }
 func (c *callCtx) Instance() sdk.InstanceInfo       { return c.info }
 func (c *callCtx) Logger() *slog.Logger             { return slog.New(slog.DiscardHandler) }
 
+// The event-time half of sdk.Context: a source here sets no event timers.
+func (c *callCtx) SetEventTimer(string, time.Time) error { return nil }
+func (c *callCtx) DeleteEventTimer(string) error         { return nil }
+func (c *callCtx) Watermark() time.Time                  { return time.Time{} }
+
 // mapState is the state of an instance with one key group.
 type mapState map[string][]byte
 

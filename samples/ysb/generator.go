@@ -1,11 +1,11 @@
 package ysb
 
 import (
-	"encoding/hex"
-	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/connectors/generate"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -105,75 +105,33 @@ func mix(seed, i uint64) uint64 {
 
 // uuid formats 128 bits as a UUID-shaped string.
 func uuid(hi, lo uint64) string {
-	var b [16]byte
-	for j := range 8 {
-		b[j], b[8+j] = byte(hi>>(8*j)), byte(lo>>(8*j))
-	}
-	s := hex.EncodeToString(b[:])
-	return fmt.Sprintf("%s-%s-%s-%s-%s", s[:8], s[8:12], s[12:16], s[16:20], s[20:])
-}
-
-// Source produces events 0..Count−1 as JSON records to the events stream,
-// with their event time; instance j of p produces the events ≡ j (mod p),
-// in order, Batch per Poll, then ends (sdk.ErrEndOfStream). Its position
-// is in State, written with the records it covers (sdk.Resumable).
-type Source struct {
-	Gen         *Generator
-	Count       int64
-	Parallelism int
-	Batch       int
-}
-
-var _ sdk.Resumable = (*Source)(nil)
-
-var positionKey = []byte("ysb/next")
-
-// Metadata implements sdk.Operator.
-func (s *Source) Metadata() sdk.Metadata {
-	return sdk.Metadata{Name: SourceName, Outputs: []string{EventsStream}, Parallelism: s.Parallelism}
-}
-
-// ResumesFromState implements sdk.Resumable.
-func (s *Source) ResumesFromState() {}
-
-// Init implements sdk.Operator.
-func (s *Source) Init(sdk.Context) error { return nil }
-
-// Poll produces the next Batch events of this instance.
-func (s *Source) Poll(ctx sdk.Context) error {
-	info := ctx.Instance()
-	next := int64(info.Index)
-	v, err := ctx.State().Get(positionKey)
-	switch {
-	case err == nil:
-		if next, err = strconv.ParseInt(string(v), 10, 64); err != nil {
-			return fmt.Errorf("ysb source: bad stored position %q: %w", v, err)
+	const digits = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for n, w := range [2]uint64{hi, lo} {
+		for k := 60; k >= 0; k -= 4 {
+			if pos := n*16 + (60-k)/4; pos == 8 || pos == 12 || pos == 16 || pos == 20 {
+				b[j] = '-'
+				j++
+			}
+			b[j] = digits[(w>>uint(k))&0xf]
+			j++
 		}
-	case err != sdk.ErrNotFound:
-		return err
 	}
-	batch := s.Batch
-	if batch == 0 {
-		batch = 1000
-	}
-	step := int64(info.Parallelism)
-	for n := 0; n < batch && next < s.Count; n++ {
-		e := s.Gen.Event(next)
-		rec := sdk.Record{Value: e.AppendJSON(make([]byte, 0, 256)), EventTime: time.UnixMilli(e.EventTime)}
-		if err := ctx.Produce(EventsStream, rec); err != nil {
-			return err
-		}
-		next += step
-	}
-	ctx.State().Set(positionKey, strconv.AppendInt(nil, next, 10))
-	if next >= s.Count {
-		return sdk.ErrEndOfStream
-	}
-	return nil
+	return string(b[:])
 }
 
-// ProcessRecord implements sdk.Operator; a source has no inputs.
-func (s *Source) ProcessRecord(sdk.Context, sdk.Record) error { return nil }
-
-// ProcessTimer implements sdk.Operator.
-func (s *Source) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+// Source returns the generator source: events 0..count−1 as JSON records
+// to the events stream, with their event time; instance j of parallelism
+// p produces the events ≡ j (mod p), in order, batch per Poll (0: 1024),
+// then ends (sdk.ErrEndOfStream). It is a generate.Source, so it resumes
+// from its position in State.
+func (g *Generator) Source(count int64, parallelism, batch int) sdk.Factory {
+	return func() sdk.Operator {
+		return &generate.Source{Name: SourceName, Stream: EventsStream, Count: count, Parallelism: parallelism, Batch: batch, End: true,
+			Make: func(i int64, _ *rand.Rand) sdk.Record {
+				e := g.Event(i)
+				return sdk.Record{Value: e.AppendJSON(make([]byte, 0, 256)), EventTime: time.UnixMilli(e.EventTime)}
+			}}
+	}
+}

@@ -54,7 +54,7 @@ type Config struct {
 	// Parallelism of every stage; 0 means 1. SourceParallelism, when
 	// set, overrides it for the source.
 	Parallelism, SourceParallelism int
-	// Batch is the number of events per source Poll; 0 means 1000.
+	// Batch is the number of events per source Poll; 0 means 1024.
 	Batch int
 }
 
@@ -92,9 +92,7 @@ func Operators(c Config, results *Results) ([]sdk.Factory, error) {
 		return nil, err
 	}
 	fs := []sdk.Factory{
-		func() sdk.Operator {
-			return &Source{Gen: gen, Count: c.Events, Parallelism: c.SourceParallelism, Batch: c.Batch}
-		},
+		gen.Source(c.Events, c.SourceParallelism, c.Batch),
 		func() sdk.Operator { return Parse{Table: gen.Table, Parallelism: c.Parallelism} },
 		windows,
 	}

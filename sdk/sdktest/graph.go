@@ -23,6 +23,11 @@ type Graph struct {
 	subs   map[string][]*graphOp // stream → its readers
 	out    map[string][]sdk.Record
 	queue  []Produced
+
+	wmSources bool          // WatermarkSources was called
+	ooo       time.Duration // its out-of-orderness
+	maxEvent  map[*Harness]time.Time
+	wm        time.Time // the last watermark PollSources set
 }
 
 type graphOp struct {
@@ -34,7 +39,8 @@ type graphOp struct {
 // NewGraph creates every instance of every operator (see New; opts apply
 // to every instance, WithInstance excepted).
 func NewGraph(factories []sdk.Factory, opts ...Option) (*Graph, error) {
-	g := &Graph{byName: map[string]*graphOp{}, subs: map[string][]*graphOp{}, out: map[string][]sdk.Record{}}
+	g := &Graph{byName: map[string]*graphOp{}, subs: map[string][]*graphOp{}, out: map[string][]sdk.Record{},
+		maxEvent: map[*Harness]time.Time{}}
 	var ops []*graphOp
 	for _, f := range factories {
 		meta := f().Metadata().WithDefaults()
@@ -151,22 +157,67 @@ func (g *Graph) Poll(op string) (finished bool, err error) {
 	return finished, g.run()
 }
 
-// RunSources polls every source until each has finished, at most
+// WatermarkSources makes PollSources and RunSources move the watermark
+// after each round of polls, as a bounded-out-of-orderness watermark
+// strategy at the sources does: to the minimum, over the source instances
+// that have not finished, of the largest event time each has produced
+// minus outOfOrderness (0: event times never go back). It holds while an
+// unfinished instance has produced nothing.
+func (g *Graph) WatermarkSources(outOfOrderness time.Duration) {
+	g.ooo, g.wmSources = outOfOrderness, true
+}
+
+// PollSources polls every source once (see Poll), then moves the
+// watermark if WatermarkSources asked for it. It reports whether every
+// source has finished.
+func (g *Graph) PollSources() (finished bool, err error) {
+	finished = true
+	for _, op := range g.ops {
+		if _, ok := op.insts[0].op.(sdk.Source); !ok {
+			continue
+		}
+		fin, err := g.Poll(op.meta.Name)
+		if err != nil {
+			return false, err
+		}
+		finished = finished && fin
+	}
+	if !g.wmSources || finished {
+		return finished, nil
+	}
+	wm, ok := EndOfTime, true
+	for _, op := range g.ops {
+		if _, src := op.insts[0].op.(sdk.Source); !src {
+			continue
+		}
+		for _, h := range op.insts {
+			if h.Finished() {
+				continue
+			}
+			max, seen := g.maxEvent[h]
+			if !seen {
+				ok = false
+			} else if w := max.Add(-g.ooo); w.Before(wm) {
+				wm = w
+			}
+		}
+	}
+	if !ok || !wm.After(g.wm) {
+		return false, nil
+	}
+	g.wm = wm
+	return false, g.AdvanceWatermark(wm)
+}
+
+// RunSources calls PollSources until every source has finished, at most
 // maxPolls rounds, then ends the graph (End).
 func (g *Graph) RunSources(maxPolls int) error {
 	for range maxPolls {
-		all := true
-		for _, op := range g.ops {
-			if _, ok := op.insts[0].op.(sdk.Source); !ok {
-				continue
-			}
-			fin, err := g.Poll(op.meta.Name)
-			if err != nil {
-				return err
-			}
-			all = all && fin
+		fin, err := g.PollSources()
+		if err != nil {
+			return err
 		}
-		if all {
+		if fin {
 			return g.End()
 		}
 	}
@@ -209,6 +260,9 @@ func (g *Graph) each(fn func(*Harness) error) error {
 // collect moves what h produced to the queue and the outputs.
 func (g *Graph) collect(h *Harness) {
 	for _, p := range h.takeLog() {
+		if max, ok := g.maxEvent[h]; !ok || p.Record.EventTime.After(max) {
+			g.maxEvent[h] = p.Record.EventTime
+		}
 		g.out[p.Stream] = append(g.out[p.Stream], p.Record)
 		g.queue = append(g.queue, p)
 	}
@@ -216,9 +270,9 @@ func (g *Graph) collect(h *Harness) {
 
 // run delivers queued records, in order, until none is left.
 func (g *Graph) run() error {
-	for len(g.queue) > 0 {
-		p := g.queue[0]
-		g.queue = g.queue[1:]
+	defer func() { g.queue = g.queue[:0] }()
+	for j := 0; j < len(g.queue); j++ { // delivering appends to the queue
+		p := g.queue[j]
 		for _, op := range g.subs[p.Stream] {
 			for _, h := range op.route(p) {
 				err := h.Send(p.Stream, p.Record)

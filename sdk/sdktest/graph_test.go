@@ -80,3 +80,33 @@ func TestGraphRoutesByKeyGroupAndEnds(t *testing.T) {
 		t.Fatal("event timers left after End")
 	}
 }
+
+func TestGraphWatermarkSources(t *testing.T) {
+	g, err := sdktest.NewGraph([]sdk.Factory{
+		func() sdk.Operator { return numbers{n: 95} },
+		func() sdk.Operator { return counter{} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.WatermarkSources(2 * time.Second)
+	if _, err := g.PollSources(); err != nil {
+		t.Fatal(err)
+	}
+	// Records 0..9 at t0+0s..9s: watermark 9s − 2s.
+	for j := range 2 {
+		if wm := g.Instance("count", j).Watermark(); !wm.Equal(sdktest.Start.Add(7 * time.Second)) {
+			t.Fatalf("count %d: watermark %v, want start+7s", j, wm.Sub(sdktest.Start))
+		}
+	}
+	// Event timers at t0+6s and t0+7s (records 5 and 6, keys k0 and k1) fired.
+	fired := 0
+	for _, r := range g.Take("out") {
+		if len(r.Key) > 7 && string(r.Key[:7]) == "etimer:" {
+			fired++
+		}
+	}
+	if fired != 2 {
+		t.Fatalf("%d event timers fired, want 2", fired)
+	}
+}

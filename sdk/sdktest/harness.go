@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/placement"
@@ -267,14 +268,17 @@ func (h *Harness) fire(m *groupMap[time.Time], until time.Time, call func(Timer)
 	}
 }
 
+// dueTimers returns the timers of m due by until, in firing order.
 func dueTimers(m *groupMap[time.Time], until time.Time) []Timer {
 	var due []Timer
-	for _, t := range timers(m) {
-		if t.At.After(until) {
-			break
+	for g, ks := range m.data {
+		for k, at := range ks {
+			if !at.After(until) {
+				due = append(due, Timer{Group: g, Key: k, At: at})
+			}
 		}
-		due = append(due, t)
 	}
+	slices.SortFunc(due, compareTimers)
 	return due
 }
 

@@ -129,6 +129,12 @@ type Config struct {
 	// and for event-time windows the bounds in the HeaderStart and
 	// HeaderEnd headers (see Bounds) and an event time of end − 1 ns.
 	Output string
+	// Result, when set, rewrites each event-time window's result record
+	// before it is produced: rec has the window's key and the
+	// aggregator's Result as value; return a record with another key (to
+	// regroup results by window downstream) or value. Its event time, if
+	// left zero, and the bound headers are set afterwards.
+	Result func(rec sdk.Record, start, end time.Time) sdk.Record
 	// Windows is the kind of windows (required).
 	Windows Windows
 	// Lateness is how long after a window's end (in event time) records

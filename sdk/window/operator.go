@@ -149,11 +149,17 @@ func (o *operator[A]) load(ctx sdk.Context, k []byte) (acc A, fresh bool, err er
 
 // emitTime produces the result of window [start, end) of key.
 func (o *operator[A]) emitTime(ctx sdk.Context, key []byte, start, end time.Time, acc A) error {
-	return ctx.Produce(o.cfg.Output, sdk.Record{Key: key, Value: o.agg.Result(acc), EventTime: end.Add(-time.Nanosecond),
-		Headers: []sdk.Header{
-			{Key: HeaderStart, Value: strconv.FormatInt(start.UnixNano(), 10)},
-			{Key: HeaderEnd, Value: strconv.FormatInt(end.UnixNano(), 10)},
-		}})
+	rec := sdk.Record{Key: key, Value: o.agg.Result(acc)}
+	if o.cfg.Result != nil {
+		rec = o.cfg.Result(rec, start, end)
+	}
+	if rec.EventTime.IsZero() {
+		rec.EventTime = end.Add(-time.Nanosecond)
+	}
+	rec.Headers = append(rec.Headers[:len(rec.Headers):len(rec.Headers)],
+		sdk.Header{Key: HeaderStart, Value: strconv.FormatInt(start.UnixNano(), 10)},
+		sdk.Header{Key: HeaderEnd, Value: strconv.FormatInt(end.UnixNano(), 10)})
+	return ctx.Produce(o.cfg.Output, rec)
 }
 
 // ProcessEventTimer closes a window at its end and removes it at
