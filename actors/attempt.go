@@ -106,12 +106,18 @@ func (i *instance) begin(kg int, event time.Time) {
 	i.store.Begin()
 	i.out.Begin()
 	i.timerOps = i.timerOps[:0]
+	i.etOps = i.etOps[:0]
 }
 
 // end completes a successful attempt.
 func (i *instance) end() {
 	i.timers.apply(i.timerOps)
 	i.timerOps = i.timerOps[:0]
+	if len(i.etOps) > 0 {
+		i.etimers.apply(i.etOps)
+		i.etOps = i.etOps[:0]
+		i.noteEventTimersDue()
+	}
 	i.store.Begin()
 }
 
@@ -134,10 +140,20 @@ func (i *instance) callTimer(t timerItem) {
 
 // callPoll runs Poll like callRecord, except that an error wrapping
 // core.ErrTransient is recorded (and polling backs off) rather than a
-// failure. It reports whether Poll failed transiently.
-func (i *instance) callPoll(src core.Source) (transient bool) {
+// failure, and one wrapping core.ErrEndOfStream ends the source (what the
+// Poll produced is kept). It reports whether Poll failed transiently or
+// ended the stream. A WatermarkGenerator is asked for its watermark in the
+// same attempt.
+func (i *instance) callPoll(src core.Source) (transient, ended bool) {
 	defer i.recoverAttempt()
 	err := src.Poll(i.octx)
+	if err != nil && errors.Is(err, core.ErrEndOfStream) {
+		i.log.Info("source finished (end of stream)", "reason", err)
+		return false, true
+	}
+	if err == nil {
+		i.generateWatermark()
+	}
 	if err != nil && errors.Is(err, core.ErrTransient) {
 		i.transient.Add(1)
 		i.setLastError(err.Error())
@@ -145,12 +161,12 @@ func (i *instance) callPoll(src core.Source) (transient bool) {
 			i.dlNextLog = now.Add(time.Second)
 			i.log.Warn("source failed; will retry", "error", err)
 		}
-		return true
+		return true, false
 	}
 	if err != nil {
 		i.fail(err)
 	}
-	return false
+	return false, false
 }
 
 // fail records err as the current attempt's failure and hands it to the
@@ -194,15 +210,22 @@ func (i *instance) recoverAttempt() {
 // poll calls a source's Poll and schedules the next call.
 func (i *instance) poll() {
 	src, ok := i.opv.(core.Source)
-	if !ok || i.failed || i.node.isStopping() {
+	if !ok || i.failed || i.node.isStopping() || i.inputEnded {
 		return
 	}
 	before := i.produced
 	i.cur = work{kind: workPoll}
+	i.src.pollMax, i.src.generated = noWatermark, time.Time{}
 	i.begin(i.lo, time.Now())
-	transient := i.callPoll(src)
+	transient, ended := i.callPoll(src)
 	i.end()
 	i.cur = work{}
+	if !transient {
+		i.afterPoll(i.produced > before, ended)
+	}
+	if ended {
+		return // polled no more
+	}
 	if transient {
 		i.pollIdle = min(max(2*i.pollIdle, 50*time.Millisecond), 2*time.Second)
 		i.schedulePoll(i.pollIdle)
@@ -254,19 +277,34 @@ func (i *instance) fireTimers() {
 	}
 }
 
-// runTimer attempts (or dead-letters) the timer in i.cur.
+// runTimer attempts (or dead-letters) the timer in i.cur: a
+// processing-time one, or an event-time one (workEventTimer).
 func (i *instance) runTimer() {
 	t := i.cur.timer
+	event := i.cur.kind == workEventTimer
+	remove, stream := i.store.DeleteTimer, "timer"
+	if event {
+		remove, stream = i.store.DeleteEventTimer, "event-timer"
+	}
 	if i.cur.attempts >= i.spec.Meta.Restart.DeadLetterAfter {
-		i.deadLetter(core.Record{Key: []byte(t.key), EventTime: t.at}, "timer", i.cur.lastErr, i.cur.attempts)
-		i.store.DeleteTimer(t.group, t.key)
+		i.deadLetter(core.Record{Key: []byte(t.key), EventTime: t.at}, stream, i.cur.lastErr, i.cur.attempts)
+		remove(t.group, t.key)
 		return
 	}
 	i.begin(t.group, t.at)
 	i.cur.attempts++
-	i.callTimer(t)
-	if !i.timers.setDuring(i.timerOps, t.group, t.key) {
-		i.store.DeleteTimer(t.group, t.key)
+	if event {
+		i.callEventTimer(t)
+	} else {
+		i.callTimer(t)
+	}
+	// The timer may have set itself again (in the attempt's ops).
+	ops := i.timerOps
+	if event {
+		ops = i.etOps
+	}
+	if !timerSetDuring(ops, t.group, t.key) {
+		remove(t.group, t.key)
 	}
 	i.end()
 }

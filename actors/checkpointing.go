@@ -250,22 +250,16 @@ func (i *instance) onTrigger(id uint64) {
 }
 
 // advanceWatermark recomputes the instance's watermark from its upstreams
-// and, when it moved, forwards it (and end-of-stream once every upstream
-// ended).
+// and, when it moved, fires the event-time timers due and forwards it
+// (end-of-stream once every upstream ended; idleness when every live one
+// is idle). See eventtime.go.
 func (i *instance) advanceWatermark() {
 	wm, ended := i.ins.watermark()
-	if ended && !i.inputEnded {
+	if ended {
 		i.inputEnded = true
-		i.out.Emit(flow.Control{Kind: flow.EndOfStream}, i.outputs)
-		i.send(false)
-		return
+		wm = endOfTime
 	}
-	if wm == noWatermark || wm <= i.watermark {
-		return
-	}
-	i.watermark = wm
-	i.out.Emit(flow.Control{Kind: flow.Watermark, Watermark: wmTime(wm)}, i.outputs)
-	i.send(false)
+	i.raiseWatermark(wm)
 }
 
 // precommitForMove pre-commits a Committer whose instance moves to another

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,6 +37,9 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 	}
 	if rec.EventTime.IsZero() {
 		rec.EventTime = i.curEvent
+	}
+	if i.cur.kind == workPoll {
+		i.noteEventTime(rec.EventTime)
 	}
 	if obs := i.node.cfg.Observer; obs != nil {
 		if i.curTrace != "" {
@@ -114,15 +116,26 @@ func (s stateView) Scan(prefix []byte, fn func(key, value []byte) error) error {
 	return s.i.store.Scan(s.i.lo, s.i.hi, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
 }
 
-// errEventTimeTODO is returned until event-time timers are implemented on
-// this branch (et-api); it must not reach main.
-var errEventTimeTODO = errors.New("sluice: event-time timers are not implemented yet")
+// SetEventTimer stores an event-time timer in the current key group; it
+// fires once the watermark reaches at (see eventtime.go).
+func (c *opContext) SetEventTimer(key string, at time.Time) error {
+	i := c.inst
+	if _, ok := i.opv.(core.EventTimerProcessor); !ok {
+		return fmt.Errorf("operator %q: SetEventTimer(%q): %w", i.key.op, key, core.ErrNotEventTimerProcessor)
+	}
+	i.store.SetEventTimer(i.curGroup, key, at)
+	i.etOps = append(i.etOps, timerOp{group: i.curGroup, key: key, at: at})
+	return nil
+}
 
-// SetEventTimer is not implemented yet (see errEventTimeTODO).
-func (c *opContext) SetEventTimer(key string, at time.Time) error { return errEventTimeTODO }
+// DeleteEventTimer removes an event-time timer from the current key group.
+func (c *opContext) DeleteEventTimer(key string) error {
+	i := c.inst
+	i.store.DeleteEventTimer(i.curGroup, key)
+	i.etOps = append(i.etOps, timerOp{group: i.curGroup, key: key, delete: true})
+	return nil
+}
 
-// DeleteEventTimer is not implemented yet (see errEventTimeTODO).
-func (c *opContext) DeleteEventTimer(key string) error { return errEventTimeTODO }
-
-// Watermark returns the instance's current watermark.
+// Watermark returns the instance's current watermark: the zero Time before
+// any, the end of time (year 2262) once its input ended.
 func (c *opContext) Watermark() time.Time { return wmTime(c.inst.watermark) }

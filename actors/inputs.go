@@ -129,6 +129,22 @@ func (in *inputs) watermark() (wm int64, allEnded bool) {
 	return wm, allEnded
 }
 
+// allIdle reports whether every live (expected, not ended) upstream is
+// idle, there being at least one.
+func (in *inputs) allIdle() bool {
+	live := false
+	for u := range in.expected {
+		if in.ended[u] {
+			continue
+		}
+		if !in.idle[u] {
+			return false
+		}
+		live = true
+	}
+	return live
+}
+
 // noteWatermark records a watermark (or idleness) of upstream u; it
 // reports whether u's watermark moved.
 func (in *inputs) noteWatermark(u upstream, c *flow.Control) bool {

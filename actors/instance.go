@@ -59,6 +59,8 @@ type instance struct {
 	deadLetters  atomic.Int64
 	transient    atomic.Int64 // transient failures of Poll and Flush (e.g. brokers unreachable)
 	queued       atomic.Int64 // records delivered and not yet processed
+	finished     atomic.Bool  // input ended, timers fired, end-of-stream forwarded
+	wmPub        atomic.Int64 // the watermark, published for status
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -66,6 +68,8 @@ type instance struct {
 	store  *persistence.Store
 	out    *flow.Producer
 	timers timerQueue
+	// event-time timers, fired by the watermark (eventtime.go)
+	etimers timerQueue
 
 	mode            mode
 	opv             core.Operator // current incarnation's operator (active mode)
@@ -85,8 +89,13 @@ type instance struct {
 	ins             inputs      // upstreams: barriers, watermarks, end-of-stream
 	ckHold          uint64      // state commits wait for the node's copy of this checkpoint
 	commitErr       error       // the last state commit's error, if it failed
-	watermark       int64       // the instance's event-time watermark (ns), forwarded
-	inputEnded      bool        // every upstream ended: end-of-stream forwarded
+	watermark       int64       // the instance's event-time watermark (ns; endOfTime once its input ended)
+	watermarkSet    int64       // the watermark last stored
+	wmSent          int64       // the watermark last forwarded
+	idleSent        bool        // idleness forwarded, and no watermark since
+	etDue           bool        // event-time timers may be due: they fire before further input
+	inputEnded      bool        // every upstream ended (a source: Poll returned ErrEndOfStream)
+	src             sourceWM    // a source's watermark generation (sourcewm.go)
 	gen             uint64      // rollback generation: older batches are dropped (rollback.go)
 	future          []*batchMsg // batches of a later generation, waiting for the reset
 	restoredGen     uint64      // the generation whose state the instance restored
@@ -100,6 +109,7 @@ type instance struct {
 	curGroup   int
 	curEvent   time.Time
 	timerOps   []timerOp
+	etOps      []timerOp        // event-time timer changes of the attempt
 	dur        durability       // at-least-once bookkeeping
 	logBacklog []persistence.KV // committed writes not yet in the state log
 	curTrace   string           // trace header for records produced now ("": untraced)
@@ -132,6 +142,7 @@ const (
 	workRecord
 	workTimer
 	workPoll
+	workEventTimer
 )
 
 // work is the item an instance is processing; when an attempt fails it stays
@@ -180,7 +191,9 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 		timers: newTimerQueue(),
 	}
 	inst.setOutputs(spec.Meta.Outputs)
-	inst.watermark = noWatermark
+	inst.watermark, inst.watermarkSet, inst.wmSent = noWatermark, noWatermark, noWatermark
+	inst.etimers = newTimerQueue()
+	inst.wmPub.Store(noWatermark)
 	inst.gen = op.node.gen.Load()
 	fc := op.node.flowConfig()
 	fc.Operator, fc.Index = key.op, key.index
@@ -363,7 +376,7 @@ func (i *instance) input(u unit) {
 		}
 		return
 	}
-	if i.blocked || len(i.stash) > 0 {
+	if i.blocked || len(i.stash) > 0 || i.etDue {
 		i.stash = append(i.stash, u)
 		return
 	}
@@ -384,6 +397,9 @@ func (i *instance) handle(u unit) {
 		i.poll()
 	case unitTimers:
 		i.fireTimers()
+	}
+	if i.etDue {
+		i.fireEventTimers() // set in the past by this unit's callbacks
 	}
 }
 
@@ -414,6 +430,9 @@ func (i *instance) quiet() string {
 	}
 	if i.cur.kind != workNone {
 		held = append(held, "a record or timer in progress")
+	}
+	if i.etDue && i.mode == modeActive {
+		held = append(held, "event-time timers due")
 	}
 	if blocked {
 		held = append(held, "blocked by backpressure")
@@ -486,10 +505,14 @@ func (i *instance) send(idle bool) {
 	}
 }
 
-// drain processes stashed input while the instance is active and not
-// blocked.
+// drain fires the event-time timers due, then processes stashed input,
+// while the instance is active and not blocked.
 func (i *instance) drain() {
-	for i.mode == modeActive && !i.blocked && len(i.stash) > 0 {
+	if i.etDue && i.mode == modeActive && !i.blocked {
+		i.fireEventTimers()
+		i.settle()
+	}
+	for i.mode == modeActive && !i.blocked && !i.etDue && len(i.stash) > 0 {
 		u := i.stash[0]
 		i.stash[0] = unit{}
 		i.stash = i.stash[1:]

@@ -34,6 +34,7 @@ func (i *instance) commit(sync bool) {
 		return
 	}
 	i.saveCounters()
+	i.saveWatermark()
 	flushed := i.flushOperator()
 	var err error
 	if i.node.cfg.StateLog != nil {
@@ -71,6 +72,7 @@ func (i *instance) activate() {
 	for _, t := range stored {
 		i.timers.set(t.Group, t.Key, t.At)
 	}
+	i.loadEventTime()
 	// The counters are the stored ones, or zero when the state holds none
 	// (a rollback to a checkpoint taken before the first commit, or to no
 	// checkpoint): never what this value counted before a rollback.
@@ -116,7 +118,7 @@ func (i *instance) startIncarnation() {
 	switch i.cur.kind {
 	case workRecord:
 		i.runBatch(i.cur.batch, i.cur.idx, i.cur.attempts, i.cur.lastErr)
-	case workTimer:
+	case workTimer, workEventTimer:
 		i.runTimer()
 		i.cur = work{}
 	case workPoll:
@@ -149,6 +151,7 @@ func (i *instance) release() {
 		i.opv = nil
 		i.timers.stop()
 		i.timers = newTimerQueue()
+		i.resetEventTime()
 		if i.pollTimer != nil {
 			i.pollTimer.Stop()
 		}
@@ -197,6 +200,7 @@ func (i *instance) onRestarting() {
 	i.store.Rollback()
 	i.out.Rollback()
 	i.timerOps = i.timerOps[:0]
+	i.etOps = i.etOps[:0]
 	i.closeOperator()
 	i.commit(true)
 	i.store.DropCache()
@@ -222,6 +226,7 @@ func (i *instance) onStopping() {
 	if i.mode == modeActive {
 		i.closeOperator()
 		i.saveCounters()
+		i.saveWatermark()
 		err = i.store.Commit(true)
 		i.node.event(i.key, EventStopped)
 	}

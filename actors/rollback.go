@@ -304,7 +304,7 @@ func (i *instance) reset(gen uint64) {
 	}
 	i.opv = nil
 	i.ckHold = 0
-	i.watermark, i.inputEnded = noWatermark, false
+	i.resetEventTime()
 	if i.mode != modeReleased {
 		i.mode = modeAwaiting
 		i.setState(StateAwaiting)

@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/sluicehq/sluice/internal/core"
+import (
+	"time"
+
+	"github.com/sluicehq/sluice/internal/core"
+)
 
 // InstanceState is what an instance is doing on a node.
 type InstanceState string
@@ -69,6 +73,13 @@ type InstanceStatus struct {
 	// of the instance's Poll and Flush, e.g. while an external system is
 	// unreachable: they are retried, not restarts.
 	TransientErrors int64
+	// Watermark is the instance's event-time watermark (zero before any;
+	// the end of time, year 2262, once its input ended).
+	Watermark time.Time
+	// Finished says the instance's input ended (a source: its Poll
+	// returned ErrEndOfStream), its event-time timers fired and it
+	// forwarded end-of-stream.
+	Finished bool
 	// LastError is the most recent failure, if any.
 	LastError string
 	// FailedReason says why the instance was marked failed.
@@ -93,6 +104,8 @@ func (i *instance) status() InstanceStatus {
 		TransientErrors: i.transient.Load(),
 		Queued:          i.queued.Load(),
 		StateBytes:      i.stateBytes(),
+		Watermark:       wmTime(i.wmPub.Load()),
+		Finished:        i.finished.Load(),
 		LastError:       i.lastError,
 		FailedReason:    i.failedReason,
 	}

@@ -66,8 +66,8 @@ func (q *timerQueue) apply(ops []timerOp) {
 	}
 }
 
-// setDuring reports whether ops (re)set the timer (group, key) last.
-func (q *timerQueue) setDuring(ops []timerOp, group int, key string) bool {
+// timerSetDuring reports whether ops (re)set the timer (group, key) last.
+func timerSetDuring(ops []timerOp, group int, key string) bool {
 	for j := len(ops) - 1; j >= 0; j-- {
 		if ops[j].group == group && ops[j].key == key {
 			return !ops[j].delete

@@ -30,6 +30,10 @@
 //	  initialBackoff: 10ms
 //	  maxBackoff: 5s
 //	  deadLetterAfter: 3
+//	watermarks:                 # a source's event-time watermarks (core.WatermarkStrategy)
+//	  outOfOrderness: 2s        # how late an event may be; 0 or absent: monotonic
+//	  idleness: 1m              # nothing produced this long: idle, holds nobody back
+//	  interval: 100ms           # at most one watermark per interval
 //
 // A manifest passes two checks. Parse checks the form of the text and
 // returns a *ParseError listing every problem with its line: bad syntax,

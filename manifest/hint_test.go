@@ -10,7 +10,7 @@ import (
 )
 
 func TestUnknownFieldHint(t *testing.T) {
-	all := ": want one of name, kind, executable, instances, keyGroups, inputs, outputs, cpus, mem, disk, retries, environment or restart"
+	all := ": want one of name, kind, executable, instances, keyGroups, inputs, outputs, cpus, mem, disk, retries, environment, restart or watermarks"
 	cases := []struct {
 		key  string
 		want string

@@ -55,5 +55,20 @@ func Metadata(m api.Manifest, base core.Metadata) core.Metadata {
 			}
 		}
 	}
+	if w := m.Watermarks; w != nil {
+		ws := core.WatermarkStrategy{}
+		if base.Watermarks != nil {
+			ws = *base.Watermarks
+		}
+		for _, d := range []struct {
+			s    string
+			into *time.Duration
+		}{{w.OutOfOrderness, &ws.OutOfOrderness}, {w.Idleness, &ws.Idleness}, {w.Interval, &ws.Interval}} {
+			if v, err := time.ParseDuration(d.s); err == nil && v >= 0 {
+				*d.into = v
+			}
+		}
+		meta.Watermarks = &ws
+	}
 	return meta.WithDefaults()
 }

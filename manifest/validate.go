@@ -58,6 +58,11 @@ func Validate(m api.Manifest) error {
 	if m.Restart != nil {
 		v.restart(*m.Restart)
 	}
+	if w := m.Watermarks; w != nil {
+		v.duration("watermarks.outOfOrderness", w.OutOfOrderness)
+		v.duration("watermarks.idleness", w.Idleness)
+		v.duration("watermarks.interval", w.Interval)
+	}
 	if len(v.problems) == 0 {
 		return nil
 	}
@@ -174,7 +179,7 @@ func (v *validation) restart(r api.ManifestRestart) {
 	}
 }
 
-// duration parses a restart duration; "" is 0 (the default). ok is false
+// duration parses a duration (restart policy, watermarks); "" is 0 (the default). ok is false
 // if s is invalid (and the problem recorded).
 func (v *validation) duration(field, s string) (d time.Duration, ok bool) {
 	if s == "" {

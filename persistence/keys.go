@@ -11,8 +11,11 @@ const (
 
 	// ClassState marks operator state keys.
 	ClassState byte = 's'
-	// ClassTimer marks timer keys.
+	// ClassTimer marks processing-time timer keys.
 	ClassTimer byte = 't'
+	// ClassEventTimer marks event-time timer keys (a key space of their
+	// own: the same key may name one timer of each kind).
+	ClassEventTimer byte = 'e'
 	// ClassMeta marks the runtime's own per-instance keys (such as the
 	// instance's processed-records counter), which move with the key group.
 	ClassMeta byte = 'm'

@@ -226,24 +226,47 @@ type Timer struct {
 	At    time.Time
 }
 
-// SetTimer stores a timer in key group kg.
-func (s *Store) SetTimer(kg int, key string, at time.Time) {
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], uint64(at.UnixNano()))
-	s.write(s.key(kg, ClassTimer, []byte(key)), v[:])
-}
+// SetTimer stores a processing-time timer in key group kg.
+func (s *Store) SetTimer(kg int, key string, at time.Time) { s.setTimer(ClassTimer, kg, key, at) }
 
-// DeleteTimer removes a stored timer from key group kg.
+// DeleteTimer removes a stored processing-time timer from key group kg.
 func (s *Store) DeleteTimer(kg int, key string) {
 	s.write(s.key(kg, ClassTimer, []byte(key)), nil)
 }
 
-// Timers returns every timer stored in key groups [first, end), including
-// uncommitted ones.
-func (s *Store) Timers(first, end int) ([]Timer, error) {
+// Timers returns every processing-time timer stored in key groups
+// [first, end), including uncommitted ones.
+func (s *Store) Timers(first, end int) ([]Timer, error) { return s.timers(ClassTimer, first, end) }
+
+// SetEventTimer stores an event-time timer in key group kg.
+func (s *Store) SetEventTimer(kg int, key string, at time.Time) {
+	s.setTimer(ClassEventTimer, kg, key, at)
+}
+
+// DeleteEventTimer removes a stored event-time timer from key group kg.
+func (s *Store) DeleteEventTimer(kg int, key string) {
+	s.write(s.key(kg, ClassEventTimer, []byte(key)), nil)
+}
+
+// EventTimers returns every event-time timer stored in key groups
+// [first, end), including uncommitted ones.
+func (s *Store) EventTimers(first, end int) ([]Timer, error) {
+	return s.timers(ClassEventTimer, first, end)
+}
+
+// setTimer stores a timer of class in key group kg: its due time in
+// nanoseconds, big-endian.
+func (s *Store) setTimer(class byte, kg int, key string, at time.Time) {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(at.UnixNano()))
+	s.write(s.key(kg, class, []byte(key)), v[:])
+}
+
+// timers returns the timers of class in key groups [first, end).
+func (s *Store) timers(class byte, first, end int) ([]Timer, error) {
 	var out []Timer
 	for kg := first; kg < end; kg++ {
-		err := s.scanGroup(kg, ClassTimer, nil, func(kg int, key, value []byte) error {
+		err := s.scanGroup(kg, class, nil, func(kg int, key, value []byte) error {
 			if len(value) != 8 {
 				return fmt.Errorf("persistence: timer %q in key group %d has a %d-byte value, want 8", key, kg, len(value))
 			}

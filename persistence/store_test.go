@@ -222,3 +222,48 @@ func TestPurgeOperatorAndClosed(t *testing.T) {
 		t.Fatalf("commit after close: %v, want ErrClosed", err)
 	}
 }
+
+func TestEventTimersKeySpaceOfTheirOwn(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	s := db.NewStore("op")
+	at := time.Unix(1700000000, 0)
+	s.SetTimer(3, "w", at)
+	s.SetEventTimer(3, "w", at.Add(time.Minute)) // same key, other kind
+	s.SetEventTimer(4, "x", at)
+	s.SetEventTimer(4, "gone", at)
+	s.DeleteEventTimer(4, "gone")
+	if err := s.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting the processing-time timer leaves the event-time one.
+	s.DeleteTimer(3, "w")
+	if err := s.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	db = open(t, dir)
+	st := db.NewStore("op")
+	proc, err := st.Timers(0, 256)
+	if err != nil || len(proc) != 0 {
+		t.Fatalf("processing-time timers = %+v (err %v), want none", proc, err)
+	}
+	ev, err := st.EventTimers(0, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Timer{{Group: 3, Key: "w", At: at.Add(time.Minute)}, {Group: 4, Key: "x", At: at}}
+	if len(ev) != 2 || ev[0].Group != 3 || ev[0].Key != "w" || !ev[0].At.Equal(want[0].At) || ev[1].Key != "x" || !ev[1].At.Equal(at) {
+		t.Fatalf("event timers = %+v, want %+v", ev, want)
+	}
+	// They move with their key group.
+	dst := open(t, t.TempDir())
+	err = db.ExportGroups("op", 4, 5, 1<<20, func(kvs []KV) error { return dst.ImportGroups("op", 4, 5, true, kvs) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved, err := dst.NewStore("op").EventTimers(0, 256)
+	if err != nil || len(moved) != 1 || moved[0].Key != "x" || moved[0].Group != 4 {
+		t.Fatalf("moved event timers = %+v (err %v), want x in group 4", moved, err)
+	}
+}

@@ -143,6 +143,17 @@ type Routing = core.Routing
 // RestartPolicy says how failures are handled.
 type RestartPolicy = core.RestartPolicy
 
+// WatermarkStrategy says how a source derives watermarks from event times
+// (Metadata.Watermarks): bounded out-of-orderness (0: monotonic),
+// idleness, interval.
+type WatermarkStrategy = core.WatermarkStrategy
+
+// WatermarkGenerator is implemented by sources with a custom watermark
+// strategy:
+//
+//	CurrentWatermark(ctx Context) time.Time
+type WatermarkGenerator = core.WatermarkGenerator
+
 // InstanceInfo describes a running instance.
 type InstanceInfo = core.InstanceInfo
 
@@ -195,6 +206,9 @@ var (
 	// ErrEndOfStream, returned by Poll, says a source has finished; the
 	// end of stream flows downstream in order after its records.
 	ErrEndOfStream = core.ErrEndOfStream
+	// ErrNotEventTimerProcessor is returned by SetEventTimer in an
+	// operator without ProcessEventTimer.
+	ErrNotEventTimerProcessor = core.ErrNotEventTimerProcessor
 	// ErrLaunchNeedsAuth is returned by Start for Config.Launch on a node
 	// whose control API requires no authentication: a launcher runs what
 	// deployers name, so only authenticated admins may deploy.

@@ -282,7 +282,7 @@ func sameSettings(a, b OperatorSpec) bool {
 	am, bm := a.Meta, b.Meta
 	return a.Kind == b.Kind && am.Name == bm.Name && am.Parallelism == bm.Parallelism && am.KeyGroups == bm.KeyGroups &&
 		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
-		a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
+		am.Watermarks.Equal(bm.Watermarks) && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
 		maps.Equal(a.Env, b.Env)
 }
 
@@ -290,5 +290,6 @@ func sameSettings(a, b OperatorSpec) bool {
 func sameCode(a, b OperatorSpec) bool {
 	am, bm := a.Meta.WithDefaults(), b.Meta.WithDefaults()
 	return a.Kind == b.Kind && am.Parallelism == bm.Parallelism &&
-		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart
+		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
+		am.Watermarks.Equal(bm.Watermarks)
 }

@@ -122,6 +122,17 @@ type Manifest struct {
 	Environment map[string]string `json:"environment,omitempty" yaml:"environment,omitempty"`
 	// Restart overrides the restart policy; durations as Go strings ("30s").
 	Restart *ManifestRestart `json:"restart,omitempty" yaml:"restart,omitempty"`
+	// Watermarks sets a source's watermark strategy (see
+	// core.WatermarkStrategy); an empty mapping means monotonic event
+	// times. Durations as Go strings ("2s").
+	Watermarks *ManifestWatermarks `json:"watermarks,omitempty" yaml:"watermarks,omitempty"`
+}
+
+// ManifestWatermarks is the watermark strategy of a Manifest.
+type ManifestWatermarks struct {
+	OutOfOrderness string `json:"outOfOrderness,omitempty" yaml:"outOfOrderness,omitempty"`
+	Idleness       string `json:"idleness,omitempty" yaml:"idleness,omitempty"`
+	Interval       string `json:"interval,omitempty" yaml:"interval,omitempty"`
 }
 
 // ManifestInput is one input of a Manifest.

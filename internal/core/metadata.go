@@ -26,6 +26,10 @@ type Metadata struct {
 	KeyGroups int
 	// Restart says how failures are handled; zero fields take defaults.
 	Restart RestartPolicy
+	// Watermarks, on a source, makes it emit watermarks derived from the
+	// event times of the records it produces (see WatermarkStrategy); nil
+	// means none: an event-time operator downstream then waits for ever.
+	Watermarks *WatermarkStrategy `json:",omitempty"`
 }
 
 // Input is one subscription: a stream and how its records are routed to the
@@ -142,6 +146,13 @@ func (m Metadata) WithDefaults() Metadata {
 	m.Inputs = in
 	m.Outputs = append([]string(nil), m.Outputs...)
 	m.Restart = m.Restart.WithDefaults()
+	if m.Watermarks != nil {
+		w := *m.Watermarks
+		if w.Interval == 0 {
+			w.Interval = DefaultWatermarkInterval
+		}
+		m.Watermarks = &w
+	}
 	return m
 }
 
@@ -232,6 +243,16 @@ func (m Metadata) Validate() error {
 		return bad("restart.maxBackoff", "must be ≥ initialBackoff (%v), got %v", p.InitialBackoff, p.MaxBackoff)
 	case p.DeadLetterAfter < 1:
 		return bad("restart.deadLetterAfter", "must be ≥ 1, got %d", p.DeadLetterAfter)
+	}
+	if w := m.Watermarks; w != nil {
+		switch {
+		case w.OutOfOrderness < 0:
+			return bad("watermarks.outOfOrderness", "must be ≥ 0 (0 for event times that never go back), got %v", w.OutOfOrderness)
+		case w.Idleness < 0:
+			return bad("watermarks.idleness", "must be ≥ 0 (0 for never idle), got %v", w.Idleness)
+		case w.Interval < 0:
+			return bad("watermarks.interval", "must be ≥ 0 (0 for the default, %v), got %v", DefaultWatermarkInterval, w.Interval)
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestValidName(t *testing.T) {
@@ -123,5 +124,40 @@ func TestMetadataValidateNames(t *testing.T) {
 				t.Fatalf("got %v, want a MetadataError on %s", err, tc.field)
 			}
 		})
+	}
+}
+
+func TestValidateWatermarkStrategy(t *testing.T) {
+	cases := []struct {
+		name  string
+		w     WatermarkStrategy
+		field string // "" for valid
+	}{
+		{"monotonic", WatermarkStrategy{}, ""},
+		{"bounded with idleness", WatermarkStrategy{OutOfOrderness: time.Second, Idleness: time.Minute}, ""},
+		{"negative out-of-orderness", WatermarkStrategy{OutOfOrderness: -1}, "watermarks.outOfOrderness"},
+		{"negative idleness", WatermarkStrategy{Idleness: -time.Second}, "watermarks.idleness"},
+		{"negative interval", WatermarkStrategy{Interval: -time.Millisecond}, "watermarks.interval"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.w
+			m := Metadata{Name: "src", Outputs: []string{"out"}, Watermarks: &w}.WithDefaults()
+			err := m.Validate()
+			var me *MetadataError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("Validate = %v, want nil", err)
+			case tc.field == "":
+				if m.Watermarks.Interval != DefaultWatermarkInterval {
+					t.Fatalf("interval after WithDefaults = %v, want %v", m.Watermarks.Interval, DefaultWatermarkInterval)
+				}
+			case !errors.As(err, &me) || me.Field != tc.field || me.Operator != "src":
+				t.Fatalf("Validate = %v, want a MetadataError for operator src, field %s", err, tc.field)
+			}
+		})
+	}
+	if w := (&WatermarkStrategy{Idleness: time.Second}); !w.Equal(&WatermarkStrategy{Idleness: time.Second}) || w.Equal(nil) {
+		t.Fatal("WatermarkStrategy.Equal compares the wrong things")
 	}
 }

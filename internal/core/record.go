@@ -16,7 +16,8 @@ type Record struct {
 	Value []byte
 	// EventTime is when the event happened. A record produced with a zero
 	// EventTime takes the event time of the record or timer being processed,
-	// or the current time in a source.
+	// or, in a source, the time its Poll started (ingestion time), which
+	// then counts for the source's watermarks like any other event time.
 	EventTime time.Time
 	// Headers carry metadata such as trace context and, on dead letters, the
 	// error. Keys starting with "sluice-" are reserved for the runtime.
@@ -53,6 +54,7 @@ const (
 	// HeaderInstance holds the index of the instance that gave up, in decimal.
 	HeaderInstance = "sluice-instance"
 	// HeaderStream names the input stream the record arrived on, or is
-	// "timer" for a timer that kept failing (the record key is the timer key).
+	// "timer" for a timer that kept failing, "event-timer" for an
+	// event-time timer (the record key is the timer key).
 	HeaderStream = "sluice-stream"
 )
