@@ -47,6 +47,9 @@ type Source struct {
 	Parallelism int
 	// Batch is the most records produced per Poll; 0 means 1024.
 	Batch int
+	// Watermarks is the source's watermark strategy (see
+	// sdk.WatermarkStrategy); nil means none.
+	Watermarks *sdk.WatermarkStrategy
 	// End makes the source finish once it has produced its share of
 	// Count: Poll then returns sdk.ErrEndOfStream, so end-of-stream flows
 	// downstream. Without it a source that reached Count idles.
@@ -66,7 +69,7 @@ var positionKey = []byte("generate/next")
 
 // Metadata implements sdk.Operator.
 func (s *Source) Metadata() sdk.Metadata {
-	return sdk.Metadata{Name: s.Name, Outputs: []string{s.Stream}, Parallelism: s.Parallelism}
+	return sdk.Metadata{Name: s.Name, Outputs: []string{s.Stream}, Parallelism: s.Parallelism, Watermarks: s.Watermarks}
 }
 
 // ResumesFromState implements sdk.Resumable: after Init, Poll continues

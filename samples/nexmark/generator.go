@@ -180,11 +180,13 @@ func DecodeBid(b []byte) (auction, bidder, price int64, ok bool, err error) {
 // Source returns the generator source: events 0..count−1 to the events
 // stream with their event time; instance j of parallelism p produces the
 // events ≡ j (mod p), batch per Poll (0: 1024), then ends
-// (sdk.ErrEndOfStream). It is a generate.Source, so it resumes from its
+// (sdk.ErrEndOfStream). Its watermark follows its event times
+// (monotonic). It is a generate.Source, so it resumes from its
 // position in State.
 func (g *Generator) Source(count int64, parallelism, batch int) sdk.Factory {
 	return func() sdk.Operator {
 		return &generate.Source{Name: SourceName, Stream: EventsStream, Count: count, Parallelism: parallelism, Batch: batch, End: true,
+			Watermarks: &sdk.WatermarkStrategy{}, // event times never go back per instance
 			Make: func(i int64, _ *rand.Rand) sdk.Record {
 				e := g.Event(i)
 				return sdk.Record{Value: e.Encode(nil), EventTime: e.DateTime}

@@ -66,7 +66,6 @@ func TestQ5Exact(t *testing.T) {
 					got[end.UnixNano()] = h
 				}
 			}
-			g.WatermarkSources(0) // event times never go back per source instance
 			if err := g.RunSources(1000); err != nil {
 				t.Fatal(err)
 			}

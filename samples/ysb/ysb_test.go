@@ -64,7 +64,6 @@ func TestPipelineExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g.WatermarkSources(0) // event times never go back per source instance
 			midway := false
 			for polls := 0; ; polls++ {
 				if polls > 1000 {

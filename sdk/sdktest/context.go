@@ -49,7 +49,7 @@ func (c opContext) DeleteTimer(key string) error {
 func (c opContext) SetEventTimer(key string, at time.Time) error {
 	h := c.h
 	if _, ok := h.op.(sdk.EventTimerProcessor); !ok {
-		return fmt.Errorf("operator %q: SetEventTimer: the operator does not implement ProcessEventTimer (sdk.EventTimerProcessor)", h.meta.Name)
+		return fmt.Errorf("operator %q: SetEventTimer: %w", h.meta.Name, sdk.ErrNotEventTimerProcessor)
 	}
 	h.etimers.set(h.group, key, at)
 	return nil

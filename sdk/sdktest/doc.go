@@ -31,11 +31,18 @@
 //     (a fresh Operator from the Factory, then Init);
 //   - producing to an undeclared stream is sdk.ErrUnknownStream; setting
 //     an event-time timer on an operator that is not an
-//     sdk.EventTimerProcessor is an error; a watermark never goes back.
+//     sdk.EventTimerProcessor is sdk.ErrNotEventTimerProcessor; a
+//     watermark never goes back;
+//   - a source with Metadata.Watermarks (or a sdk.WatermarkGenerator)
+//     raises its watermark after each Poll; a source whose Poll returns
+//     sdk.ErrEndOfStream finishes and its watermark goes to EndOfTime.
 //
 // A Graph wires several operators (each with its parallelism, records
 // routed by each input's routing) and runs them to quiescence after every
-// step; watermarks advance operator by operator in stream order, so what an
+// step. After each Poll the other operators' watermark follows the
+// sources' (the minimum over their instances; PollSources and RunSources
+// poll them all), and AdvanceWatermark and End move it by hand;
+// watermarks advance operator by operator in stream order, so what an
 // upstream operator's timers produce reaches downstream before the
 // downstream watermark passes it, as watermarks travel in band in the
 // runtime.

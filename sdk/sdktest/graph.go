@@ -24,10 +24,7 @@ type Graph struct {
 	out    map[string][]sdk.Record
 	queue  []Produced
 
-	wmSources bool          // WatermarkSources was called
-	ooo       time.Duration // its out-of-orderness
-	maxEvent  map[*Harness]time.Time
-	wm        time.Time // the last watermark PollSources set
+	wm time.Time // the sources' watermark last passed downstream
 }
 
 type graphOp struct {
@@ -39,8 +36,7 @@ type graphOp struct {
 // NewGraph creates every instance of every operator (see New; opts apply
 // to every instance, WithInstance excepted).
 func NewGraph(factories []sdk.Factory, opts ...Option) (*Graph, error) {
-	g := &Graph{byName: map[string]*graphOp{}, subs: map[string][]*graphOp{}, out: map[string][]sdk.Record{},
-		maxEvent: map[*Harness]time.Time{}}
+	g := &Graph{byName: map[string]*graphOp{}, subs: map[string][]*graphOp{}, out: map[string][]sdk.Record{}}
 	var ops []*graphOp
 	for _, f := range factories {
 		meta := f().Metadata().WithDefaults()
@@ -154,22 +150,14 @@ func (g *Graph) Poll(op string) (finished bool, err error) {
 		}
 		finished = finished && h.Finished()
 	}
-	return finished, g.run()
+	if err := g.run(); err != nil {
+		return false, err
+	}
+	return finished, g.followSources()
 }
 
-// WatermarkSources makes PollSources and RunSources move the watermark
-// after each round of polls, as a bounded-out-of-orderness watermark
-// strategy at the sources does: to the minimum, over the source instances
-// that have not finished, of the largest event time each has produced
-// minus outOfOrderness (0: event times never go back). It holds while an
-// unfinished instance has produced nothing.
-func (g *Graph) WatermarkSources(outOfOrderness time.Duration) {
-	g.ooo, g.wmSources = outOfOrderness, true
-}
-
-// PollSources polls every source once (see Poll), then moves the
-// watermark if WatermarkSources asked for it. It reports whether every
-// source has finished.
+// PollSources polls every source once (see Poll). It reports whether
+// every source has finished.
 func (g *Graph) PollSources() (finished bool, err error) {
 	finished = true
 	for _, op := range g.ops {
@@ -182,31 +170,39 @@ func (g *Graph) PollSources() (finished bool, err error) {
 		}
 		finished = finished && fin
 	}
-	if !g.wmSources || finished {
-		return finished, nil
-	}
-	wm, ok := EndOfTime, true
+	return finished, nil
+}
+
+// followSources moves the watermark of every operator to the minimum of
+// the sources' watermarks (a finished source's is EndOfTime), in stream
+// order, as watermarks travel in the runtime; it holds while a source that
+// has not finished has none (no strategy, or nothing produced yet).
+func (g *Graph) followSources() error {
+	wm := EndOfTime
 	for _, op := range g.ops {
-		if _, src := op.insts[0].op.(sdk.Source); !src {
+		if _, src := op.insts[0].op.(sdk.Source); !src || len(op.meta.Inputs) > 0 {
 			continue
 		}
 		for _, h := range op.insts {
-			if h.Finished() {
-				continue
-			}
-			max, seen := g.maxEvent[h]
-			if !seen {
-				ok = false
-			} else if w := max.Add(-g.ooo); w.Before(wm) {
-				wm = w
+			switch {
+			case h.Finished():
+			case h.Watermark().IsZero():
+				return nil
+			case h.Watermark().Before(wm):
+				wm = h.Watermark()
 			}
 		}
 	}
-	if !ok || !wm.After(g.wm) {
-		return false, nil
+	if !wm.After(g.wm) {
+		return nil
 	}
 	g.wm = wm
-	return false, g.AdvanceWatermark(wm)
+	return g.each(func(h *Harness) error {
+		if wm.After(h.Watermark()) {
+			return h.AdvanceWatermark(wm)
+		}
+		return nil
+	})
 }
 
 // RunSources calls PollSources until every source has finished, at most
@@ -260,9 +256,6 @@ func (g *Graph) each(fn func(*Harness) error) error {
 // collect moves what h produced to the queue and the outputs.
 func (g *Graph) collect(h *Harness) {
 	for _, p := range h.takeLog() {
-		if max, ok := g.maxEvent[h]; !ok || p.Record.EventTime.After(max) {
-			g.maxEvent[h] = p.Record.EventTime
-		}
 		g.out[p.Stream] = append(g.out[p.Stream], p.Record)
 		g.queue = append(g.queue, p)
 	}

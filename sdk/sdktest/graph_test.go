@@ -13,9 +13,14 @@ import (
 
 // numbers produces records 0..n-1 with keys k<i mod 5>, 10 per Poll, then
 // ends; its position is in State.
-type numbers struct{ n int64 }
+type numbers struct {
+	n  int64
+	wm *sdk.WatermarkStrategy
+}
 
-func (numbers) Metadata() sdk.Metadata { return sdk.Metadata{Name: "numbers", Outputs: []string{"in"}} }
+func (s numbers) Metadata() sdk.Metadata {
+	return sdk.Metadata{Name: "numbers", Outputs: []string{"in"}, Watermarks: s.wm}
+}
 func (numbers) Init(sdk.Context) error { return nil }
 func (numbers) ProcessRecord(sdk.Context, sdk.Record) error {
 	return errors.New("numbers has no inputs")
@@ -81,15 +86,18 @@ func TestGraphRoutesByKeyGroupAndEnds(t *testing.T) {
 	}
 }
 
-func TestGraphWatermarkSources(t *testing.T) {
+// TestGraphFollowsSourceWatermarks: a source's watermark strategy moves
+// the watermark downstream after each Poll.
+func TestGraphFollowsSourceWatermarks(t *testing.T) {
 	g, err := sdktest.NewGraph([]sdk.Factory{
-		func() sdk.Operator { return numbers{n: 95} },
+		func() sdk.Operator {
+			return numbers{n: 95, wm: &sdk.WatermarkStrategy{OutOfOrderness: 2 * time.Second}}
+		},
 		func() sdk.Operator { return counter{} },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.WatermarkSources(2 * time.Second)
 	if _, err := g.PollSources(); err != nil {
 		t.Fatal(err)
 	}

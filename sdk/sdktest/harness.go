@@ -76,9 +76,10 @@ type Harness struct {
 	pending []Produced              // the current attempt's outputs
 
 	now, wm  time.Time
-	ended    bool // End was called
-	finished bool // a source's Poll returned ErrEndOfStream
-	group    int  // the current attempt's key group
+	maxEvent time.Time // a source's largest event time produced
+	ended    bool      // End was called
+	finished bool      // a source's Poll returned ErrEndOfStream
+	group    int       // the current attempt's key group
 	event    time.Time
 	restarts int
 	closed   bool
@@ -174,8 +175,16 @@ func (h *Harness) Send(stream string, recs ...sdk.Record) error {
 
 // Poll calls the source's Poll once, with the harness's processing time as
 // the event time of records produced without one. A Poll that returns
-// sdk.ErrEndOfStream keeps its records and marks the source finished; the
-// error is returned so the test sees it.
+// sdk.ErrEndOfStream keeps its records and finishes the source: its
+// watermark goes to EndOfTime (its event timers fire) and the error is
+// returned so the test sees it.
+//
+// A source with Metadata.Watermarks or a sdk.WatermarkGenerator raises its
+// watermark after every successful Poll (the largest event time produced
+// so far minus OutOfOrderness, or what CurrentWatermark returns; never
+// backwards) and fires its event timers, as the runtime does; the
+// strategy's Interval and Idleness, which are about processing time, do
+// not apply here.
 func (h *Harness) Poll() error {
 	src, ok := h.op.(sdk.Source)
 	if !ok {
@@ -185,20 +194,43 @@ func (h *Harness) Poll() error {
 		return fmt.Errorf("sdktest: operator %q: poll after end of stream: %w", h.meta.Name, sdk.ErrEndOfStream)
 	}
 	var eos error
+	var generated time.Time
+	pollMax := h.maxEvent
 	err := h.attempt(h.info.FirstGroup, h.now, func() error {
 		err := src.Poll(h.context())
 		if errors.Is(err, sdk.ErrEndOfStream) {
-			eos = err
-			return nil
+			eos, err = err, nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		for _, p := range h.pending {
+			if p.Record.EventTime.After(pollMax) {
+				pollMax = p.Record.EventTime
+			}
+		}
+		if g, ok := h.op.(sdk.WatermarkGenerator); ok {
+			generated = g.CurrentWatermark(h.context())
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
+	h.maxEvent = pollMax
 	if eos != nil {
 		h.finished = true
+		if err := h.AdvanceWatermark(EndOfTime); err != nil {
+			return err
+		}
 		return eos
+	}
+	wm := generated
+	if _, custom := h.op.(sdk.WatermarkGenerator); !custom && h.meta.Watermarks != nil && !h.maxEvent.IsZero() {
+		wm = h.maxEvent.Add(-h.meta.Watermarks.OutOfOrderness)
+	}
+	if wm.After(h.wm) {
+		return h.AdvanceWatermark(wm)
 	}
 	return nil
 }
