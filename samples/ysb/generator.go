@@ -123,13 +123,14 @@ func uuid(hi, lo uint64) string {
 
 // Source returns the generator source: events 0..count−1 as JSON records
 // to the events stream, with their event time; instance j of parallelism
-// p produces the events ≡ j (mod p), in order, batch per Poll (0: 1024),
+// p produces the events ≡ j (mod p), in order, batch per Poll (0: 1024)
+// and at most rate per second (0: unlimited),
 // then ends (sdk.ErrEndOfStream). Its watermark follows its event times
 // (monotonic). It is a generate.Source, so it resumes
 // from its position in State.
-func (g *Generator) Source(count int64, parallelism, batch int) sdk.Factory {
+func (g *Generator) Source(count int64, parallelism, batch int, rate float64) sdk.Factory {
 	return func() sdk.Operator {
-		return &generate.Source{Name: SourceName, Stream: EventsStream, Count: count, Parallelism: parallelism, Batch: batch, End: true,
+		return &generate.Source{Name: SourceName, Stream: EventsStream, Count: count, Parallelism: parallelism, Batch: batch, Rate: rate, End: true,
 			Watermarks: &sdk.WatermarkStrategy{}, // event times never go back per instance
 			Make: func(i int64, _ *rand.Rand) sdk.Record {
 				e := g.Event(i)

@@ -56,6 +56,9 @@ type Config struct {
 	Parallelism, SourceParallelism int
 	// Batch is the number of events per source Poll; 0 means 1024.
 	Batch int
+	// Rate limits each source instance to this many events per second
+	// (processing time); 0 means unlimited.
+	Rate float64
 }
 
 // WithDefaults fills in zero fields.
@@ -92,7 +95,7 @@ func Operators(c Config, results *Results) ([]sdk.Factory, error) {
 		return nil, err
 	}
 	fs := []sdk.Factory{
-		gen.Source(c.Events, c.SourceParallelism, c.Batch),
+		gen.Source(c.Events, c.SourceParallelism, c.Batch, c.Rate),
 		func() sdk.Operator { return Parse{Table: gen.Table, Parallelism: c.Parallelism} },
 		windows,
 	}
