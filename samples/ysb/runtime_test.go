@@ -20,7 +20,11 @@ func start(t *testing.T, cfg ysb.Config, res *ysb.Results) *sdk.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, fs...)
+	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
+		// No checkpoint during the run: one begun after the sources
+		// finished does not complete (a runtime bug, reported), and Stop
+		// then waits for its 1 min timeout.
+		CheckpointInterval: time.Hour}, fs...)
 	if err != nil {
 		t.Fatal(err)
 	}
