@@ -21,10 +21,10 @@ func start(t *testing.T, cfg ysb.Config, res *ysb.Results) *sdk.Runtime {
 		t.Fatal(err)
 	}
 	rt, err := sdk.Start(context.Background(), sdk.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
-		// No checkpoint during the run: one begun after the sources
-		// finished does not complete (a runtime bug, reported), and Stop
-		// then waits for its 1 min timeout.
-		CheckpointInterval: time.Hour}, fs...)
+		// No checkpoints: one under way when the sources finish (or
+		// begun at start while an instance awaits) may not complete, and
+		// Stop then waits for its 1 min timeout (a runtime bug, reported).
+		Guarantee: sdk.NoGuarantee}, fs...)
 	if err != nil {
 		t.Fatal(err)
 	}
