@@ -28,14 +28,19 @@ import (
 )
 
 // kinds returns the operator kinds this binary hosts.
-func kinds() []sdk.Factory {
+func kinds() ([]sdk.Factory, error) {
 	dash := adnetwork.NewDashboard()
+	windowed, err := wordcount.WindowedCountsFactory(0)
+	if err != nil {
+		return nil, err
+	}
 	return append(adnetwork.Operators(adnetwork.Config{}, dash),
 		wordcount.SentenceSource(1000, 0),
 		func() sdk.Operator { return wordcount.Split{} },
 		func() sdk.Operator { return wordcount.Count{} },
 		func() sdk.Operator { return wordcount.Top{} },
-	)
+		windowed,
+	), nil
 }
 
 func main() {
@@ -58,10 +63,15 @@ func main() {
 	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	list := flag.Bool("kinds", false, "list the built-in kinds and exit")
 	flag.Parse()
+	factories, err := kinds()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-node:", err)
+		os.Exit(2)
+	}
 	cfg.ControlSecurity, cfg.LaunchPolicy, cfg.NodeSecurity = &sec, &policy, &nodeSec
 
 	if *list {
-		for _, f := range kinds() {
+		for _, f := range factories {
 			m := f().Metadata()
 			fmt.Printf("%-18s inputs %v outputs %v\n", m.Name, m.Inputs, m.Outputs)
 		}
@@ -75,7 +85,7 @@ func main() {
 	cfg.StopTimeout = 60 * time.Second
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := sdk.Run(ctx, cfg, kinds()...); err != nil {
+	if err := sdk.Run(ctx, cfg, factories...); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-node:", err)
 		os.Exit(1)
 	}

@@ -47,6 +47,13 @@ type Source struct {
 	Parallelism int
 	// Batch is the most records produced per Poll; 0 means 1024.
 	Batch int
+	// Watermarks is the source's watermark strategy (see
+	// sdk.WatermarkStrategy); nil means none.
+	Watermarks *sdk.WatermarkStrategy
+	// End makes the source finish once it has produced its share of
+	// Count: Poll then returns sdk.ErrEndOfStream, so end-of-stream flows
+	// downstream. Without it a source that reached Count idles.
+	End bool
 
 	next    int64 // next record number of this instance
 	step    int64
@@ -62,7 +69,7 @@ var positionKey = []byte("generate/next")
 
 // Metadata implements sdk.Operator.
 func (s *Source) Metadata() sdk.Metadata {
-	return sdk.Metadata{Name: s.Name, Outputs: []string{s.Stream}, Parallelism: s.Parallelism}
+	return sdk.Metadata{Name: s.Name, Outputs: []string{s.Stream}, Parallelism: s.Parallelism, Watermarks: s.Watermarks}
 }
 
 // ResumesFromState implements sdk.Resumable: after Init, Poll continues
@@ -115,6 +122,9 @@ func (s *Source) Poll(ctx sdk.Context) error {
 		ctx.State().Set(positionKey, strconv.AppendInt(nil, next, 10))
 		s.sent += (next - s.next) / s.step
 		s.next = next
+	}
+	if s.End && s.Count > 0 && s.next >= s.Count {
+		return sdk.ErrEndOfStream
 	}
 	return nil
 }

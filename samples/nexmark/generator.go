@@ -1,0 +1,195 @@
+package nexmark
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/sluicehq/sluice/connectors/generate"
+	"github.com/sluicehq/sluice/sdk"
+)
+
+// The Nexmark generator's published distributions (Beam's
+// NexmarkGenerator and Flink's nexmark port, default configuration): out
+// of every 50 events 1 is a person, 3 are auctions and 46 are bids; half of
+// the bids go to the newest "hot" auction, the others to one of the 100
+// auctions in flight (or up to 10 ahead); three quarters of the bidders
+// are hot people, the others one of the 1,000 active people; prices are
+// 10^U(0,6) × 100 cents.
+const (
+	personProportion  = 1
+	auctionProportion = 3
+	totalProportion   = 50 // with 46 bids
+	hotAuctionRatio   = 2
+	hotBiddersRatio   = 4
+	inFlightAuctions  = 100
+	auctionIDLead     = 10
+	activePeople      = 1000
+	personIDLead      = 10
+	firstAuctionID    = 1000
+	firstPersonID     = 1000
+)
+
+// Kind is the kind of a Nexmark event.
+type Kind byte
+
+// Event kinds, as the first byte of an encoded event.
+const (
+	Person  Kind = 'p'
+	Auction Kind = 'a'
+	Bid     Kind = 'b'
+)
+
+// Event is one Nexmark event; only the fields the queries here read are
+// kept (a person's and an auction's ids, a bid's auction, bidder and
+// price).
+type Event struct {
+	Kind     Kind
+	ID       int64 // person or auction id
+	Auction  int64 // bid
+	Bidder   int64 // bid
+	Price    int64 // bid, in cents
+	DateTime time.Time
+}
+
+// Generator makes event number i of a run, the same on every call: a
+// function of the seed and i, at Start + i/EventsPerSecond.
+type Generator struct {
+	Seed            uint64
+	Start           time.Time
+	EventsPerSecond int64
+}
+
+// Event returns event number i.
+func (g *Generator) Event(i int64) Event {
+	r := rng{s: mix(g.Seed, uint64(i))}
+	e := Event{DateTime: g.Start.Add(time.Duration(i * int64(time.Second) / g.EventsPerSecond))}
+	switch off := i % totalProportion; {
+	case off < personProportion:
+		e.Kind, e.ID = Person, lastPerson(i)+firstPersonID
+	case off < personProportion+auctionProportion:
+		e.Kind, e.ID = Auction, lastAuction(i)+firstAuctionID
+	default:
+		e.Kind = Bid
+		if r.intn(hotAuctionRatio) > 0 {
+			e.Auction = (lastAuction(i) / hotAuctionRatio) * hotAuctionRatio
+		} else {
+			last := lastAuction(i)
+			lo := max(last-inFlightAuctions, 0)
+			e.Auction = lo + r.intn(last-lo+1+auctionIDLead)
+		}
+		e.Auction += firstAuctionID
+		if r.intn(hotBiddersRatio) > 0 {
+			e.Bidder = (lastPerson(i)/hotBiddersRatio)*hotBiddersRatio + 1
+		} else {
+			people := lastPerson(i) + 1
+			active := min(people, activePeople)
+			e.Bidder = people - active + r.intn(active+personIDLead)
+		}
+		e.Bidder += firstPersonID
+		e.Price = int64(math.Round(math.Pow(10, r.float()*6) * 100))
+	}
+	return e
+}
+
+// lastAuction returns the base-0 id of the last auction generated at or
+// before event i (Beam's lastBase0AuctionId).
+func lastAuction(i int64) int64 {
+	epoch, off := i/totalProportion, i%totalProportion
+	switch {
+	case off < personProportion:
+		epoch--
+		off = auctionProportion - 1
+	case off >= personProportion+auctionProportion:
+		off = auctionProportion - 1
+	default:
+		off -= personProportion
+	}
+	return epoch*auctionProportion + off
+}
+
+// lastPerson returns the base-0 id of the last person generated at or
+// before event i (Beam's lastBase0PersonId).
+func lastPerson(i int64) int64 {
+	epoch, off := i/totalProportion, i%totalProportion
+	if off >= personProportion {
+		off = personProportion - 1
+	}
+	return epoch*personProportion + off
+}
+
+// rng is SplitMix64, seeded per event.
+type rng struct{ s uint64 }
+
+func (r *rng) next() uint64 {
+	r.s += 0x9e3779b97f4a7c15
+	return mix(r.s, 0)
+}
+
+// intn returns a number in [0, n); n > 0.
+func (r *rng) intn(n int64) int64 { return int64(r.next() % uint64(n)) }
+
+// float returns a number in [0, 1).
+func (r *rng) float() float64 { return float64(r.next()>>11) / (1 << 53) }
+
+func mix(seed, i uint64) uint64 {
+	z := seed + (i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Encode appends e's encoding: its kind, then uvarints (person and
+// auction: id; bid: auction, bidder, price). The event time travels as the
+// record's EventTime.
+func (e Event) Encode(b []byte) []byte {
+	b = append(b, byte(e.Kind))
+	if e.Kind == Bid {
+		b = binary.AppendUvarint(b, uint64(e.Auction))
+		b = binary.AppendUvarint(b, uint64(e.Bidder))
+		return binary.AppendUvarint(b, uint64(e.Price))
+	}
+	return binary.AppendUvarint(b, uint64(e.ID))
+}
+
+// errCorrupt is returned for a record that is not an encoded event.
+var errCorrupt = errors.New("nexmark: corrupt event")
+
+// DecodeBid decodes an encoded event; ok is false if it is not a bid.
+func DecodeBid(b []byte) (auction, bidder, price int64, ok bool, err error) {
+	if len(b) == 0 {
+		return 0, 0, 0, false, errCorrupt
+	}
+	if Kind(b[0]) != Bid {
+		return 0, 0, 0, false, nil
+	}
+	var v [3]uint64
+	b = b[1:]
+	for j := range v {
+		n, w := binary.Uvarint(b)
+		if w <= 0 {
+			return 0, 0, 0, false, errCorrupt
+		}
+		v[j], b = n, b[w:]
+	}
+	return int64(v[0]), int64(v[1]), int64(v[2]), true, nil
+}
+
+// Source returns the generator source: events 0..count−1 to the events
+// stream with their event time; instance j of parallelism p produces the
+// events ≡ j (mod p), batch per Poll (0: 1024), then ends
+// (sdk.ErrEndOfStream). Its watermark follows its event times
+// (monotonic). It is a generate.Source, so it resumes from its
+// position in State.
+func (g *Generator) Source(count int64, parallelism, batch int) sdk.Factory {
+	return func() sdk.Operator {
+		return &generate.Source{Name: SourceName, Stream: EventsStream, Count: count, Parallelism: parallelism, Batch: batch, End: true,
+			Watermarks: &sdk.WatermarkStrategy{}, // event times never go back per instance
+			Make: func(i int64, _ *rand.Rand) sdk.Record {
+				e := g.Event(i)
+				return sdk.Record{Value: e.Encode(nil), EventTime: e.DateTime}
+			}}
+	}
+}

@@ -1,0 +1,49 @@
+// Package sdktest runs operators in memory, synchronously and
+// deterministically, for unit tests: no actors, no Pebble, no goroutines.
+// It is Sluice's counterpart of Kafka Streams' TopologyTestDriver and
+// Flink's operator test harness.
+//
+// A Harness drives one operator instance: feed records on its named inputs
+// (Send), call a source's Poll, move processing time (AdvanceTime fires
+// SetTimer timers that are due, in time order) and the watermark
+// (AdvanceWatermark fires event-time timers, in time order; End ends the
+// input: the watermark passes every event time), then read what it
+// produced per stream (Output, Take), its state per key group and its
+// pending timers of both kinds.
+//
+//	h, err := sdktest.New(func() sdk.Operator { return Counter{} })
+//	err = h.Send("words", sdk.Record{Key: []byte("a")})
+//	got := h.Take("counts") // the records produced to "counts" so far
+//
+// The harness implements sdk.Context and sdk.State with the runtime's
+// semantics:
+//   - a record from a group-by input is processed in its key's key group
+//     (placement.KeyGroup, as the runtime does), a timer in the key group it
+//     was set in, anything else (other routings, Init, Poll) in the
+//     instance's first key group; State.Scan sees the current key group
+//     only, in key order;
+//   - a record produced with a zero EventTime takes the event time of the
+//     record or timer being processed (a processing-time timer's or event
+//     timer's due time), or the harness's processing time in Poll;
+//   - a callback that fails (error or panic) has no effect: its state
+//     writes, timer changes and produced records are discarded, the error
+//     is returned to the test, and the instance restarts as in the runtime
+//     (a fresh Operator from the Factory, then Init);
+//   - producing to an undeclared stream is sdk.ErrUnknownStream; setting
+//     an event-time timer on an operator that is not an
+//     sdk.EventTimerProcessor is sdk.ErrNotEventTimerProcessor; a
+//     watermark never goes back;
+//   - a source with Metadata.Watermarks (or a sdk.WatermarkGenerator)
+//     raises its watermark after each Poll; a source whose Poll returns
+//     sdk.ErrEndOfStream finishes and its watermark goes to EndOfTime.
+//
+// A Graph wires several operators (each with its parallelism, records
+// routed by each input's routing) and runs them to quiescence after every
+// step. After each Poll the other operators' watermark follows the
+// sources' (the minimum over their instances; PollSources and RunSources
+// poll them all), and AdvanceWatermark and End move it by hand;
+// watermarks advance operator by operator in stream order, so what an
+// upstream operator's timers produce reaches downstream before the
+// downstream watermark passes it, as watermarks travel in band in the
+// runtime.
+package sdktest

@@ -1,0 +1,37 @@
+// Package window provides window operators with incremental aggregation:
+// tumbling, hopping (sliding), session, count and global windows per
+// record key, closed by event-time timers as the watermark passes them.
+//
+// A window operator reads one stream with group-by routing and keeps, per
+// (key, window), one accumulator of an Aggregator in State, never the
+// window's records (unless the aggregator collects them, as Collect does).
+// A record is added to every window it belongs to; the watermark passing a
+// window's end fires the window's event timer, which produces the result
+// (OnClose, the default) and removes the window's state, or keeps it until
+// end + Config.Lateness so that late records update it (each producing an
+// updated result). A record too late for all of its windows goes to the
+// "<operator>.late" stream unchanged. With OnUpdate every record produces
+// its windows' current results.
+//
+//	counts, err := window.New(window.Config{
+//		Name: "views-per-campaign", Input: "views", Output: "view-counts",
+//		Windows: window.Tumbling(10 * time.Second),
+//	}, window.Count())
+//	// counts is an sdk.Factory: pass it to sdk.Run with the other operators.
+//
+// A result record has the window's key as Key, the aggregator's Result as
+// Value and, for event-time windows, the window's bounds in the
+// HeaderStart and HeaderEnd headers (Unix nanoseconds; Bounds parses them)
+// and end − 1 ns as EventTime, so that a downstream window operator puts
+// it in the same window.
+//
+// Bad input: New rejects a window size, slide, gap or count ≤ 0, a slide
+// larger than the size and a negative lateness with a *ConfigError naming
+// the operator and the field; a record without an event time under an
+// event-time window fails with ErrNoEventTime (the runtime retries it,
+// then sends it to "<operator>.deadletter" with the error), so it never
+// lands in a wrong window.
+//
+// Operators are tested with sdk/sdktest, which drives the watermark
+// deterministically.
+package window
