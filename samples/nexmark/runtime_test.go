@@ -49,11 +49,7 @@ func TestQ5RuntimeExact(t *testing.T) {
 				t.Fatal(err)
 			}
 			sink := &collector{got: map[int64]string{}}
-			rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
-				// No checkpoints: one under way when the sources finish (or
-				// begun at start while an instance awaits) may not complete, and
-				// Stop then waits for its 1 min timeout (a runtime bug, reported).
-				Guarantee: sdk.NoGuarantee},
+			rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond},
 				append(fs, func() sdk.Operator { return sink })...)
 			if err != nil {
 				t.Fatal(err)

@@ -20,11 +20,7 @@ func start(t *testing.T, cfg ysb.Config, res *ysb.Results) *sdk.Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
-		// No checkpoints: one under way when the sources finish (or
-		// begun at start while an instance awaits) may not complete, and
-		// Stop then waits for its 1 min timeout (a runtime bug, reported).
-		Guarantee: sdk.NoGuarantee}, fs...)
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond}, fs...)
 	if err != nil {
 		t.Fatal(err)
 	}
