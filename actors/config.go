@@ -75,6 +75,14 @@ type Config struct {
 	// OnEvent, when set, is called (synchronously, from the instance's
 	// goroutine) when an instance becomes active, is released or stops.
 	OnEvent func(Event)
+	// MinFreeDisk is the free space, in bytes, the node keeps in reserve
+	// on its data directory's file system: below it the node is unhealthy
+	// and takes no work until twice as much is free (see Health). 0 means
+	// 64 MiB; a negative value turns the check off.
+	MinFreeDisk int64
+	// DiskCheckInterval is the time between two checks of the node's
+	// health (free disk, state database); 0 means 250 ms.
+	DiskCheckInterval time.Duration
 }
 
 // CheckpointConfig configures checkpoints.
@@ -172,6 +180,9 @@ func DefaultConfig() Config {
 		BatchSize:      256,
 		Credits:        8,
 		BufferBatches:  8,
+
+		MinFreeDisk:       64 << 20,
+		DiskCheckInterval: 250 * time.Millisecond,
 	}
 }
 
@@ -198,6 +209,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BufferBatches == 0 {
 		c.BufferBatches = d.BufferBatches
+	}
+	if c.MinFreeDisk == 0 {
+		c.MinFreeDisk = d.MinFreeDisk
+	}
+	if c.DiskCheckInterval == 0 {
+		c.DiskCheckInterval = d.DiskCheckInterval
 	}
 	if c.Checkpoints != nil {
 		c.AtLeastOnce = false // checkpoints replace durability tracking
@@ -263,6 +280,9 @@ func (c Config) Validate() error {
 	}
 	if c.BufferBatches < 1 {
 		errs = append(errs, fmt.Errorf("Config.BufferBatches must be ≥ 0 (0: %d), got %d", DefaultConfig().BufferBatches, c.BufferBatches))
+	}
+	if c.DiskCheckInterval < 0 {
+		errs = append(errs, fmt.Errorf("disk check interval must be > 0, got %v", c.DiskCheckInterval))
 	}
 	if cc := c.Checkpoints; cc != nil {
 		if cc.Store == nil {

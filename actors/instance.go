@@ -278,6 +278,8 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 		i.out.Refresh()
 		i.settle()
 		i.drain()
+	case resumeMsg:
+		i.drain()
 	case retryMsg:
 		i.retryQueued = false
 		i.scheduleRetry()
@@ -385,7 +387,7 @@ func (i *instance) input(u unit) {
 		}
 		return
 	}
-	if i.blocked || len(i.stash) > 0 || i.etDue {
+	if i.blocked || len(i.stash) > 0 || i.etDue || i.node.paused() {
 		i.stash = append(i.stash, u)
 		return
 	}
@@ -515,13 +517,13 @@ func (i *instance) send(idle bool) {
 }
 
 // drain fires the event-time timers due, then processes stashed input,
-// while the instance is active and not blocked.
+// while the instance is active, not blocked and the node healthy.
 func (i *instance) drain() {
-	if i.etDue && i.mode == modeActive && !i.blocked {
+	if i.etDue && i.mode == modeActive && !i.blocked && !i.node.paused() {
 		i.fireEventTimers()
 		i.settle()
 	}
-	for i.mode == modeActive && !i.blocked && !i.etDue && len(i.stash) > 0 {
+	for i.mode == modeActive && !i.blocked && !i.etDue && len(i.stash) > 0 && !i.node.paused() {
 		u := i.stash[0]
 		i.stash[0] = unit{}
 		i.stash = i.stash[1:]

@@ -2,10 +2,12 @@ package actors
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/persistence"
 )
 
 // saveCounters stores the processed and produced counters, when they
@@ -42,9 +44,12 @@ func (i *instance) commit(sync bool) {
 	} else {
 		err = i.store.Commit(sync)
 	}
+	repeated := errors.Is(err, persistence.ErrFailed) && errors.Is(i.commitErr, persistence.ErrFailed)
 	i.commitErr = err
 	if err != nil {
-		i.log.Error("state commit failed; will retry", "error", err, "pending", i.store.Pending())
+		if !repeated { // a failed database is reported by the node's health, once
+			i.log.Error("state commit failed; will retry", "error", err, "pending", i.store.Pending())
+		}
 		i.setLastError(err.Error())
 		return
 	}

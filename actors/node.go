@@ -59,6 +59,11 @@ type Node struct {
 	ops  map[string]*operator
 	byID map[string]*instance // every instance here, by actor id
 
+	health         atomic.Pointer[Health] // as of the last check (health.go)
+	pause          atomic.Bool            // unhealthy: instances hold their input
+	failed         chan struct{}          // closed when the database failed (Failed)
+	spaceErrLogged bool                   // watchHealth's goroutine only
+
 	stopping atomic.Bool
 	life     context.Context // cancelled by Stop: blocking calls of the node's actors end
 	wg       sync.WaitGroup  // goroutines started with goFunc
@@ -166,7 +171,9 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		kinds:  kinds,
 		ops:    make(map[string]*operator),
 		byID:   make(map[string]*instance),
+		failed: make(chan struct{}),
 	}
+	n.health.Store(&Health{Healthy: true, Since: time.Now()})
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		// protoactor logs every recovered panic at Info; supervision is
 		// reported by the runtime itself.
@@ -240,6 +247,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, ctx.Err())
 	}
 	n.goFunc(func() { n.commitLoop(runCtx) })
+	n.goFunc(func() { n.watchHealth(runCtx) })
 	n.log.Info("node started", "address", n.addr, "data_dir", cfg.DataDir, "kinds", len(kinds))
 	return n, nil
 }

@@ -175,3 +175,16 @@ func validHostPort(s string) error {
 	}
 	return nil
 }
+
+// HealthReporter is implemented by a Discovery that can publish the local
+// member's own account of its health. SetHealth("") reports it healthy;
+// any other reason reports it unhealthy (a full disk, say): its health
+// check fails with the reason as output (Consul: warning) for operators
+// and their alerts, but it stays a member in every view (Watch), keeping
+// its instances while it takes no work; a member that cannot go on exits
+// instead, and the cluster moves its instances as after a crash.
+// SetHealth does not block; the backend publishes the change at once and
+// on every heartbeat.
+type HealthReporter interface {
+	SetHealth(reason string)
+}

@@ -205,6 +205,9 @@ func (v view) nodeViews() []api.NodeView {
 		nv := api.NodeView{Member: m}
 		if st, ok := v.nodes[m.ID]; ok {
 			nv.Healthy = true
+			if h := st.Health; h != nil && !h.Healthy {
+				nv.Healthy, nv.Error = false, "unhealthy: "+h.Reason
+			}
 			for _, o := range st.Operators {
 				for _, in := range o.Instances {
 					if in.State == "running" {
@@ -234,6 +237,9 @@ func (v view) status(self string) api.ClusterStatus {
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
+		if h := v.nodes[id].Health; h != nil && !h.Healthy {
+			cs.Pending = append(cs.Pending, fmt.Sprintf("node %s is unhealthy, taking no work: %s", id, h.Reason))
+		}
 		for _, p := range v.nodes[id].Pending {
 			cs.Pending = append(cs.Pending, fmt.Sprintf("%s on %s", p, id))
 		}

@@ -6,7 +6,7 @@
 //
 // Endpoints (JSON types in package control/api):
 //
-//	GET    /healthz                         200 "ok" while the node runs
+//	GET    /healthz                         200 "ok" while the node takes work; 503 "unhealthy: REASON" (full disk, failed state database)
 //	GET    /v1/status                       api.ClusterStatus: nodes, operators, pending items with reasons, launched processes (local launcher and Mesos)
 //	GET    /v1/node                         api.NodeStatus: this node only (its instances, members, pending handoffs)
 //	GET    /v1/nodes                        []api.NodeView: members with health

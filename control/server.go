@@ -213,7 +213,7 @@ func (s *Server) SetLauncher(l Launcher) { s.launcher = l }
 // starts reloading the credentials when their files change.
 func (s *Server) Serve(l net.Listener, node Node) {
 	s.node = node
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	s.mux.HandleFunc("GET /healthz", s.healthz)
 	for _, rt := range []struct {
 		pattern string
 		role    api.Role
@@ -310,6 +310,7 @@ func (s *Server) local(ctx context.Context) (api.NodeStatus, error) {
 	st.Checkpoints = s.checkpointStatus(ctx)
 	st.Process = processStats()
 	addLatencies(st.Operators, s.console.latencies)
+	st.Health = s.health()
 	return st, nil
 }
 

@@ -55,6 +55,7 @@ func (c *Config) RegisterNodeFlags(fs *flag.FlagSet, getenv func(string) string)
 	fs.BoolVar(&c.HostOnly, "host-only", c.HostOnly, "deploy nothing at start: only host the kinds, for operators deployed from manifests ($"+nodeenv.HostOnly+")")
 	fs.BoolVar(&c.KeepRunning, "keep-running", c.KeepRunning, "keep running once every source finished (bounded streams); by default an embedded node then stops ($"+nodeenv.KeepRunning+")")
 	fs.BoolVar(&c.Launch, "launch", c.Launch, "run a local launcher for operators deployed with an executable; needs an authenticated control API and a launch policy (docs/security.md) ($"+nodeenv.Launch+")")
+	fs.Int64Var(&c.MinFreeDisk, "min-free-disk", c.MinFreeDisk, "bytes kept free on the data directory's file system: below, the node is unhealthy and takes no work until twice as much is free (0: 64 MiB; negative: no check)")
 }
 
 // RegisterGuaranteeFlags defines -guarantee, -checkpoints,

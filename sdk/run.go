@@ -366,6 +366,10 @@ func (r *Runtime) Status() []OperatorStatus { return r.node.Status() }
 // Node returns the underlying runtime node.
 func (r *Runtime) Node() *actors.Node { return r.node }
 
+// Failed is closed when the node's state database failed and the node
+// takes no more work: the process should exit (see Run).
+func (r *Runtime) Failed() <-chan struct{} { return r.node.Failed() }
+
 // HTTPAddr returns the control API's address, or "" when it is off.
 func (r *Runtime) HTTPAddr() string {
 	if r.http == nil {
@@ -401,6 +405,8 @@ func (r *Runtime) waitFinished(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-r.Failed():
+			return
 		case <-tick.C:
 			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			done := r.node.Finished(qctx)
@@ -419,6 +425,12 @@ func (r *Runtime) waitFinished(ctx context.Context) {
 // them finished (their event-time timers fired) and nothing is in flight;
 // under exactly-once the stop's final checkpoint commits the sinks' output
 // first. Config.KeepRunning keeps it running instead.
+//
+// If the node's state database fails (a full disk hit a commit: see
+// actors.Health), Run returns an error wrapping ErrNodeFailed at once,
+// without stopping: the caller should exit the process (non-zero), so that
+// it restarts from what was committed, or checkpointed, and in a cluster
+// its instances move to the other nodes meanwhile.
 func Run(ctx context.Context, cfg Config, operators ...Factory) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -427,9 +439,17 @@ func Run(ctx context.Context, cfg Config, operators ...Factory) error {
 		return err
 	}
 	if cfg.KeepRunning || cfg.Consul != "" {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-rt.Failed():
+		}
 	} else {
-		rt.waitFinished(ctx)
+		rt.waitFinished(ctx) // also returns when the node failed
+	}
+	select {
+	case <-rt.Failed():
+		return fmt.Errorf("%w: %s", ErrNodeFailed, rt.node.Health().Reason)
+	default:
 	}
 	timeout := cfg.StopTimeout
 	if timeout == 0 {

@@ -217,6 +217,10 @@ var (
 	// whose control API requires no authentication: a launcher runs what
 	// deployers name, so only authenticated admins may deploy.
 	ErrLaunchNeedsAuth = errors.New("sdk: Launch needs an authenticated control API")
+	// ErrNodeFailed is wrapped by Run's error when the node's state
+	// database failed (a full disk, an I/O error) and the process must
+	// restart.
+	ErrNodeFailed = errors.New("sdk: node failed")
 )
 
 // ParseRouting parses a routing name such as "group-by".

@@ -133,6 +133,9 @@ func (m *metrics) register(meter metric.Meter) error {
 	if _, err := meter.RegisterCallback(m.observe, m.consumed, m.produced, m.restarts, m.deadLetters, m.transient, m.mailbox, m.stateSize, m.buffered, m.dropped, m.held); err != nil {
 		return fmt.Errorf("telemetry: register callback: %w", err)
 	}
+	if err := m.registerHealth(meter); err != nil {
+		return err
+	}
 	return m.ck.register(meter)
 }
 

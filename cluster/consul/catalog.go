@@ -86,11 +86,27 @@ func members(entries []*api.ServiceEntry) (alive []cluster.Member, known map[str
 			continue
 		}
 		known[m.ID] = true
-		if e.Checks.AggregatedStatus() == api.HealthPassing {
+		if healthy(e) {
 			alive = append(alive, m)
 		}
 	}
 	return alive, known
+}
+
+// healthy reports whether every check of e passes, but for the member's
+// own TTL check, which may also be a warning: a member that reported
+// itself unhealthy (Discovery.SetHealth) is still alive and keeps its
+// instances, only taking no work for now.
+func healthy(e *api.ServiceEntry) bool {
+	for _, c := range e.Checks {
+		switch {
+		case c.Status == api.HealthPassing:
+		case c.Status == api.HealthWarning && c.ServiceID == e.Service.ID && strings.HasSuffix(c.CheckID, ":ttl"):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func member(e *api.ServiceEntry) (cluster.Member, bool) {

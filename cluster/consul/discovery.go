@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -39,6 +40,9 @@ type Discovery struct {
 	hbStop context.CancelCauseFunc // stops the heartbeat; nil if none runs or it was abandoned
 	hbDone chan struct{}           // closed when the heartbeat goroutine has returned
 	gone   bool                    // self was deregistered at the end of the Join context
+
+	unhealthy atomic.Pointer[string] // SetHealth's reason; nil or "" when healthy
+	kick      chan struct{}          // SetHealth wakes the heartbeat (buffered, 1)
 }
 
 type state int
@@ -49,7 +53,32 @@ const (
 	stateLeft
 )
 
-var _ cluster.Discovery = (*Discovery)(nil)
+var (
+	_ cluster.Discovery      = (*Discovery)(nil)
+	_ cluster.HealthReporter = (*Discovery)(nil)
+)
+
+// SetHealth publishes the node's own health (cluster.HealthReporter): a
+// non-empty reason turns its TTL check to warning with the reason as the
+// check's output, from now on until SetHealth(""). Consul's ?passing
+// filter, health dashboards and alerts see the node failing; the other
+// members still count it (see healthy), so its instances stay where they
+// are, paused, rather than being rolled back elsewhere. It does not block.
+func (d *Discovery) SetHealth(reason string) {
+	d.unhealthy.Store(&reason)
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// health returns the check status and output to publish.
+func (d *Discovery) health() (status, output string) {
+	if r := d.unhealthy.Load(); r != nil && *r != "" {
+		return api.HealthWarning, "unhealthy: " + *r
+	}
+	return api.HealthPassing, ""
+}
 
 // errLeaving is the cancellation cause of the heartbeat when Leave stops it.
 var errLeaving = errors.New("consul: leaving")
@@ -72,6 +101,7 @@ func New(cfg Config) (*Discovery, error) {
 		log:    cfg.Logger.With("component", "cluster/consul", "consul", cfg.Address, "service", cfg.Service),
 		life:   life,
 		end:    end,
+		kick:   make(chan struct{}, 1),
 	}, nil
 }
 
@@ -200,6 +230,8 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 			}
 			return
 		case <-timer.C:
+		case <-d.kick:
+			timer.Stop()
 		}
 		err := d.beat(ctx, reg)
 		switch {
@@ -229,12 +261,17 @@ func (d *Discovery) beat(ctx context.Context, reg *api.AgentServiceRegistration)
 	rctx, cancel := context.WithTimeout(ctx, d.cfg.RequestTimeout)
 	defer cancel()
 	q := (&api.QueryOptions{}).WithContext(rctx)
-	err := d.client.Agent().UpdateTTLOpts(reg.Check.CheckID, "", api.HealthPassing, q)
+	status, output := d.health()
+	err := d.client.Agent().UpdateTTLOpts(reg.Check.CheckID, output, status, q)
 	if err == nil || !registrationLost(err) {
 		return err
 	}
 	d.log.Warn("registration lost; re-registering", "member", d.self.ID, "err", err)
-	if err := d.register(rctx, reg); err != nil {
+	again := *reg
+	check := *reg.Check
+	check.Status = status // an unhealthy node does not come back as alive
+	again.Check = &check
+	if err := d.register(rctx, &again); err != nil {
 		return fmt.Errorf("re-register: %w", err)
 	}
 	d.log.Info("re-registered", "member", d.self.ID)

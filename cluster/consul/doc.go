@@ -25,6 +25,12 @@
 // checks all pass. Measured in this package's tests: 2.5-3.0s from SIGKILL
 // to the snapshot without the node, against a budget of 5s.
 //
+// A node that reports itself unhealthy (SetHealth: a full disk) sends its
+// heartbeats as warning, with the reason as the check's output: operators,
+// ?passing queries and alerts see it failing, while watchers still count
+// it (its own TTL check may warn; any other check must pass), so its
+// instances are neither moved nor rolled back while it waits for room.
+//
 // Consul's own alternatives are slower: an HTTP or TCP check needs
 // Interval+Timeout per failure and makes the agent reach into the node,
 // and the critical-service reaper (DeregisterCriticalServiceAfter) runs

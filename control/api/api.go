@@ -11,7 +11,7 @@ import (
 // The JSON types of the control API, shared by the server (package
 // control) and its clients (the sluice CLI, package manifest). Every endpoint answers errors as Error with a 4xx/5xx status.
 //
-//	GET    /healthz                         "ok"
+//	GET    /healthz                         "ok", or 503 "unhealthy: REASON" (see NodeHealth)
 //	GET    /v1/status                       ClusterStatus (this node's view of the whole cluster)
 //	GET    /v1/node                         NodeStatus (this node only)
 //	GET    /v1/nodes                        []NodeView
@@ -259,7 +259,8 @@ type StreamReader struct {
 // node.
 type NodeView struct {
 	cluster.Member
-	// Healthy is true when the node's control API answered.
+	// Healthy is true when the node's control API answered and the node
+	// takes work (see NodeHealth); Error says why not.
 	Healthy bool   `json:"healthy"`
 	Error   string `json:"error,omitempty"`
 	// Instances is the number of instances running there.

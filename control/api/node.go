@@ -32,6 +32,8 @@ type NodeStatus struct {
 	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
 	// Process is the node process's resource use.
 	Process *ProcessStats `json:"process,omitempty"`
+	// Health says whether the node takes work, and why not.
+	Health *NodeHealth `json:"health,omitempty"`
 }
 
 // NodeOperator is one operator in a NodeStatus, with its instances on that

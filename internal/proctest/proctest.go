@@ -122,3 +122,16 @@ func LogTail(path string) string {
 	}
 	return string(b)
 }
+
+// Exited waits up to timeout for the process to exit by itself and returns
+// its exit error (nil for status 0); exited is false if it still runs.
+func (p *Process) Exited(timeout time.Duration) (err error, exited bool) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-p.svc.Exited():
+		return p.svc.Err(), true
+	case <-t.C:
+		return nil, false
+	}
+}

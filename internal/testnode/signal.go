@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,11 +12,16 @@ import (
 )
 
 // wait runs until SIGINT or SIGTERM, then stops the runtime (handing its
-// instances to the other nodes).
+// instances to the other nodes). If the node fails (its state database:
+// a full disk) it returns at once with the reason, as sdk.Run does.
 func wait(rt *sdk.Runtime) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-rt.Failed():
+		return fmt.Errorf("%w: %s", sdk.ErrNodeFailed, rt.Node().Health().Reason)
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	return rt.Stop(sctx)

@@ -1,0 +1,129 @@
+package actors_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/internal/sluicetest"
+)
+
+// A node whose data directory fills up (a 64 MiB tmpfs, filled to 4 MiB
+// free, below the node's 8 MiB reserve) turns unhealthy saying why, stops
+// processing without losing anything, and resumes by itself when the space
+// is freed: every record is counted exactly once in the end.
+func TestDiskFullPausesAndResumes(t *testing.T) {
+	dir := sluicetest.Tmpfs(t, 64<<20)
+	const records, keys = 100_000, 1000
+	gen := func() core.Operator {
+		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: records, Key: sluicetest.Key(keys), Batch: 100}
+	}
+	count := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 2} }
+	n, err := actors.Start(context.Background(), actors.Config{NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
+		MinFreeDisk: 8 << 20, DiskCheckInterval: 10 * time.Millisecond}, gen, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Stop(context.Background()) })
+	if h := n.Health(); !h.Healthy || h.Reason != "" {
+		t.Fatalf("health at start: got %+v, want healthy", h)
+	}
+	sluicetest.WaitFor(t, time.Minute, "first records counted", func() bool { return processed(n, "count") > 0 })
+
+	filler := sluicetest.FillDisk(t, dir, 4<<20)
+	sluicetest.WaitFor(t, 10*time.Second, "node unhealthy", func() bool { return !n.Health().Healthy })
+	h := n.Health()
+	if h.Cause != actors.HealthDiskFull || h.Fatal || !strings.HasPrefix(h.Reason, "disk full: ") || !strings.Contains(h.Reason, dir) {
+		t.Fatalf("health on a full disk: got %+v, want cause disk-full, not fatal, a reason naming %s", h, dir)
+	}
+	if h.DiskFree > 4<<20 || h.DiskTotal != 64<<20 {
+		t.Fatalf("health on a full disk: free %d of %d, want ≤ 4 MiB of 64 MiB", h.DiskFree, h.DiskTotal)
+	}
+	// Processing stops: the count settles (what was being processed
+	// finishes) and then stays put.
+	last := int64(-1)
+	sluicetest.WaitEvery(t, 10*time.Second, 100*time.Millisecond, "processing stopped", func() bool {
+		p := processed(n, "count")
+		settled := p == last
+		last = p
+		return settled
+	})
+	if last >= records {
+		t.Fatalf("all %d records counted before the disk filled; the test needs the pause mid-stream", records)
+	}
+	for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
+		if p := processed(n, "count"); p != last {
+			t.Fatalf("processed %d → %d while the disk was full", last, p)
+		}
+		time.Sleep(50 * time.Millisecond) // sampling a condition that must hold
+	}
+	t.Logf("paused at %d of %d records: %s", last, records, h.Reason)
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	sluicetest.WaitFor(t, 10*time.Second, "node healthy again", func() bool { return n.Health().Healthy })
+	if h := n.Health(); h.Reason != "" || h.Cause != "" {
+		t.Fatalf("health after freeing space: got %+v, want no reason", h)
+	}
+	sluicetest.WaitFor(t, time.Minute, "every record counted", func() bool { return processed(n, "count") == records })
+	stop(t, n)
+	counts, _ := readCounts(t, dir, "count")
+	for i := range keys {
+		if c := counts["k"+strconv.Itoa(i)]; c != records/keys {
+			t.Fatalf("k%d = %d, want %d: records lost or counted twice across the pause", i, c, records/keys)
+		}
+	}
+}
+
+// With no reserve (MinFreeDisk < 0) a full disk is met by Pebble itself:
+// flushes fail (retried) or a commit fails. Either way the node says so
+// instead of hanging silently: unhealthy with a reason, and, if a commit
+// failed, Failed closed for the process to exit.
+func TestDiskFullWithoutReserveIsNotSilent(t *testing.T) {
+	dir := sluicetest.Tmpfs(t, 32<<20)
+	gen := func() core.Operator {
+		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: 1 << 40, Key: sluicetest.Key(1 << 20), Batch: 100}
+	}
+	count := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 1} }
+	n, err := actors.Start(context.Background(), actors.Config{NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
+		MinFreeDisk: -1, DiskCheckInterval: 10 * time.Millisecond}, gen, count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = n.Stop(ctx)
+	})
+	sluicetest.WaitFor(t, time.Minute, "first records counted", func() bool { return processed(n, "count") > 0 })
+	filler := sluicetest.FillDisk(t, dir, 0)
+	sluicetest.WaitFor(t, 30*time.Second, "node unhealthy", func() bool { return !n.Health().Healthy })
+	h := n.Health()
+	t.Logf("health: %+v", h)
+	switch h.Cause {
+	case actors.HealthStoreFailed:
+		select {
+		case <-n.Failed():
+		default:
+			t.Fatal("store failed but Failed() not closed")
+		}
+		if !h.Fatal || !strings.Contains(h.Reason, "no space left on device") {
+			t.Fatalf("health after a failed commit: %+v, want fatal, the cause in the reason", h)
+		}
+	case actors.HealthDiskFull:
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		sluicetest.WaitFor(t, 30*time.Second, "node healthy again", func() bool { return n.Health().Healthy })
+		p := processed(n, "count")
+		sluicetest.WaitFor(t, 30*time.Second, "processing again", func() bool { return processed(n, "count") > p })
+	default:
+		t.Fatalf("health on a full disk: %+v, want cause disk-full or store-failed", h)
+	}
+}
