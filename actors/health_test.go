@@ -86,7 +86,15 @@ func TestDiskFullPausesAndResumes(t *testing.T) {
 // instead of hanging silently: unhealthy with a reason, and, if a commit
 // failed, Failed closed for the process to exit.
 func TestDiskFullWithoutReserveIsNotSilent(t *testing.T) {
-	dir := sluicetest.Tmpfs(t, 32<<20)
+	// Pebble may end the process with a fatal error on ENOSPC
+	// (sluicetest.PebbleCrash), so the body runs in a child process: it
+	// must pass, or die of that error, but never hang.
+	dir, child := sluicetest.ChildDir()
+	if !child {
+		out, err := sluicetest.InChild(t, sluicetest.Tmpfs(t, 32<<20), 3*time.Minute)
+		sluicetest.ChildOutcome(t, out, err)
+		return
+	}
 	gen := func() core.Operator {
 		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: 1 << 40, Key: sluicetest.Key(1 << 20), Batch: 100}
 	}
