@@ -1,62 +1,21 @@
 package control_test
 
 import (
-	"context"
-	"errors"
-	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/connectors/generate"
 	"github.com/sluicehq/sluice/control/api"
-	"github.com/sluicehq/sluice/internal/sluicetest"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/internal/testkinds"
 )
-
-// picky reads "ticks" and fails on the record whose value is "7" (a
-// poison record): after one attempt it goes to the dead-letter stream.
-type picky struct{}
-
-func (picky) Metadata() sdk.Metadata {
-	return sdk.Metadata{Name: "picky", Inputs: []sdk.Input{{Stream: "ticks", Routing: sdk.Shuffle}},
-		Restart: sdk.RestartPolicy{DeadLetterAfter: 1, InitialBackoff: time.Millisecond}}
-}
-func (picky) Init(sdk.Context) error { return nil }
-func (picky) ProcessRecord(_ sdk.Context, rec sdk.Record) error {
-	if string(rec.Value) == "7" {
-		return errors.New("poison record 7")
-	}
-	return nil
-}
-func (picky) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
-
-// eventTimes returns a source of records with event times a millisecond
-// apart from base, with monotonic watermarks; count > 0 ends it after that
-// many.
-func eventTimes(name string, base time.Time, count int64) sdk.Factory {
-	return func() sdk.Operator {
-		return &generate.Source{Name: name, Stream: name, Count: count, End: count > 0, Rate: 500, Batch: 16, Watermarks: &sdk.WatermarkStrategy{},
-			Make: func(i int64, _ *rand.Rand) sdk.Record {
-				return sdk.Record{Key: []byte("k"), Value: strconv.AppendInt(nil, i, 10), EventTime: base.Add(time.Duration(i) * time.Millisecond)}
-			}}
-	}
-}
 
 // TestConsoleDeadLettersAndWatermarks: the snapshot shows an operator's
 // recent dead letters with their headers (a poison record's sluice-error),
 // each instance's event-time watermark, and a finished source as finished
 // with the end-of-input watermark.
 func TestConsoleDeadLettersAndWatermarks(t *testing.T) {
-	base := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
-		Deploy: []string{"ticks", "picky", "few"}, Guarantee: sdk.AtLeastOnce},
-		eventTimes("ticks", base, 0), func() sdk.Operator { return picky{} }, eventTimes("few", base, 5))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
+	rt := testkinds.StartPoisonPipeline(t)
+	base := testkinds.PoisonBase
 	a := client{t: t, base: "http://" + rt.HTTPAddr()}
 
 	snap := waitSnapshot(a, "picky's dead letter, watermarks and few finished", func(snap api.ConsoleSnapshot) bool {
