@@ -340,6 +340,7 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 	i.out.Begin()
 	i.out.Produce(core.DeadLetterStream(name), dl)
 	i.deadLetters.Add(1)
+	i.node.dlLog.add(name, i.node.cfg.NodeID, i.key.index, dl)
 	if obs := i.node.cfg.Observer; obs != nil {
 		obs.DeadLettered(name, i.key.index)
 	}

@@ -45,6 +45,7 @@ type Node struct {
 	topo     atomic.Pointer[topology.Topology] // as last applied by the coordinator
 	queued   atomic.Int64                      // records delivered to instances here and not yet processed
 	streams  streamStats                       // records of streams with no reader
+	dlLog    deadLetterLog                     // the latest dead letters per operator, to show
 	arrivals atomic.Int64                      // record batches that reached this node, delivered or bounced
 	gen      atomic.Uint64                     // rollback generation (rollback.go)
 	base     atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
@@ -770,8 +771,10 @@ func (n *Node) Status() []OperatorStatus {
 			}
 			return a.Index - b.Index
 		})
+		st.RecentDeadLetters = n.dlLog.recent(name)
 		out = append(out, *st)
 	}
+	n.dlLog.forget(byOp)
 	return out
 }
 

@@ -40,6 +40,9 @@ type OperatorStatus struct {
 	Outputs     []string
 	// Instances are the instances on this node (of any epoch, in any mode).
 	Instances []InstanceStatus
+	// RecentDeadLetters are the operator's latest dead letters on this
+	// node (at most RecentDeadLetters), newest first.
+	RecentDeadLetters []DeadLetter
 }
 
 // InstanceStatus describes one operator instance on a node.

@@ -390,6 +390,23 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	}
 
+	t.Run("dead letters and watermarks", func(t *testing.T) {
+		// A node in this process: a watermarked source, an operator that
+		// dead-letters its poison record, and a source that finishes.
+		rt := testkinds.StartPoisonPipeline(t)
+		before := len(pageErrors())
+		run(t, ctx, "open picky's page", chromedp.Navigate("http://"+rt.HTTPAddr()+"/ui/#/operator/picky"))
+		waitJS(t, ctx, "picky's dead letter with its error header",
+			`document.querySelector('#op-dead-letters tr[data-dead-letter]') && document.querySelector('#op-dead-letters').textContent.includes('sluice-errorpoison record 7')`)
+		waitJS(t, ctx, "picky's watermark, an event time of ticks", `document.querySelector('#op-table td.wm').textContent.startsWith('2025-06-01 12:')`)
+		screenshot(t, ctx, shots, "operator-dead-letters")
+		goTo(t, ctx, "#/operator/few")
+		waitJS(t, ctx, "few finished", `document.querySelector('#op-table td.wm') && document.querySelector('#op-table td.wm').textContent === 'end of input finished'`)
+		if errs := pageErrors()[before:]; len(errs) > 0 {
+			t.Fatalf("the pages logged errors: %v", errs)
+		}
+	})
+
 	t.Run("token prompt", func(t *testing.T) {
 		// A node whose control API needs a token (in this process: one
 		// node, so no protoactor remotes race here).

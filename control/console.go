@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -276,6 +277,7 @@ func consoleOperator(v view, ov api.OperatorView, rate func(string, [3]float64) 
 				[3]float64{float64(in.Processed), float64(in.Produced), float64(in.BlockedNanos)})
 			ci.InRate, ci.OutRate, ci.Blocked = r[0], r[1], min(1, r[2]/float64(time.Second))
 			ci.Queued, ci.StateBytes, ci.TransientErrors, ci.FailedReason, ci.Latency = in.Queued, in.StateBytes, in.TransientErrors, in.FailedReason, in.Latency
+			ci.Watermark, ci.Finished = in.Watermark, in.Finished
 		}
 		co.InRate += ci.InRate
 		co.OutRate += ci.OutRate
@@ -283,7 +285,27 @@ func consoleOperator(v view, ov api.OperatorView, rate func(string, [3]float64) 
 		co.Blocked = max(co.Blocked, ci.Blocked)
 		co.Detail = append(co.Detail, ci)
 	}
+	co.RecentDeadLetters = recentDeadLetters(v, ov.Name)
 	return co
+}
+
+// consoleDeadLetters is how many of an operator's dead letters the
+// console shows, the newest of those its nodes keep.
+const consoleDeadLetters = 10
+
+// recentDeadLetters gathers op's latest dead letters from the nodes that
+// answered, newest first.
+func recentDeadLetters(v view, op string) []api.DeadLetter {
+	out := []api.DeadLetter{}
+	for _, st := range v.nodes {
+		for _, o := range st.Operators {
+			if o.Name == op {
+				out = append(out, o.RecentDeadLetters...)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b api.DeadLetter) int { return b.Time.Compare(a.Time) })
+	return out[:min(len(out), consoleDeadLetters)]
 }
 
 // instance finds instance index of operator op (of epoch) on node id, as

@@ -28,6 +28,21 @@ func findOp(snap api.ConsoleSnapshot, name string) (api.ConsoleOperator, bool) {
 	return api.ConsoleOperator{}, false
 }
 
+// waitSnapshot GETs /v1/console until ok holds for the snapshot, and
+// returns that snapshot.
+func waitSnapshot(a client, what string, ok func(api.ConsoleSnapshot) bool) api.ConsoleSnapshot {
+	a.t.Helper()
+	var snap api.ConsoleSnapshot
+	sluicetest.WaitEvery(a.t, 30*time.Second, 100*time.Millisecond, what, func() bool {
+		snap = api.ConsoleSnapshot{}
+		if code := a.do("GET", "/v1/console", nil, &snap); code != 200 {
+			a.t.Fatalf("GET /v1/console = %d", code)
+		}
+		return ok(snap)
+	})
+	return snap
+}
+
 // readEvent reads the next server-sent event: its name and data.
 func readEvent(t *testing.T, sc *bufio.Scanner) (string, string) {
 	t.Helper()
@@ -65,12 +80,7 @@ func TestConsoleSnapshotStreamAndDeploy(t *testing.T) {
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
 	a := client{t: t, base: "http://" + rt.HTTPAddr()}
 
-	var snap api.ConsoleSnapshot
-	sluicetest.WaitEvery(t, 30*time.Second, 100*time.Millisecond, "records/s measured on gen, words and count", func() bool {
-		snap = api.ConsoleSnapshot{}
-		if code := a.do("GET", "/v1/console", nil, &snap); code != 200 {
-			t.Fatalf("GET /v1/console = %d", code)
-		}
+	snap := waitSnapshot(a, "records/s measured on gen, words and count", func(snap api.ConsoleSnapshot) bool {
 		gen, _ := findOp(snap, "gen")
 		count, _ := findOp(snap, "count")
 		for _, s := range snap.Streams {

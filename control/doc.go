@@ -27,7 +27,8 @@
 //	GET    /metrics                         Prometheus metrics, when telemetry is on (package telemetry)
 //	GET    /v1/console                      api.ConsoleSnapshot: the cluster with records/s per operator, instance and
 //	                                        stream, mailbox depth, share of time blocked by backpressure, latency
-//	                                        quantiles (Server.SetLatencies), node CPU and memory
+//	                                        quantiles (Server.SetLatencies), event-time watermarks, recent dead
+//	                                        letters with their headers, node CPU and memory
 //	GET    /v1/console/events               text/event-stream: "event: snapshot" with an api.ConsoleSnapshot every second
 //	                                        (ConsoleInterval) until the client goes or the server shuts down
 //	POST   /v1/console/deploy               api.ConsoleDeployRequest (manifest text, YAML or JSON) → api.DeploymentResponse;

@@ -1,6 +1,9 @@
 package control
 
 import (
+	"strings"
+	"time"
+
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/control/api"
 )
@@ -21,11 +24,33 @@ func operatorViews(ops []actors.OperatorStatus) []api.NodeOperator {
 				Restarts: in.Restarts, Processed: in.Processed, Produced: in.Produced, DeadLetters: in.DeadLetters, Queued: in.Queued,
 				BlockedNanos: int64(in.Blocked),
 				StateBytes:   in.StateBytes, TransientErrors: in.TransientErrors, LastError: in.LastError, FailedReason: in.FailedReason,
+				Watermark: watermark(in.Watermark), Finished: in.Finished,
 			})
+		}
+		for _, dl := range o.RecentDeadLetters {
+			v.RecentDeadLetters = append(v.RecentDeadLetters, deadLetterView(dl))
 		}
 		out = append(out, v)
 	}
 	return out
+}
+
+// watermark returns t, or nil for the zero time (no watermark yet).
+func watermark(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// deadLetterView converts a dead letter kept by a node.
+func deadLetterView(dl actors.DeadLetter) api.DeadLetter {
+	v := api.DeadLetter{Time: dl.Time, Node: dl.Node, Index: dl.Index, Key: strings.ToValidUTF8(string(dl.Key), "\uFFFD"),
+		Value: strings.ToValidUTF8(string(dl.Value), "\uFFFD"), ValueBytes: dl.ValueBytes, Headers: make([]api.Header, len(dl.Headers))}
+	for i, h := range dl.Headers {
+		v.Headers[i] = api.Header{Key: h.Key, Value: h.Value}
+	}
+	return v
 }
 
 // streamCounts converts a node's unread-record counts.

@@ -172,6 +172,25 @@
     },
   };
 
+  // fmtWatermark shows an instance's event-time watermark: "—" before it
+  // has one, "end of input" (and "finished") once its input ended.
+  function fmtWatermark(i) {
+    const fin = i.finished ? ' ' + badge('finished') : '';
+    if (!i.watermark) return '—' + fin;
+    if (new Date(i.watermark).getUTCFullYear() >= 2262) return 'end of input' + fin;
+    return esc(i.watermark.replace('T', ' ').replace(/Z$/, ' UTC')) + fin;
+  }
+
+  // deadLetters lists an operator's latest dead letters with their
+  // headers (sluice-error says why).
+  function deadLetters(dls) {
+    if (!dls || !dls.length) return '';
+    const rows = dls.map((d) => '<tr data-dead-letter><td>' + esc(new Date(d.time).toLocaleTimeString()) + '</td><td>' + esc(d.node) + ' #' + d.index + '</td><td><code>' + esc(d.key) + '</code></td>' +
+      '<td><code>' + esc(d.value) + '</code>' + (d.valueBytes > 256 ? ' <span class="muted">… (' + d.valueBytes + ' bytes, first 256 shown)</span>' : '') + '</td>' +
+      '<td><dl class="headers">' + (d.headers || []).map((h) => '<dt>' + esc(h.key) + '</dt><dd>' + esc(h.value) + '</dd>').join('') + '</dl></td></tr>').join('');
+    return '<h3>Recent dead letters</h3><table id="op-dead-letters"><tr><th>time</th><th>instance</th><th>key</th><th>value</th><th>headers</th></tr>' + rows + '</table>';
+  }
+
   pages.operator = {
     mount(root, name) {
       root.innerHTML = '<h2><span id="op-name"></span> <span id="op-state"></span></h2>' +
@@ -245,14 +264,14 @@
         '<td class="num">' + i.processed + '</td><td><meter min="0" max="1" value="' + ((i.processed || 0) / total).toFixed(3) + '"></meter> ' + pct((i.processed || 0) / total) + '</td>' +
         '<td class="num">' + (i.queued || 0) + '</td><td class="num">' + pct(i.blocked) + '</td><td class="num">' + i.restarts + '</td>' +
         '<td class="num">' + i.deadLetters + '</td><td class="num">' + (i.transientErrors || 0) + '</td><td class="num">' + fmtBytes(i.stateBytes) + '</td>' +
-        '<td>' + esc(i.lastError || '') + '</td></tr>').join('');
+        '<td class="wm">' + fmtWatermark(i) + '</td><td>' + esc(i.lastError || '') + '</td></tr>').join('');
       const io = '<p>Inputs: ' + ((op.inputs || []).map((i) => esc(i.stream) + ' (' + esc(i.routing) + ')').join(', ') || 'none (a source)') +
         ' · Outputs: ' + (esc((op.outputs || []).join(', ')) || 'none (a sink)') + '</p>';
       const ck = snap.checkpoints ? '<h3>Checkpoints</h3><pre>' + esc(JSON.stringify(snap.checkpoints, null, 2)) + '</pre>' : '';
       $('#op-detail', root).innerHTML = (op.pending ? '<p class="message bad">' + esc(op.pending) + '</p>' : '') + io +
         '<h3>Instances</h3><table id="op-table"><tr><th>#</th><th>node</th><th>state</th><th>key groups</th><th>in</th><th>out</th><th>processing p50 / p99</th><th>end-to-end p50 / p99</th><th>processed</th>' +
-        '<th>skew (share of records)</th><th>mailbox</th><th>backpressure</th><th>restarts</th><th>dead letters</th><th>transient errors</th><th>state size</th><th>last error</th></tr>' +
-        rows + '</table>' + ck;
+        '<th>skew (share of records)</th><th>mailbox</th><th>backpressure</th><th>restarts</th><th>dead letters</th><th>transient errors</th><th>state size</th><th>watermark</th><th>last error</th></tr>' +
+        rows + '</table>' + deadLetters(op.recentDeadLetters) + ck;
     },
   };
 

@@ -65,6 +65,9 @@ type ConsoleOperator struct {
 	Restarts    int               `json:"restarts"`
 	DeadLetters int64             `json:"deadLetters"`
 	Detail      []ConsoleInstance `json:"detail"`
+	// RecentDeadLetters are the operator's latest dead letters (a few
+	// from each node, newest first).
+	RecentDeadLetters []DeadLetter `json:"recentDeadLetters"`
 }
 
 // ConsoleInstance is one placed instance with its rates.
@@ -77,6 +80,9 @@ type ConsoleInstance struct {
 	StateBytes      int64   `json:"stateBytes"`
 	TransientErrors int64   `json:"transientErrors"`
 	FailedReason    string  `json:"failedReason,omitempty"`
+	// Watermark and Finished are as in NodeInstance.
+	Watermark *time.Time `json:"watermark,omitempty"`
+	Finished  bool       `json:"finished,omitempty"`
 	// Latency is nil when the node's telemetry is off or timed none of
 	// its records yet.
 	Latency *Latency `json:"latency,omitempty"`

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 )
@@ -48,6 +50,31 @@ type NodeOperator struct {
 	// Instances are the instances on this node, of any epoch, in any
 	// state.
 	Instances []NodeInstance `json:"instances"`
+	// RecentDeadLetters are the operator's latest dead letters on this
+	// node (a few), newest first.
+	RecentDeadLetters []DeadLetter `json:"recentDeadLetters,omitempty"`
+}
+
+// DeadLetter is a record or timer an instance sent to its operator's
+// dead-letter stream, as a node keeps it to show: the header sluice-error
+// says why.
+type DeadLetter struct {
+	Time  time.Time `json:"time"`
+	Node  string    `json:"node"`
+	Index int       `json:"index"`
+	// Key and Value are the record's bytes as text (invalid UTF-8
+	// replaced); Value is at most its first 256 bytes, ValueBytes its
+	// whole length.
+	Key        string   `json:"key"`
+	Value      string   `json:"value"`
+	ValueBytes int      `json:"valueBytes"`
+	Headers    []Header `json:"headers"`
+}
+
+// Header is one record header.
+type Header struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // NodeInstance is one operator instance on a node.
@@ -78,9 +105,14 @@ type NodeInstance struct {
 	// StateBytes estimates the disk space of its key groups.
 	StateBytes int64 `json:"stateBytes"`
 	// TransientErrors counts retried failures of Poll and Flush.
-	TransientErrors int64  `json:"transientErrors"`
-	LastError       string `json:"lastError,omitempty"`
-	FailedReason    string `json:"failedReason,omitempty"`
+	TransientErrors int64 `json:"transientErrors"`
+	// Watermark is its event-time watermark (absent before it has one;
+	// 2262-04-11, the end of time, once its input ended); Finished says
+	// its input ended and it forwarded end-of-stream.
+	Watermark    *time.Time `json:"watermark,omitempty"`
+	Finished     bool       `json:"finished,omitempty"`
+	LastError    string     `json:"lastError,omitempty"`
+	FailedReason string     `json:"failedReason,omitempty"`
 }
 
 // StreamCount counts the records of one stream that found no reader on a
