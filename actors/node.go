@@ -743,41 +743,6 @@ func (n *Node) busy(ctx context.Context) []string {
 // isStopping reports whether Stop has begun.
 func (n *Node) isStopping() bool { return n.stopping.Load() }
 
-// Status returns the state of every operator instance on this node, by
-// operator name.
-func (n *Node) Status() []OperatorStatus {
-	byOp := make(map[string]*OperatorStatus)
-	var names []string
-	for _, spec := range n.topology().Operators {
-		m := spec.Meta
-		byOp[m.Name] = &OperatorStatus{Name: m.Name, Kind: spec.Kind, Parallelism: m.Parallelism, Epoch: spec.Epoch, Inputs: m.Inputs, Outputs: m.Outputs}
-		names = append(names, m.Name)
-	}
-	for _, inst := range n.instances() {
-		st := byOp[inst.key.op]
-		if st == nil {
-			st = &OperatorStatus{Name: inst.key.op}
-			byOp[inst.key.op] = st
-			names = append(names, inst.key.op)
-		}
-		st.Instances = append(st.Instances, inst.status())
-	}
-	out := make([]OperatorStatus, 0, len(names))
-	for _, name := range names {
-		st := byOp[name]
-		slices.SortFunc(st.Instances, func(a, b InstanceStatus) int {
-			if a.Epoch != b.Epoch {
-				return int(a.Epoch - b.Epoch)
-			}
-			return a.Index - b.Index
-		})
-		st.RecentDeadLetters = n.dlLog.recent(name)
-		out = append(out, *st)
-	}
-	n.dlLog.forget(byOp)
-	return out
-}
-
 // topology returns the topology the coordinator last applied.
 func (n *Node) topology() topology.Topology {
 	if t := n.topo.Load(); t != nil {

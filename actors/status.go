@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/core"
@@ -127,4 +128,39 @@ func (i *instance) stateBytes() int64 {
 		return 0
 	}
 	return int64(n)
+}
+
+// Status returns the state of every operator instance on this node, by
+// operator name.
+func (n *Node) Status() []OperatorStatus {
+	byOp := make(map[string]*OperatorStatus)
+	var names []string
+	for _, spec := range n.topology().Operators {
+		m := spec.Meta
+		byOp[m.Name] = &OperatorStatus{Name: m.Name, Kind: spec.Kind, Parallelism: m.Parallelism, Epoch: spec.Epoch, Inputs: m.Inputs, Outputs: m.Outputs}
+		names = append(names, m.Name)
+	}
+	for _, inst := range n.instances() {
+		st := byOp[inst.key.op]
+		if st == nil {
+			st = &OperatorStatus{Name: inst.key.op}
+			byOp[inst.key.op] = st
+			names = append(names, inst.key.op)
+		}
+		st.Instances = append(st.Instances, inst.status())
+	}
+	out := make([]OperatorStatus, 0, len(names))
+	for _, name := range names {
+		st := byOp[name]
+		slices.SortFunc(st.Instances, func(a, b InstanceStatus) int {
+			if a.Epoch != b.Epoch {
+				return int(a.Epoch - b.Epoch)
+			}
+			return a.Index - b.Index
+		})
+		st.RecentDeadLetters = n.dlLog.recent(name)
+		out = append(out, *st)
+	}
+	n.dlLog.forget(byOp)
+	return out
 }
