@@ -36,7 +36,7 @@ func main() {
 	recoveryState := flag.Int64("recovery-state", 1<<30, "bytes of state the recovery scenario builds before its SIGKILL")
 	ysbEvents := flag.Int64("ysb-events", 5_000_000, "events per unthrottled YSB run (a bounded stream)")
 	ysbRate := flag.Float64("ysb-rate", 200_000, "events/s of the paced YSB window latency run (it lasts -latency-duration)")
-	q5Events := flag.Int64("q5-events", 2_000_000, "events per Nexmark q5 run")
+	q5Events := flag.Int64("q5-events", 1_000_000, "events per Nexmark q5 run (100 s of event time; about 40 s a run on a loaded 2-core machine)")
 	flag.Parse()
 	var groups []string
 	if *only != "" {

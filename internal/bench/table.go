@@ -43,7 +43,7 @@ type TableConfig struct {
 	// YSBRate paces the YSB window latency run (events/s, all source
 	// instances); 0 means 200 k. The run lasts LatencyDuration (0: 5 s).
 	YSBRate float64
-	// Q5Events is the events per Nexmark q5 run; 0 means 2 M.
+	// Q5Events is the events per Nexmark q5 run; 0 means 1 M.
 	Q5Events int64
 }
 

@@ -100,7 +100,7 @@ func (t *tabler) ysbLatencyRows() ([]row, error) {
 func (t *tabler) q5Rows() ([]row, error) {
 	n := t.cfg.Q5Events
 	if n <= 0 {
-		n = 2_000_000
+		n = 1_000_000
 	}
 	rs, err := t.measure("Nexmark q5, exactly-once", func() (Result, error) { return Q5(Q5Config{Events: n, ExactlyOnce: true}) })
 	switch {
