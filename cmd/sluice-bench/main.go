@@ -34,6 +34,9 @@ func main() {
 	latencyDur := flag.Duration("latency-duration", 3*time.Second, "length of each paced latency run")
 	bigKeys := flag.Int("big-keys", 2_000_000, "distinct keys of the large-state scaling row (10 M, beyond Pebble's block cache, took more than 10 minutes on a loaded 2-core machine)")
 	recoveryState := flag.Int64("recovery-state", 1<<30, "bytes of state the recovery scenario builds before its SIGKILL")
+	ysbEvents := flag.Int64("ysb-events", 5_000_000, "events per unthrottled YSB run (a bounded stream)")
+	ysbRate := flag.Float64("ysb-rate", 200_000, "events/s of the paced YSB window latency run (it lasts -latency-duration)")
+	q5Events := flag.Int64("q5-events", 1_000_000, "events per Nexmark q5 run (100 s of event time; about 40 s a run on a loaded 2-core machine)")
 	flag.Parse()
 	var groups []string
 	if *only != "" {
@@ -47,7 +50,8 @@ func main() {
 	}
 	want := func(g string) bool { return len(groups) == 0 || slices.Contains(groups, g) }
 	cfg := bench.TableConfig{Runs: *runs, Records: *records, Scenarios: groups, Profile: *profile,
-		EORecords: *eoRecords, LatencyDuration: *latencyDur, BigKeys: *bigKeys, RecoveryState: *recoveryState}
+		EORecords: *eoRecords, LatencyDuration: *latencyDur, BigKeys: *bigKeys, RecoveryState: *recoveryState,
+		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events}
 	needNode := *cross && (want("cross") || want("mtls") || want("scaling") || want("recovery"))
 	needConsul := *cross && (want("cross") || want("mtls") || want("scaling"))
 	if err := run(cfg, needNode, needConsul); err != nil {

@@ -38,10 +38,17 @@ type TableConfig struct {
 	// RecoveryState is the state the recovery scenario builds before the
 	// SIGKILL, in bytes; 0 means 1 GiB.
 	RecoveryState int64
+	// YSBEvents is the events per unthrottled YSB run; 0 means 5 M.
+	YSBEvents int64
+	// YSBRate paces the YSB window latency run (events/s, all source
+	// instances); 0 means 200 k. The run lasts LatencyDuration (0: 5 s).
+	YSBRate float64
+	// Q5Events is the events per Nexmark q5 run; 0 means 1 M.
+	Q5Events int64
 }
 
 // Groups are the scenario groups of the table, in order.
-var Groups = []string{"core", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "scaling", "recovery"}
+var Groups = []string{"core", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "scaling", "recovery", "ysb"}
 
 // GroupsHelp describes Groups for a flag's usage.
 const GroupsHelp = `core (in-process throughput and latency), eo (exactly-once vs no guarantee), ` +
@@ -49,7 +56,8 @@ const GroupsHelp = `core (in-process throughput and latency), eo (exactly-once v
 	`telemetry (off vs on), cross (cross-node; needs the node binary and Consul), mtls (cross-node plaintext vs mutual TLS; same), ` +
 	`kafka (Goka vs Sluice on kfake), kafka-eo (exactly-once output latency to a read_committed consumer), ` +
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
-	`recovery (SIGKILL of a node process with large state, until throughput is back)`
+	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
+	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 events/s per core)`
 
 // want reports whether the scenario group name is selected.
 func (c TableConfig) want(name string) bool {
@@ -144,6 +152,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		{"kafka-eo", t.kafkaEORows},
 		{"scaling", t.scalingRows},
 		{"recovery", t.recoveryRows},
+		{"ysb", t.ysbRows},
 	}
 	var failed error
 	for _, g := range groups {
