@@ -403,6 +403,7 @@ func (c *coordinator) tick() {
 		if li.state == lsReleased && now.Sub(li.releasedAt) > releasedLinger {
 			delete(c.local, k)
 			li.inst.op.remove(li.inst)
+			c.n.forgetTail(li.inst.op)
 		}
 	}
 }
