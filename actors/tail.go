@@ -173,8 +173,8 @@ func (n *Node) tailFactory() core.Operator { return &tailOperator{n: n} }
 // to it (or fails when ctx is done first). The subscription is closed when
 // ctx is done or by Close; Stop closes those left open.
 func (n *Node) Subscribe(ctx context.Context, stream string) (*Subscription, error) {
-	if stream == "" {
-		return nil, errors.New("actors: subscribe: stream: must not be empty")
+	if err := core.ValidName(stream); err != nil {
+		return nil, fmt.Errorf("actors: subscribe: stream: %w", err)
 	}
 	if n.isStopping() {
 		return nil, errors.New("actors: subscribe: the node is stopping")
