@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,6 +159,18 @@ func (r *tailRegistry) all() []*Subscription {
 	out := make([]*Subscription, 0, len(r.m))
 	for _, s := range r.m {
 		out = append(out, s)
+	}
+	return out
+}
+
+// TailReaders returns the names of the subscription readers deployed in t
+// (operators named TailPrefix…, see Node.Subscribe).
+func TailReaders(t topology.Topology) []string {
+	var out []string
+	for _, spec := range t.Operators {
+		if strings.HasPrefix(spec.Meta.Name, TailPrefix) && strings.HasPrefix(spec.Kind, tailKindPrefix) {
+			out = append(out, spec.Meta.Name)
+		}
 	}
 	return out
 }

@@ -17,15 +17,7 @@ import (
 )
 
 // tailers counts the subscription readers deployed.
-func tailers(rt *sdk.Runtime) int {
-	n := 0
-	for _, spec := range rt.Node().Topology().Operators {
-		if strings.HasPrefix(spec.Meta.Name, actors.TailPrefix) {
-			n++
-		}
-	}
-	return n
-}
+func tailers(rt *sdk.Runtime) int { return len(actors.TailReaders(rt.Node().Topology())) }
 
 // TestTailStreamsRecordsAsNDJSON: GET /v1/streams/{name}/tail answers the
 // records produced once its header arrived, text or base64, with event

@@ -5,14 +5,16 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/topology"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // startTailRuntime starts an embedded runtime with a counting sink on
@@ -179,7 +181,7 @@ func TestSubscribeCloseRemovesTheReader(t *testing.T) {
 func TestSubscribeLeftOpenIsClosedByStop(t *testing.T) {
 	dir := t.TempDir()
 	start := func() *sdk.Runtime {
-		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, Logger: sluicetest.Logger(t), NoSync: true}},
+		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "n1", DataDir: dir, Logger: sluicetest.Logger(t), NoSync: true}},
 			func() sdk.Operator { return countingSink{&atomic.Int64{}} })
 		if err != nil {
 			t.Fatal(err)
@@ -198,11 +200,22 @@ func TestSubscribeLeftOpenIsClosedByStop(t *testing.T) {
 		t.Fatalf("Stop with an open subscription: %v", err)
 	}
 	<-sub.Done()
-	rt = start() // the reader is not redeployed
+	// A crash leaves a reader deployed: the restart removes it.
+	db, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = topology.Update(context.Background(), tpebble.New(db), 1, func(t topology.Topology) (topology.Topology, error) {
+		next, _, err := t.Deploy(topology.OperatorSpec{Kind: "sluice.tail@n1", Meta: sdk.Metadata{
+			Name: actors.TailPrefix + "left", Inputs: []sdk.Input{{Stream: "tailed"}}, Parallelism: 1}.WithDefaults()}, time.Now())
+		return next, err
+	})
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatalf("leave a reader deployed: %v, %v", err, cerr)
+	}
+	rt = start()
 	defer func() { _ = rt.Stop(context.Background()) }()
-	for _, spec := range rt.Node().Topology().Operators {
-		if strings.HasPrefix(spec.Meta.Name, actors.TailPrefix) {
-			t.Fatalf("reader %s still deployed after a restart", spec.Meta.Name)
-		}
+	if left := actors.TailReaders(rt.Node().Topology()); len(left) > 0 {
+		t.Fatalf("readers %v still deployed after a restart", left)
 	}
 }

@@ -74,12 +74,4 @@ func TestTailAgainstARunningNode(t *testing.T) {
 }
 
 // readers counts the deployed subscription readers.
-func readers(rt *sdk.Runtime) int {
-	n := 0
-	for _, spec := range rt.Node().Topology().Operators {
-		if strings.HasPrefix(spec.Meta.Name, actors.TailPrefix) {
-			n++
-		}
-	}
-	return n
-}
+func readers(rt *sdk.Runtime) int { return len(actors.TailReaders(rt.Node().Topology())) }
