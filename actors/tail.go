@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -175,8 +177,15 @@ func TailReaders(t topology.Topology) []string {
 	return out
 }
 
-// tailKind returns the kind of this node's subscription readers.
-func (n *Node) tailKind() string { return tailKindPrefix + n.cfg.NodeID }
+// tailKind returns the kind of this node's subscription readers: the
+// prefix and the node's id, or a digest of an id too long for a kind.
+func (n *Node) tailKind() string {
+	if k := tailKindPrefix + n.cfg.NodeID; len(k) <= cluster.MaxKindLen {
+		return k
+	}
+	sum := sha256.Sum256([]byte(n.cfg.NodeID))
+	return tailKindPrefix + hex.EncodeToString(sum[:])
+}
 
 // tailFactory makes the node's subscription readers.
 func (n *Node) tailFactory() core.Operator { return &tailOperator{n: n} }
@@ -251,16 +260,18 @@ func (n *Node) killTail(ctx context.Context, name string) error {
 	return nil
 }
 
-// closeTails closes every open subscription (on Stop) and removes the
-// readers a crash left deployed.
+// closeTails closes every open subscription (on Stop) and removes this
+// node's readers still in the topology it last applied; without any it
+// does not touch the store (which may be unreachable).
 func (n *Node) closeTails(ctx context.Context) error {
 	var errs []error
 	for _, s := range n.tails.all() {
 		errs = append(errs, s.Close())
 	}
-	errs = append(errs, n.changeTopology(ctx, func(t topology.Topology) (topology.Topology, error) {
-		return n.withoutTails(t)
-	}))
+	if t := n.topology(); !slices.ContainsFunc(t.Operators, func(spec topology.OperatorSpec) bool { return spec.Kind == n.tailKind() }) {
+		return errors.Join(errs...)
+	}
+	errs = append(errs, n.changeTopology(ctx, n.withoutTails))
 	return errors.Join(errs...)
 }
 
