@@ -39,6 +39,8 @@ const TailPrefix = "sluice-tail-"
 // Subscribe returned (when the producer runs on another node: from when
 // that node learned of the subscription), each once; after a rollback of
 // an exactly-once pipeline, records processed again are delivered again.
+// Records held for want of any reader (durability tracking) go to the
+// first reader, which may be a subscription.
 type Subscription struct {
 	n      *Node
 	name   string

@@ -375,8 +375,11 @@ var ErrSubscriptionClosed = actors.ErrClosed
 // this node) reach it. The subscription sees every record produced to the
 // stream from then on, once (after an exactly-once rollback, records
 // processed again are seen again), in the order each producer produced
-// them. A reader that does not keep up holds the stream's producers back
-// like any slow operator (credits); nothing is dropped. Cancelling ctx or
+// them. With durability tracking (AtLeastOnce), records held because the
+// stream had no reader at all go to the first reader, which may be the
+// subscription. A reader that does not keep up holds the stream's
+// producers back like any slow operator (credits; under ExactlyOnce the
+// checkpoints wait for it too); nothing is dropped. Cancelling ctx or
 // Close ends the subscription and removes the reader operator, purging its
 // state; Stop closes subscriptions left open.
 func (r *Runtime) Subscribe(ctx context.Context, stream string) (*Subscription, error) {
