@@ -410,7 +410,7 @@ func (c *coordinator) tick() {
 
 // releasedLinger is how long a released instance stays to bounce records
 // from producers whose route table is stale.
-const releasedLinger = time.Minute
+var releasedLinger = time.Minute // a variable for tests
 
 // publish builds and publishes the route table for owners.
 func (c *coordinator) publish(owners map[instKey]string) {
