@@ -403,13 +403,14 @@ func (c *coordinator) tick() {
 		if li.state == lsReleased && now.Sub(li.releasedAt) > releasedLinger {
 			delete(c.local, k)
 			li.inst.op.remove(li.inst)
+			c.n.forgetTail(li.inst.op)
 		}
 	}
 }
 
 // releasedLinger is how long a released instance stays to bounce records
 // from producers whose route table is stale.
-const releasedLinger = time.Minute
+var releasedLinger = time.Minute // a variable for tests
 
 // publish builds and publishes the route table for owners.
 func (c *coordinator) publish(owners map[instKey]string) {

@@ -55,6 +55,7 @@ type Node struct {
 	coordImpl *coordinator
 	ckpt      *actor.PID // the checkpointer (checkpointer.go); nil without checkpoints
 	ingress   *ingress
+	tails     tailRegistry // open subscriptions (tail.go)
 
 	mu   sync.Mutex // guards ops and byID; a leaf (LOCKS.md)
 	ops  map[string]*operator
@@ -196,6 +197,9 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		n.store = tpebble.New(db)
 	}
 	topo, err := n.seed(ctx, seed)
+	if err == nil {
+		topo, err = topology.Update(ctx, n.store, 20, n.withoutTails) // left by a crash
+	}
 	if err != nil {
 		if n.remote != nil {
 			n.remote.Shutdown(false)
@@ -227,7 +231,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	n.logDanglingInputs(topo)
 
-	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(sortedKinds(kinds), cfg.Announce...)}
+	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(sortedKinds(kinds), cfg.Announce...), n.tailKind())}
 	runCtx := n.life
 	topoCh := n.store.Watch(runCtx)
 	n.goFunc(func() {
@@ -350,6 +354,9 @@ func (n *Node) operator(name, kind string) (*operator, error) {
 		return op, nil
 	}
 	f := n.kinds[kind]
+	if kind == n.tailKind() {
+		f = n.tailFactory
+	}
 	if f == nil {
 		return nil, fmt.Errorf("actors: node %s has no operator kind %q", n.cfg.NodeID, kind)
 	}
@@ -544,6 +551,9 @@ func (n *Node) Stop(ctx context.Context) error {
 
 func (n *Node) stop(ctx context.Context) error {
 	var errs []error
+	if err := n.closeTails(ctx); err != nil { // no other node hosts their readers
+		errs = append(errs, err)
+	}
 	// The last node of an exactly-once pipeline (or an embedded one) takes
 	// a final checkpoint once everything in flight is processed, so that
 	// what its sinks prepared is committed and a restart resumes exactly

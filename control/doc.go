@@ -20,6 +20,12 @@
 //	DELETE /v1/operators/{name}[?purge=1]   api.DeployResponse; with purge every node deletes the state
 //	GET    /v1/streams                      []api.StreamView: producers, consumers, dangling streams
 //	GET    /v1/graph[?format=dot]           text/plain: the graph as text, or Graphviz DOT
+//	GET    /v1/streams/{name}/tail[?n=N]    application/x-ndjson: an api.TailRecord a line for every record produced
+//	                                        from the answer's header on, until the client goes, N records or the node
+//	                                        stops (a reader operator sluice-tail-<random> on this node, see
+//	                                        actors.Node.Subscribe; a client reading slowly holds the producers back, one
+//	                                        not reading for the write timeout is cut off); 404 for a stream no deployed
+//	                                        operator produces or reads
 //	GET    /v1/checkpoints                  []api.CheckpointView: complete checkpoints kept in the store, newest first
 //	GET    /v1/checkpoints/{id}             api.CheckpointDetail: each node's part, instances, key groups, bytes
 //	POST   /v1/checkpoints                  api.CheckpointView of a savepoint taken now, once complete (503 with why

@@ -225,6 +225,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		{"GET /v1/operators", api.RoleRead, s.listOperators},
 		{"GET /v1/operators/{name}", api.RoleRead, s.getOperator},
 		{"GET /v1/streams", api.RoleRead, s.streams},
+		{"GET /v1/streams/{name}/tail", api.RoleRead, s.tail},
 		{"GET /v1/graph", api.RoleRead, s.graph},
 		{"GET /v1/checkpoints", api.RoleRead, s.listCheckpoints},
 		{"GET /v1/checkpoints/{id}", api.RoleRead, s.getCheckpoint},

@@ -360,6 +360,32 @@ func (r *Runtime) Produce(ctx context.Context, stream string, rec Record) error 
 	return r.node.Produce(ctx, stream, rec)
 }
 
+// Subscription delivers a stream's records to a reader outside the
+// operators: see Runtime.Subscribe.
+type Subscription = actors.Subscription
+
+// ErrSubscriptionClosed is returned by Subscription.Next once the
+// subscription is closed.
+var ErrSubscriptionClosed = actors.ErrClosed
+
+// Subscribe starts reading stream from outside the operators (programs,
+// tests, tools): range over the returned Subscription's All, or call Next.
+// It deploys a reader operator "sluice-tail-<random>" whose one instance
+// runs in this process and returns once records produced to stream (on
+// this node) reach it. The subscription sees every record produced to the
+// stream from then on, once (after an exactly-once rollback, records
+// processed again are seen again), in the order each producer produced
+// them. With durability tracking (AtLeastOnce), records held because the
+// stream had no reader at all go to the first reader, which may be the
+// subscription. A reader that does not keep up holds the stream's
+// producers back like any slow operator (credits; under ExactlyOnce the
+// checkpoints wait for it too); nothing is dropped. Cancelling ctx or
+// Close ends the subscription and removes the reader operator, purging its
+// state; Stop closes subscriptions left open.
+func (r *Runtime) Subscribe(ctx context.Context, stream string) (*Subscription, error) {
+	return r.node.Subscribe(ctx, stream)
+}
+
 // Status describes every operator and its instances in this process.
 func (r *Runtime) Status() []OperatorStatus { return r.node.Status() }
 

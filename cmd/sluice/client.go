@@ -83,6 +83,30 @@ func parseAddr(addr, scheme string) (*url.URL, error) {
 // nil) and returns the body of a 2xx answer. Any other answer is an
 // *apiError; failing to reach the node is an error naming the address.
 func (c *client) do(ctx context.Context, method, path string, query url.Values, in any) ([]byte, error) {
+	req, err := c.request(ctx, method, path, query, in)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.unreachable(method, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read answer: %w", method, req.URL.Redacted(), err)
+	}
+	if resp.StatusCode/100 != 2 {
+		e := answerError(method, path, resp, out)
+		c.explainStatus(e, out)
+		return nil, e
+	}
+	return out, nil
+}
+
+// request builds a request of path (with query, and in as its JSON body if
+// not nil), with the credentials.
+func (c *client) request(ctx context.Context, method, path string, query url.Values, in any) (*http.Request, error) {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = query.Encode()
@@ -105,21 +129,59 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 		req.Header.Set("Authorization", "Bearer "+c.creds.token)
 		c.warnPlainToken(&u)
 	}
-	resp, err := c.http.Do(req)
+	return req, nil
+}
+
+// stream GETs path and returns the body of a 2xx answer to be read as it
+// comes, until ctx ends: the time limit (--timeout) bounds only the wait
+// for the answer's header. Other answers are errors as in do.
+func (c *client) stream(ctx context.Context, path string, query url.Values) (io.ReadCloser, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	req, err := c.request(ctx, http.MethodGet, path, query, nil)
 	if err != nil {
-		return nil, c.unreachable(method, err)
+		cancel()
+		return nil, err
 	}
-	defer func() { _ = resp.Body.Close() }()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	var timer *time.Timer
+	if c.timeout > 0 {
+		timer = time.AfterFunc(c.timeout, cancel)
+	}
+	hc := *c.http
+	hc.Timeout = 0
+	resp, err := hc.Do(req)
+	if timer != nil && !timer.Stop() { // the time limit passed
+		cancel()
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return nil, fmt.Errorf("GET %s: no answer within %v (--timeout)", req.URL.Redacted(), c.timeout)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read answer: %w", method, u.Redacted(), err)
+		cancel()
+		return nil, c.unreachable(http.MethodGet, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		e := answerError(method, path, resp, out)
+		defer cancel()
+		defer func() { _ = resp.Body.Close() }()
+		out, _ := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+		e := answerError(http.MethodGet, path, resp, out)
 		c.explainStatus(e, out)
 		return nil, e
 	}
-	return out, nil
+	return cancelOnClose{resp.Body, cancel}, nil
+}
+
+// cancelOnClose is an answer's body that ends its request's context when
+// closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
 
 // unreachable explains a request that got no answer.

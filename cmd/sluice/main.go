@@ -9,6 +9,7 @@
 //	sluice describe count
 //	sluice graph --dot | dot -Tsvg > graph.svg
 //	sluice status
+//	sluice tail counts -n 10
 //	sluice kill count --purge
 //
 // Exit codes: 0 success, 1 error, 2 bad usage, 3 conflict (the topology

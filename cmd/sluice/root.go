@@ -48,6 +48,7 @@ var commands = []func(*app) *cobra.Command{
 	newLsCmd,
 	newDescribeCmd,
 	newGraphCmd,
+	newTailCmd,
 	newStatusCmd,
 	newCheckpointsCmd,
 	newCheckpointCmd,
