@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 )
 
 // idle reads "other" and does nothing: a runtime needs an operator.
@@ -51,20 +52,13 @@ func TestClosedSubscriptionLeavesNothing(t *testing.T) {
 	if err := sub.Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	sluicetest.WaitFor(t, 30*time.Second, "no supervisor and no subscription remembered after Close", func() bool {
 		n.mu.Lock()
 		_, has := n.ops[sub.Operator()]
 		n.mu.Unlock()
 		n.tails.mu.Lock()
 		left := len(n.tails.m) + len(n.tails.readers)
 		n.tails.mu.Unlock()
-		if !has && left == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("30 s after Close: supervisor still there %v, %d subscriptions or readers remembered", has, left)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return !has && left == 0
+	})
 }
