@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/cluster/clustertest"
 	"github.com/sluicehq/sluice/cluster/consul"
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 )
 
 // A member that reports itself unhealthy (a full disk) keeps its
@@ -41,7 +42,7 @@ func TestSetHealth(t *testing.T) {
 	}
 	const reason = "disk full: 1.0 MiB free of 64 MiB on /data"
 	a.SetHealth(reason)
-	waitCheck(t, "warning with the reason", func() bool {
+	sluicetest.WaitFor(t, clustertest.Timeout, "check warning with the reason", func() bool {
 		c := check()
 		return c.Status == api.HealthWarning && strings.Contains(c.Output, reason)
 	})
@@ -65,18 +66,6 @@ func TestSetHealth(t *testing.T) {
 	}
 
 	a.SetHealth("")
-	waitCheck(t, "passing again", func() bool { return check().Status == api.HealthPassing })
+	sluicetest.WaitFor(t, clustertest.Timeout, "check passing again", func() bool { return check().Status == api.HealthPassing })
 	w.WaitIDs(t, clustertest.Timeout, "a", "b")
-}
-
-// waitCheck polls cond until it holds or clustertest.Timeout passes.
-func waitCheck(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(clustertest.Timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("check not %s within %v", what, clustertest.Timeout)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
-	}
 }
