@@ -97,8 +97,9 @@ func TestExactlyOnceFileToFileThroughSIGKILLs(t *testing.T) {
 		}
 	}
 	if len(wrong) > 0 {
+		t.Errorf("%d count lines wrong, for example:\n%s", len(wrong), strings.Join(wrong[:min(len(wrong), 12)], "\n"))
 		c.dumpLogs()
-		t.Fatalf("%d count lines wrong, for example:\n%s", len(wrong), strings.Join(wrong[:min(len(wrong), 12)], "\n"))
+		t.FailNow()
 	}
 	if len(seen) != keys || lines != records {
 		t.Fatalf("%d words, %d lines in the output; want %d and %d", len(seen), lines, keys, records)

@@ -58,7 +58,36 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, consulAddr string, flags ...string) *cluster {
-	return &cluster{t: t, consul: consulAddr, flags: flags, dir: t.TempDir(), nodes: map[string]*node{}}
+	if lv := os.Getenv("SLUICE_TEST_LOG_LEVEL"); lv != "" {
+		flags = append([]string{"-log-level", lv}, flags...)
+	}
+	c := &cluster{t: t, consul: consulAddr, flags: flags, dir: t.TempDir(), nodes: map[string]*node{}}
+	t.Cleanup(c.keepLogs)
+	return c
+}
+
+// keepLogs copies the node logs of a failed test to
+// $SLUICE_ARTIFACTS/<test name> when that is set (the temp dir goes).
+func (c *cluster) keepLogs() {
+	dir := os.Getenv("SLUICE_ARTIFACTS")
+	if dir == "" || !c.t.Failed() {
+		return
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(c.t.Name(), "/", "_"), time.Now().Format("150405"))
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		c.t.Log(err)
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil {
+			err = os.WriteFile(filepath.Join(dst, filepath.Base(l)), b, 0o644)
+			if err != nil {
+				c.t.Log(err)
+			}
+		}
+	}
+	c.t.Logf("node logs kept in %s", dst)
 }
 
 // start launches node id and waits until it reports ready.
@@ -192,15 +221,10 @@ func (c *cluster) waitFor(timeout time.Duration, what string, cond func() bool) 
 	}
 }
 
-// dumpLogs logs each node's log tail, then each running node's members,
-// pending handoffs and instances.
+// dumpLogs logs each running node's members, pending handoffs, checkpoint
+// account and instances, then each node's log tail (the status first: CI
+// shows the head of a long output).
 func (c *cluster) dumpLogs() {
-	entries, _ := os.ReadDir(c.dir)
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".log") {
-			c.t.Logf("--- %s ---\n%s", e.Name(), c.logTail(strings.TrimSuffix(e.Name(), ".log")))
-		}
-	}
 	c.mu.Lock()
 	nodes := make([]*node, 0, len(c.nodes))
 	for _, n := range c.nodes {
@@ -222,7 +246,18 @@ func (c *cluster) dumpLogs() {
 				insts = append(insts, fmt.Sprintf("%s/%d.%d %s groups [%d,%d) in %d out %d queued %d", op.Name, in.Epoch, in.Index, in.State, in.FirstGroup, in.EndGroup, in.Processed, in.Produced, in.Queued))
 			}
 		}
-		c.t.Logf("--- %s status: members %v; pending %v; buffered %d; instances:\n%s", n.id, members, st.Pending, st.Buffered, strings.Join(insts, "\n"))
+		ck := "none"
+		if st.Checkpoints != nil {
+			b, _ := json.Marshal(st.Checkpoints)
+			ck = string(b)
+		}
+		c.t.Logf("--- %s status: members %v; pending %v; buffered %d; checkpoints %s; instances:\n%s", n.id, members, st.Pending, st.Buffered, ck, strings.Join(insts, "\n"))
+	}
+	entries, _ := os.ReadDir(c.dir)
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".log") {
+			c.t.Logf("--- %s ---\n%s", e.Name(), c.logTail(strings.TrimSuffix(e.Name(), ".log")))
+		}
 	}
 }
 
