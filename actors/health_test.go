@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,8 +21,12 @@ import (
 func TestDiskFullPausesAndResumes(t *testing.T) {
 	dir := sluicetest.Tmpfs(t, 64<<20)
 	const records, keys = 100_000, 1000
+	// The second half waits until the disk is full: the pause must come
+	// mid-stream however fast the first half goes.
+	var full atomic.Bool
 	gen := func() core.Operator {
-		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: records, Key: sluicetest.Key(keys), Batch: 100}
+		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: records, Key: sluicetest.Key(keys), Batch: 100,
+			Gate: func(i int) bool { return i < records/2 || full.Load() }}
 	}
 	count := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 2} }
 	n, err := actors.Start(context.Background(), actors.Config{NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
@@ -42,6 +47,7 @@ func TestDiskFullPausesAndResumes(t *testing.T) {
 
 	filler := sluicetest.FillDisk(t, dir, 4<<20)
 	sluicetest.WaitFor(t, 10*time.Second, "node unhealthy", func() bool { return !n.Health().Healthy })
+	full.Store(true)
 	h := n.Health()
 	if h.Cause != actors.HealthDiskFull || h.Fatal || !strings.HasPrefix(h.Reason, "disk full: ") || !strings.Contains(h.Reason, dir) {
 		t.Fatalf("health on a full disk: got %+v, want cause disk-full, not fatal, a reason naming %s", h, dir)

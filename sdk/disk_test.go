@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,13 +44,17 @@ func TestDiskFullNodeReportsUnhealthyAndRecovers(t *testing.T) {
 	dir := sluicetest.Tmpfs(t, 64<<20)
 	const records = 50_000
 	into := &sluicetest.Collector{}
+	var full atomic.Bool
 	service := fmt.Sprintf("sluice-disk-%d", time.Now().UnixNano())
 	rt, err := sdk.Start(context.Background(), sdk.Config{
 		NodeConfig: sdk.NodeConfig{NodeID: "n1", DataDir: dir, NoSync: true, MinFreeDisk: 8 << 20, Logger: sluicetest.Logger(t)},
 		Consul:     agent.Addr(), ClusterName: service, HTTP: "127.0.0.1:0", Guarantee: sdk.NoGuarantee,
 	},
 		func() sdk.Operator {
-			return &sluicetest.Gen{Name: "gen", Stream: "words", Count: records, Key: sluicetest.Key(100), Batch: 50}
+			// The second half waits for the full disk: the pause comes
+			// mid-stream however fast the first half goes.
+			return &sluicetest.Gen{Name: "gen", Stream: "words", Count: records, Key: sluicetest.Key(100), Batch: 50,
+				Gate: func(i int) bool { return i < records/2 || full.Load() }}
 		},
 		func() sdk.Operator {
 			return &sluicetest.Sink{Name: "sink", Inputs: []sdk.Input{{Stream: "words", Routing: sdk.GroupBy}}, Parallelism: 2, Into: into}
@@ -75,6 +80,7 @@ func TestDiskFullNodeReportsUnhealthyAndRecovers(t *testing.T) {
 		code, body = get(t, base+"/healthz")
 		return code == http.StatusServiceUnavailable
 	})
+	full.Store(true)
 	if !strings.HasPrefix(body, "unhealthy: disk full: ") || !strings.Contains(body, dir) {
 		t.Fatalf("/healthz on a full disk: %q, want the reason (disk full on %s)", body, dir)
 	}

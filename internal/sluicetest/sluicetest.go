@@ -43,6 +43,10 @@ type Gen struct {
 	Batch       int
 	Key         func(i int) string
 	Parallelism int // default 1; instance j produces records i ≡ j mod Parallelism
+	// Gate, when set, is asked before each record with its index: false
+	// holds production back there (Poll produces nothing more) until it
+	// says true. Tests use it to stop a stream mid-way on a condition.
+	Gate func(i int) bool
 
 	next int // next i to produce, per incarnation
 }
@@ -71,6 +75,9 @@ func (g *Gen) Poll(ctx core.Context) error {
 		batch = 256
 	}
 	for n := 0; n < batch && g.next < g.Count; n++ {
+		if g.Gate != nil && !g.Gate(g.next) {
+			break
+		}
 		if err := ctx.Produce(g.Stream, core.Record{Key: []byte(g.Key(g.next)), Value: []byte(strconv.Itoa(g.next))}); err != nil {
 			return err
 		}
