@@ -421,6 +421,14 @@ func (c *checkpointer) onComplete(m *wire.CheckpointComplete) {
 		c.n.log.Error("undecodable checkpoint metadata", "checkpoint", m.Id, "error", err)
 		return
 	}
+	if meta.Generation < c.gen {
+		// Taken before a rollback this node took part in: its timeline was
+		// abandoned (a coordinator that stopped coordinating announced it
+		// late), and the store skips it too.
+		c.n.log.Debug("ignored the completion of a checkpoint of an older generation", "checkpoint", meta.ID,
+			"generation", meta.Generation, "current", c.gen)
+		return
+	}
 	if c.latest == nil || meta.ID > c.latest.ID {
 		c.latest = &meta
 		c.n.setBase(&meta)

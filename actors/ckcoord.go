@@ -150,7 +150,7 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 	r := &c.coord
 	r.leader = leaderOf(v.members) == c.n.cfg.NodeID
 	if !r.leader {
-		if r.pending != nil {
+		if p := r.pending; p != nil && !p.completing {
 			c.coordAbort("this node no longer coordinates")
 		}
 		for _, req := range r.requests {
@@ -169,10 +169,21 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 		c.coordRollback("the membership changed during the rollback")
 		return
 	}
-	if p := r.pending; p != nil && (v.topo.Version != p.topology || !sameMembers(v.members, p.members)) {
+	if p := r.pending; p != nil && !p.completing && (v.topo.Version != p.topology || !sameMembers(v.members, p.members)) {
 		c.coordAbort("the cluster changed during the checkpoint")
 	}
 }
+
+// A checkpoint whose metadata is being stored (completing) is not
+// abandoned when the view changes or this node stops coordinating: the
+// store's answer decides, and coordOnStored announces the outcome. Were it
+// aborted while the write lands, the store would hold a complete
+// checkpoint no node was told of; a node restoring an instance from an
+// older one meanwhile (its base) would undo what a sink prepared for it (a
+// file sink deleted its pending part, a Kafka sink fenced its
+// transaction), and a rollback to it later lost those records. A rollback
+// does abort it: the generation it records makes the store skip the
+// checkpoint if the write lands after the rollback's target was read.
 
 // coordOnLatest records the newest complete checkpoint read at start.
 func (c *checkpointer) coordOnLatest(m ckLatestMsg) {
@@ -332,9 +343,15 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 	r.next = time.Now().Add(c.cfg.Interval)
 	b, err := json.Marshal(meta)
 	if err == nil {
+		// Its members, and members that joined meanwhile (their base, read
+		// from the store at start, may predate it).
 		complete := &wire.CheckpointComplete{Id: meta.ID, Meta: b}
-		for _, mem := range p.members {
-			c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), complete)
+		sent := map[string]bool{}
+		for _, mem := range slices.Concat(p.members, c.view.members) {
+			if !sent[mem.ID] {
+				sent[mem.ID] = true
+				c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), complete)
+			}
 		}
 	}
 	for _, req := range p.requests {
@@ -344,6 +361,9 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 		obs.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
 	}
 	c.n.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "uploaded", meta.Uploaded(), "size", meta.Size())
+	if !r.leader {
+		return // the coordinator now deletes old checkpoints
+	}
 	keep, store, log := c.cfg.Keep, c.store, c.n.log
 	c.n.goFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -115,9 +115,12 @@
 // '.') and never match that pattern. A reader may move committed parts
 // away once read. After a crash the runtime restores every instance from
 // the last completed checkpoint: Init deletes the instance's part in
-// progress and its pending parts of later checkpoints (their lines come
-// again), and Commit renames the pending parts of the restored checkpoint
-// (a part already renamed, or already moved away, counts as committed).
+// progress (its lines come again), and Commit renames the pending parts of
+// the restored checkpoint (a part already renamed, or already moved away,
+// counts as committed). Pending parts of later checkpoints that the
+// restored state does not list stay hidden until a newer checkpoint
+// completes, then go: one may belong to a checkpoint that completed while
+// its node was not told, which the runtime may still restore.
 // So each line is in exactly one committed part, once. State holds
 // "file/part/<tag>/<checkpoint>" → Path per pending part and
 // "file/writer/<tag>" → Path per instance, so that after a rescale the

@@ -108,6 +108,10 @@ func TestExactlyOnceSinkCommitsPartsInCheckpointOrder(t *testing.T) {
 	}
 }
 
+// A restore deletes the part in progress at once; a pending part the
+// restored state does not know is kept until a newer checkpoint completes
+// (it may belong to a complete checkpoint the node was not told of: see
+// TestExactlyOnceSinkKeepsThePartOfACheckpointItWasNotToldOf).
 func TestExactlyOnceSinkRestoreCommitsOnceAndDeletesLaterParts(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
@@ -130,8 +134,8 @@ func TestExactlyOnceSinkRestoreCommitsOnceAndDeletesLaterParts(t *testing.T) {
 
 	c1 := c.restored(checkpoint1)
 	r := initSink(t, f, c1)
-	if got := hidden(t, dir); !slices.Equal(got, []string{".out.txt.pending-00000000000000000001-write-00000"}) {
-		t.Fatalf("after Init: hidden files %v, want only checkpoint 1's pending part", got)
+	if got := hidden(t, dir); !slices.Equal(got, []string{".out.txt.pending-00000000000000000001-write-00000", ".out.txt.pending-00000000000000000002-write-00000"}) {
+		t.Fatalf("after Init: hidden files %v, want checkpoint 1's and 2's pending parts (not the part in progress)", got)
 	}
 	sluicetest.Must(t, r.Commit(c1, 1))
 	sluicetest.Must(t, r.Close(c1))
@@ -147,6 +151,9 @@ func TestExactlyOnceSinkRestoreCommitsOnceAndDeletesLaterParts(t *testing.T) {
 	sluicetest.Must(t, again.Commit(c2, 2))
 	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 30)) {
 		t.Fatalf("output %v, want lines 0-29 once, in order", got)
+	}
+	if got := hidden(t, dir); len(got) != 0 {
+		t.Fatalf("hidden files left after checkpoint 2 committed: %v", got)
 	}
 	// A committed part consumed (moved away) by the reader, then a restore
 	// from a checkpoint that still lists it: nothing to do, no error.
@@ -172,13 +179,68 @@ func TestExactlyOnceSinkAdoptsPartsWhenRescaled(t *testing.T) {
 
 	one := eoCtx("write", 0, 1, 0, 2, checkpoint1)
 	r := initSink(t, f, one)
-	if got := hidden(t, dir); len(got) != 2 {
-		t.Fatalf("after Init: hidden files %v, want both instances' parts of checkpoint 1 only", got)
+	if got := hidden(t, dir); len(got) != 3 {
+		t.Fatalf("after Init: hidden files %v, want both instances' parts of checkpoint 1 and instance 1's of checkpoint 2", got)
 	}
 	sluicetest.Must(t, r.Commit(one, 1))
 	got := committedOutput(t, out)
 	if !slices.Equal(got, numberedLines(0, 20)) {
 		t.Fatalf("output %v, want lines 0-19 (instance 0's part, then instance 1's)", got)
+	}
+	writeLinesTo(t, r, one, 20, 30) // replayed
+	sluicetest.Must(t, r.PreCommit(one, 3))
+	sluicetest.Must(t, r.Commit(one, 3))
+	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 30)) {
+		t.Fatalf("output %v, want lines 0-29 once", got)
+	}
+	if got := hidden(t, dir); len(got) != 0 {
+		t.Fatalf("hidden files left after checkpoint 3 committed (the old instance 1's part of 2 must go): %v", got)
+	}
+}
+
+// Checkpoint 2 completed in the store, but the node was not told (its
+// coordinator stopped coordinating or crashed while storing it): an
+// instance is first restored from checkpoint 1 (the node's base), then the
+// rollback restores checkpoint 2. The pending part of checkpoint 2 must
+// survive the first restore: the second commits it. (Deleting it lost
+// checkpoint 2's lines under SIGKILLs.)
+func TestExactlyOnceSinkKeepsThePartOfACheckpointItWasNotToldOf(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out.txt")
+	f := mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 8})
+	c := eoCtx("write", 0, 1, 0, 1, nil)
+	crashed := f().(*file.Sink)
+	sluicetest.Must(t, crashed.Init(c))
+	t.Cleanup(func() { _ = crashed.Close(c) })
+	writeLinesTo(t, crashed, c, 0, 10)
+	sluicetest.Must(t, crashed.PreCommit(c, 1))
+	checkpoint1 := c.state.snapshot()
+	writeLinesTo(t, crashed, c, 10, 20)
+	sluicetest.Must(t, crashed.PreCommit(c, 2))
+	checkpoint2 := c.state.snapshot() // complete, never announced
+	writeLinesTo(t, crashed, c, 20, 25)
+
+	stale := c.restored(checkpoint1)
+	s1 := f().(*file.Sink)
+	sluicetest.Must(t, s1.Init(stale))
+	sluicetest.Must(t, s1.Commit(stale, 1))
+	writeLinesTo(t, s1, stale, 10, 13) // processed before the rollback reset it
+	sluicetest.Must(t, s1.Close(stale))
+
+	rb := c.restored(checkpoint2)
+	s2 := initSink(t, f, rb)
+	sluicetest.Must(t, s2.Commit(rb, 2))
+	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 20)) {
+		t.Fatalf("after the rollback to checkpoint 2 the output is %v, want lines 0-19", got)
+	}
+	writeLinesTo(t, s2, rb, 20, 30)
+	sluicetest.Must(t, s2.PreCommit(rb, 3))
+	sluicetest.Must(t, s2.Commit(rb, 3))
+	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 30)) {
+		t.Fatalf("output %v, want lines 0-29 once", got)
+	}
+	if got := hidden(t, dir); len(got) != 0 {
+		t.Fatalf("hidden files left: %v", got)
 	}
 }
 

@@ -56,6 +56,14 @@ type partWriter struct {
 	fatal error    // sticky: a failed fsync; written data may be lost
 
 	pending map[partKey]string // pending parts known to State (of any writer), → Path
+	// orphans are pending parts State does not know of, → Path. They were
+	// written after the checkpoint State was restored from, but one may
+	// belong to a checkpoint that completed without this node hearing of
+	// it (its coordinator stopped coordinating or crashed while storing
+	// it): a rollback to that checkpoint commits it. So they are deleted
+	// only once a newer checkpoint completes (commit), when no rollback
+	// can go back to theirs.
+	orphans map[partKey]string
 }
 
 // partTag returns the tag of the instance of operator op whose first key
@@ -71,13 +79,14 @@ func partNames(path, tag string, checkpoint uint64) (inprogress, pending, commit
 		filepath.Join(dir, fmt.Sprintf("%s.part-%020d-%s", base, checkpoint, tag))
 }
 
-// newPartWriter reads the pending parts State knows of and deletes the
+// newPartWriter reads the pending parts State knows of and cleans up the
 // parts of every writer it knows of (its own, and those of other key
 // groups' state after a rescale) that State does not know: written after
-// the checkpoint State was restored from.
+// the checkpoint State was restored from (cleanUp).
 func newPartWriter(ctx sdk.Context, cfg SinkConfig) (*partWriter, error) {
 	info := ctx.Instance()
-	w := &partWriter{cfg: cfg, tag: partTag(info.Operator, info.FirstGroup), log: ctx.Logger(), pending: map[partKey]string{}}
+	w := &partWriter{cfg: cfg, tag: partTag(info.Operator, info.FirstGroup), log: ctx.Logger(), pending: map[partKey]string{},
+		orphans: map[partKey]string{}}
 	writers := map[string]bool{w.tag + "\x00" + cfg.Path: true} // "<tag>\x00<path>"
 	st := ctx.State()
 	err := sdk.ScanAllGroups(st, []byte("file/"), func(key, value []byte) error {
@@ -109,14 +118,17 @@ func newPartWriter(ctx sdk.Context, cfg SinkConfig) (*partWriter, error) {
 	return w, nil
 }
 
-// cleanUp deletes the part in progress of tag under path, and its pending
-// parts that State does not know of.
+// cleanUp deletes the part in progress of tag under path (its lines are
+// in no checkpoint) and keeps its pending parts that State does not know
+// of as orphans (see partWriter.orphans).
 func (w *partWriter) cleanUp(path, tag string) error {
 	inprogress, _, _ := partNames(path, tag, 0)
-	removed := 0
 	switch err := os.Remove(inprogress); {
 	case err == nil:
-		removed++
+		w.log.Info("file sink: deleted the part in progress of a previous incarnation", "path", path, "writer", tag)
+		if err := syncDir(filepath.Dir(inprogress)); err != nil {
+			return err
+		}
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("delete the part in progress: %w", err)
 	}
@@ -126,9 +138,9 @@ func (w *partWriter) cleanUp(path, tag string) error {
 		return fmt.Errorf("list the parts of %s: %w", path, err)
 	}
 	prefix, suffix := "."+base+".pending-", "-"+tag
+	kept := 0
 	for _, e := range entries {
-		name := e.Name()
-		digits, ok := strings.CutPrefix(name, prefix)
+		digits, ok := strings.CutPrefix(e.Name(), prefix)
 		if !ok || len(digits) != 20+len(suffix) || digits[20:] != suffix {
 			continue
 		}
@@ -136,17 +148,38 @@ func (w *partWriter) cleanUp(path, tag string) error {
 		if err != nil {
 			continue
 		}
-		if _, known := w.pending[partKey{tag, n}]; known {
+		if k := (partKey{tag, n}); !w.known(k) {
+			w.orphans[k] = path
+			kept++
+		}
+	}
+	if kept > 0 {
+		w.log.Info("file sink: pending parts the restored checkpoint does not know; deleted once a newer checkpoint completes",
+			"path", path, "writer", tag, "parts", kept)
+	}
+	return nil
+}
+
+// dropOrphans deletes the orphans of checkpoints before checkpoint, which
+// completed: no rollback goes back past it.
+func (w *partWriter) dropOrphans(checkpoint uint64) error {
+	dirs := map[string]bool{}
+	for k, path := range w.orphans {
+		if k.checkpoint >= checkpoint || w.known(k) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("delete a pending part of a checkpoint the state does not know: %w", err)
+		_, pending, _ := partNames(path, k.tag, k.checkpoint)
+		if err := os.Remove(pending); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete a pending part no checkpoint holds: %w", err)
 		}
-		removed++
+		delete(w.orphans, k)
+		dirs[filepath.Dir(pending)] = true
+		w.log.Info("file sink: deleted a pending part written after the checkpoint it was restored from", "part", pending)
 	}
-	if removed > 0 {
-		w.log.Info("file sink: deleted parts written after the restored checkpoint", "path", path, "writer", tag, "parts", removed)
-		return syncDir(dir)
+	for _, dir := range slices.Sorted(maps.Keys(dirs)) {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -219,6 +252,7 @@ func (w *partWriter) preCommit(st sdk.State, checkpoint uint64) error {
 	w.f = nil
 	st.Set(fmt.Appendf(nil, "%s%s/%020d", partPrefix, w.tag, checkpoint), []byte(w.cfg.Path))
 	w.pending[partKey{w.tag, checkpoint}] = w.cfg.Path
+	delete(w.orphans, partKey{w.tag, checkpoint}) // replaced by the rename
 	return nil
 }
 
@@ -270,7 +304,16 @@ func (w *partWriter) commit(st sdk.State, checkpoint uint64) error {
 		// cannot be changed from here; committing it again is harmless.
 		delete(w.pending, k)
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return w.dropOrphans(checkpoint)
+}
+
+// known reports whether State lists pending part k.
+func (w *partWriter) known(k partKey) bool {
+	_, ok := w.pending[k]
+	return ok
 }
 
 // close closes and deletes the part in progress: its lines are after the

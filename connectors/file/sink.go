@@ -71,8 +71,9 @@ func (s *lines) Metadata() sdk.Metadata {
 
 // Init opens the file for appending (creating it if needed), or shares it
 // with the other instances in the process that write it. Under
-// exactly-once it deletes the parts of the instance that the restored
-// State does not know of instead (see the package documentation).
+// exactly-once it deletes the instance's part in progress instead, and
+// deletes its pending parts that the restored State does not know of once
+// a newer checkpoint completes (see the package documentation).
 func (s *Sink) Init(ctx sdk.Context) error {
 	s.op = ctx.Instance().Operator
 	if ctx.Instance().Guarantee == sdk.ExactlyOnce {
