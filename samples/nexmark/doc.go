@@ -13,7 +13,9 @@
 //
 // Query 8, "monitor new users": the persons who opened an auction in the
 // 10 s tumbling window in which they registered (a window join of persons
-// and auctions on person id = seller), as (person id, name, window start).
+// and auctions on person id = seller), as (person id, name, window start):
+// one answer per person and window, however many auctions, as in the
+// Flink nexmark suite's q8.sql (Beam's Query8 answers once per auction).
 //
 //	nexmark-source ──nexmark-events──▶ q8-keyed ──q8-keyed──▶ q8-join ──q8-windows──▶ q8-new-users ──q8-new-users──▶
 //	   (events)              (keep persons, key: id;     (window.Tumbling(10 s):    (keep the windows
