@@ -37,6 +37,7 @@ func main() {
 	ysbEvents := flag.Int64("ysb-events", 5_000_000, "events per unthrottled YSB run (a bounded stream)")
 	ysbRate := flag.Float64("ysb-rate", 200_000, "events/s of the paced YSB window latency run (it lasts -latency-duration)")
 	q5Events := flag.Int64("q5-events", 1_000_000, "events per Nexmark q5 run (100 s of event time; about 40 s a run on a loaded 2-core machine)")
+	q8Events := flag.Int64("q8-events", 1_000_000, "events per Nexmark q8 run (100 s of event time)")
 	flag.Parse()
 	var groups []string
 	if *only != "" {
@@ -51,7 +52,7 @@ func main() {
 	want := func(g string) bool { return len(groups) == 0 || slices.Contains(groups, g) }
 	cfg := bench.TableConfig{Runs: *runs, Records: *records, Scenarios: groups, Profile: *profile,
 		EORecords: *eoRecords, LatencyDuration: *latencyDur, BigKeys: *bigKeys, RecoveryState: *recoveryState,
-		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events}
+		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events, Q8Events: *q8Events}
 	needNode := *cross && (want("cross") || want("mtls") || want("scaling") || want("recovery"))
 	needConsul := *cross && (want("cross") || want("mtls") || want("scaling"))
 	if err := run(cfg, needNode, needConsul); err != nil {

@@ -45,6 +45,8 @@ type TableConfig struct {
 	YSBRate float64
 	// Q5Events is the events per Nexmark q5 run; 0 means 1 M.
 	Q5Events int64
+	// Q8Events is the events per Nexmark q8 run; 0 means 1 M.
+	Q8Events int64
 }
 
 // Groups are the scenario groups of the table, in order.
@@ -57,7 +59,7 @@ const GroupsHelp = `core (in-process throughput and latency), eo (exactly-once v
 	`kafka (Goka vs Sluice on kfake), kafka-eo (exactly-once output latency to a read_committed consumer), ` +
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
-	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 events/s per core)`
+	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core)`
 
 // want reports whether the scenario group name is selected.
 func (c TableConfig) want(name string) bool {

@@ -21,9 +21,9 @@ const flinkQ5PerCore = 22_000
 // ysbRows: the Yahoo Streaming Benchmark (samples/ysb) unthrottled over a
 // bounded stream, exactly-once (checkpoints every 1 s) and with no
 // guarantee, alternating; its window latency with the source paced; the
-// cost of its JSON decoding per event; and Nexmark query 5's events/s per
-// core. Every run's output is checked against the sample's expected
-// answer; a wrong one gives a row saying so rather than a figure.
+// cost of its JSON decoding per event; and Nexmark queries 5 and 8's
+// events/s per core. Every run's output is checked against the sample's
+// expected answer; a wrong one gives a row saying so rather than a figure.
 func (t *tabler) ysbRows() ([]row, error) {
 	cfg := t.cfg
 	n := cfg.YSBEvents
@@ -58,11 +58,14 @@ func (t *tabler) ysbRows() ([]row, error) {
 		return nil, err
 	}
 	rows = append(rows, lrows...)
-	qrows, err := t.q5Rows()
-	if err != nil {
-		return nil, err
+	for _, query := range []func() ([]row, error){t.q5Rows, t.q8Rows} {
+		qrows, err := query()
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, qrows...)
 	}
-	return append(rows, qrows...), nil
+	return rows, nil
 }
 
 // ysbLatencyRows: YSB's window latency with the source paced at
@@ -102,7 +105,7 @@ func (t *tabler) q5Rows() ([]row, error) {
 	if n <= 0 {
 		n = 1_000_000
 	}
-	rs, err := t.measure("Nexmark q5, exactly-once", func() (Result, error) { return Q5(Q5Config{Events: n, ExactlyOnce: true}) })
+	rs, err := t.measure("Nexmark q5, exactly-once", func() (Result, error) { return Q5(NexmarkConfig{Events: n, ExactlyOnce: true}) })
 	switch {
 	case errors.Is(err, errWrongOutput):
 		return []row{{"Nexmark q5 events/s", "WRONG OUTPUT", "", "", err.Error()}}, nil
@@ -120,6 +123,26 @@ func (t *tabler) q5Rows() ([]row, error) {
 			fmt.Sprintf("events/s ÷ GOMAXPROCS (%d); per CPU-second actually used: %s (%.1f×); ratio to Flink 1.13's ~22 k/core; target ≥ 10×",
 				procs, human(perCPU), perCPU/flinkQ5PerCore)},
 	}, nil
+}
+
+// q8Rows: Nexmark query 8 unthrottled, exactly-once, per core.
+func (t *tabler) q8Rows() ([]row, error) {
+	n := t.cfg.Q8Events
+	if n <= 0 {
+		n = 1_000_000
+	}
+	rs, err := t.measure("Nexmark q8, exactly-once", func() (Result, error) { return Q8(NexmarkConfig{Events: n, ExactlyOnce: true}) })
+	switch {
+	case errors.Is(err, errWrongOutput):
+		return []row{{"Nexmark q8 events/s", "WRONG OUTPUT", "", "", err.Error()}}, nil
+	case err != nil:
+		return nil, err
+	}
+	rate := medianRate(rs)
+	procs := runtime.GOMAXPROCS(0)
+	return []row{{"Nexmark q8, exactly-once", human(rate), "events/s", "",
+		fmt.Sprintf("%s events, parallelism 2, unthrottled, checkpoints every 1 s; output = nexmark.Q8Expected; %s events/s per core (÷ GOMAXPROCS %d), %s per CPU-second used",
+			human(float64(n)), human(rate/float64(procs)), procs, human(1e9/cpuPerOp(rs)))}}, nil
 }
 
 // cpuPerOp returns the median over the runs of the process's CPU time per

@@ -15,7 +15,7 @@ import (
 func TestTableYSBGroupRuns(t *testing.T) {
 	var out bytes.Buffer
 	err := Table(&out, TableConfig{Runs: 1, Scenarios: []string{"ysb"}, YSBEvents: 20_000, YSBRate: 100_000,
-		LatencyDuration: 300 * time.Millisecond, Q5Events: 20_000})
+		LatencyDuration: 300 * time.Millisecond, Q5Events: 20_000, Q8Events: 20_000})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -26,6 +26,7 @@ func TestTableYSBGroupRuns(t *testing.T) {
 		"YSB JSON decode (ysb.Fields)",
 		"YSB window latency p50 / p99",
 		"Nexmark q5 per core",
+		"Nexmark q8, exactly-once",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("no row %q in\n%s", want, s)

@@ -3,6 +3,7 @@ package nexmark
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -17,19 +18,37 @@ import (
 // the bids go to the newest "hot" auction, the others to one of the 100
 // auctions in flight (or up to 10 ahead); three quarters of the bidders
 // are hot people, the others one of the 1,000 active people; prices are
-// 10^U(0,6) × 100 cents.
+// 10^U(0,6) × 100 cents. (The bids' hot auction and hot bidder are the
+// newest of a batch of 2 auctions and 4 people here, where the published
+// generator batches 100 (HOT_AUCTION_RATIO, HOT_BIDDER_RATIO); q5's
+// answers are kept as they are.)
+//
+// Persons and auctions follow the published PersonGenerator and
+// AuctionGenerator: a person's name is one of 11 first names and one of 9
+// last names, uniformly; three quarters of the auctions (hotSellersRatio
+// 4) are by the hot seller, the first person of the latest batch of 100
+// (HOT_SELLER_RATIO), the others by one of the 1,000 active people or up
+// to 10 ahead (people not registered yet, as in the published generator).
 const (
 	personProportion  = 1
 	auctionProportion = 3
 	totalProportion   = 50 // with 46 bids
 	hotAuctionRatio   = 2
 	hotBiddersRatio   = 4
+	hotSellersRatio   = 4
+	hotSellerBatch    = 100
 	inFlightAuctions  = 100
 	auctionIDLead     = 10
 	activePeople      = 1000
 	personIDLead      = 10
 	firstAuctionID    = 1000
 	firstPersonID     = 1000
+)
+
+// firstNames and lastNames are the published generator's name lists.
+var (
+	firstNames = [...]string{"Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter"}
+	lastNames  = [...]string{"Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris"}
 )
 
 // Kind is the kind of a Nexmark event.
@@ -42,15 +61,30 @@ const (
 	Bid     Kind = 'b'
 )
 
+// String returns "person", "auction" or "bid".
+func (k Kind) String() string {
+	switch k {
+	case Person:
+		return "person"
+	case Auction:
+		return "auction"
+	case Bid:
+		return "bid"
+	}
+	return fmt.Sprintf("Kind(%q)", byte(k))
+}
+
 // Event is one Nexmark event; only the fields the queries here read are
-// kept (a person's and an auction's ids, a bid's auction, bidder and
-// price).
+// kept (a person's id and name, an auction's id and seller, a bid's
+// auction, bidder and price).
 type Event struct {
 	Kind     Kind
-	ID       int64 // person or auction id
-	Auction  int64 // bid
-	Bidder   int64 // bid
-	Price    int64 // bid, in cents
+	ID       int64  // person or auction id
+	Name     string // person
+	Seller   int64  // auction: a person id
+	Auction  int64  // bid
+	Bidder   int64  // bid
+	Price    int64  // bid, in cents
 	DateTime time.Time
 }
 
@@ -69,8 +103,15 @@ func (g *Generator) Event(i int64) Event {
 	switch off := i % totalProportion; {
 	case off < personProportion:
 		e.Kind, e.ID = Person, lastPerson(i)+firstPersonID
+		e.Name = firstNames[r.intn(int64(len(firstNames)))] + " " + lastNames[r.intn(int64(len(lastNames)))]
 	case off < personProportion+auctionProportion:
 		e.Kind, e.ID = Auction, lastAuction(i)+firstAuctionID
+		if r.intn(hotSellersRatio) > 0 {
+			e.Seller = lastPerson(i) / hotSellerBatch * hotSellerBatch
+		} else {
+			e.Seller = randomPerson(i, &r)
+		}
+		e.Seller += firstPersonID
 	default:
 		e.Kind = Bid
 		if r.intn(hotAuctionRatio) > 0 {
@@ -84,14 +125,20 @@ func (g *Generator) Event(i int64) Event {
 		if r.intn(hotBiddersRatio) > 0 {
 			e.Bidder = (lastPerson(i)/hotBiddersRatio)*hotBiddersRatio + 1
 		} else {
-			people := lastPerson(i) + 1
-			active := min(people, activePeople)
-			e.Bidder = people - active + r.intn(active+personIDLead)
+			e.Bidder = randomPerson(i, &r)
 		}
 		e.Bidder += firstPersonID
 		e.Price = int64(math.Round(math.Pow(10, r.float()*6) * 100))
 	}
 	return e
+}
+
+// randomPerson returns the base-0 id of one of the active people at event
+// i or up to personIDLead ahead (Beam's nextBase0PersonId).
+func randomPerson(i int64, r *rng) int64 {
+	people := lastPerson(i) + 1
+	active := min(people, activePeople)
+	return people - active + r.intn(active+personIDLead)
 }
 
 // lastAuction returns the base-0 id of the last auction generated at or
@@ -141,21 +188,68 @@ func mix(seed, i uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// Encode appends e's encoding: its kind, then uvarints (person and
-// auction: id; bid: auction, bidder, price). The event time travels as the
-// record's EventTime.
+// Encode appends e's encoding: its kind, then uvarints (person: id, then
+// the name's bytes to the end; auction: id, seller; bid: auction, bidder,
+// price). The event time travels as the record's EventTime.
 func (e Event) Encode(b []byte) []byte {
 	b = append(b, byte(e.Kind))
-	if e.Kind == Bid {
+	switch e.Kind {
+	case Bid:
 		b = binary.AppendUvarint(b, uint64(e.Auction))
 		b = binary.AppendUvarint(b, uint64(e.Bidder))
 		return binary.AppendUvarint(b, uint64(e.Price))
+	case Auction:
+		b = binary.AppendUvarint(b, uint64(e.ID))
+		return binary.AppendUvarint(b, uint64(e.Seller))
 	}
-	return binary.AppendUvarint(b, uint64(e.ID))
+	b = binary.AppendUvarint(b, uint64(e.ID))
+	return append(b, e.Name...)
 }
 
 // errCorrupt is returned for a record that is not an encoded event.
 var errCorrupt = errors.New("nexmark: corrupt event")
+
+// Decode decodes an encoded event (its DateTime stays zero: the event time
+// is the record's).
+func Decode(b []byte) (Event, error) {
+	if len(b) == 0 {
+		return Event{}, fmt.Errorf("%w: empty", errCorrupt)
+	}
+	e := Event{Kind: Kind(b[0])}
+	var v [3]uint64
+	n := 0
+	switch e.Kind {
+	case Person:
+		n = 1
+	case Auction:
+		n = 2
+	case Bid:
+		n = 3
+	default:
+		return Event{}, fmt.Errorf("%w: unknown kind %q", errCorrupt, b[0])
+	}
+	b = b[1:]
+	for j := range n {
+		x, w := binary.Uvarint(b)
+		if w <= 0 {
+			return Event{}, fmt.Errorf("%w: truncated %v", errCorrupt, e.Kind)
+		}
+		v[j], b = x, b[w:]
+	}
+	switch e.Kind {
+	case Person:
+		e.ID, e.Name = int64(v[0]), string(b)
+		return e, nil
+	case Auction:
+		e.ID, e.Seller = int64(v[0]), int64(v[1])
+	default:
+		e.Auction, e.Bidder, e.Price = int64(v[0]), int64(v[1]), int64(v[2])
+	}
+	if len(b) > 0 {
+		return Event{}, fmt.Errorf("%w: %d bytes after the %v", errCorrupt, len(b), e.Kind)
+	}
+	return e, nil
+}
 
 // DecodeBid decodes an encoded event; ok is false if it is not a bid.
 func DecodeBid(b []byte) (auction, bidder, price int64, ok bool, err error) {

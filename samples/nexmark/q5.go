@@ -1,15 +1,3 @@
-// Package nexmark holds Nexmark benchmark queries on Sluice, with a
-// deterministic generator following the Nexmark generator's published
-// event distributions (see Generator) and an independent exact answer per
-// query.
-//
-// Query 5, "hot items": the auctions with the most bids in each sliding
-// window of 60 s every 10 s.
-//
-//	nexmark-source ──nexmark-events──▶ q5-bids ──q5-bids──▶ q5-counts ──q5-auction-counts──▶ q5-hot ──q5-hot-items──▶
-//	   (events)               (keep bids, key:      (window.Hopping(60 s, 10 s),     (per window: the
-//	                           auction)              window.Count(); results        auctions with the
-//	                                                 keyed by window)                most bids)
 package nexmark
 
 import (
@@ -97,25 +85,14 @@ func Q5(c Config) ([]sdk.Factory, error) {
 	}
 	return []sdk.Factory{
 		gen.Source(c.Events, c.Parallelism, c.Batch),
-		func() sdk.Operator { return Bids{Parallelism: c.Parallelism} },
+		stage{name: Q5BidsName, input: EventsStream, output: Q5BidsStream, parallelism: c.Parallelism, process: bids}.factory(),
 		counts,
 		hot,
 	}, nil
 }
 
-// Bids keeps the bids and keys them by auction.
-type Bids struct{ Parallelism int }
-
-// Metadata implements sdk.Operator.
-func (b Bids) Metadata() sdk.Metadata {
-	return sdk.Metadata{Name: Q5BidsName, Inputs: []sdk.Input{{Stream: EventsStream}}, Outputs: []string{Q5BidsStream}, Parallelism: b.Parallelism}
-}
-
-// Init implements sdk.Operator.
-func (Bids) Init(sdk.Context) error { return nil }
-
-// ProcessRecord implements sdk.Operator.
-func (Bids) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
+// bids keeps the bids and keys them by auction (stage q5-bids).
+func bids(ctx sdk.Context, rec sdk.Record) error {
 	auction, _, _, ok, err := DecodeBid(rec.Value)
 	if err != nil || !ok {
 		return err
@@ -123,8 +100,30 @@ func (Bids) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	return ctx.Produce(Q5BidsStream, sdk.Record{Key: strconv.AppendInt(nil, auction, 10)})
 }
 
+// stage is a stateless operator of a query: process handles each record
+// of input, producing to output.
+type stage struct {
+	name, input, output string
+	parallelism         int
+	process             func(ctx sdk.Context, rec sdk.Record) error
+}
+
+// factory returns s's factory.
+func (s stage) factory() sdk.Factory { return func() sdk.Operator { return s } }
+
+// Metadata implements sdk.Operator.
+func (s stage) Metadata() sdk.Metadata {
+	return sdk.Metadata{Name: s.name, Inputs: []sdk.Input{{Stream: s.input}}, Outputs: []string{s.output}, Parallelism: s.parallelism}
+}
+
+// Init implements sdk.Operator.
+func (stage) Init(sdk.Context) error { return nil }
+
+// ProcessRecord implements sdk.Operator.
+func (s stage) ProcessRecord(ctx sdk.Context, rec sdk.Record) error { return s.process(ctx, rec) }
+
 // ProcessTimer implements sdk.Operator.
-func (Bids) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+func (stage) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 
 // Hot is the answer for one window: the auctions with the most bids
 // (ascending) and that number.

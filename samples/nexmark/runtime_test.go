@@ -3,6 +3,8 @@ package nexmark_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,31 +14,69 @@ import (
 	"github.com/sluicehq/sluice/sdk"
 )
 
-// collector is a sink of q5-hot-items answers.
+// collector is a sink of a query's answers, each decoded to a key (q5: the
+// window end; q8: the person and window) and an answer.
 type collector struct {
-	mu   sync.Mutex
-	got  map[int64]string
-	dups int
+	name, stream string
+	decode       func(sdk.Record) (key, answer string, err error)
+	mu           sync.Mutex
+	got          map[string]string
+	dups         int
 }
 
 func (c *collector) Metadata() sdk.Metadata {
-	return sdk.Metadata{Name: "q5-sink", Inputs: []sdk.Input{{Stream: nexmark.Q5HotItems}}}
+	return sdk.Metadata{Name: c.name, Inputs: []sdk.Input{{Stream: c.stream}}}
 }
 func (c *collector) Init(sdk.Context) error { return nil }
 func (c *collector) ProcessRecord(_ sdk.Context, rec sdk.Record) error {
-	end, h, err := nexmark.Q5Result(rec)
+	k, a, err := c.decode(rec)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.got[end.UnixNano()]; ok {
+	if _, ok := c.got[k]; ok {
 		c.dups++
 	}
-	c.got[end.UnixNano()] = h.String()
+	c.got[k] = a
 	return nil
 }
 func (c *collector) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+
+// runOnRuntime runs a query's operators and sink on the embedded runtime
+// until the sink has want's number of answers and has finished, then
+// compares them with want.
+func runOnRuntime(t *testing.T, fs []sdk.Factory, sink *collector, want map[string]string) {
+	t.Helper()
+	sink.got = map[string]string{}
+	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond},
+		append(fs, func() sdk.Operator { return sink })...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(context.Background())
+	sluicetest.WaitFor(t, 2*time.Minute, "every answer in and the sink finished", func() bool {
+		sink.mu.Lock()
+		n := len(sink.got)
+		sink.mu.Unlock()
+		for _, st := range rt.Status() {
+			if st.Name == sink.name {
+				return n >= len(want) && len(st.Instances) == 1 && st.Instances[0].Finished
+			}
+		}
+		return false
+	})
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if sink.dups > 0 || len(sink.got) != len(want) {
+		t.Fatalf("%d answers (%d duplicates), want %d", len(sink.got), sink.dups, len(want))
+	}
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		if sink.got[k] != want[k] {
+			t.Errorf("%s: got %q, want %q", k, sink.got[k], want[k])
+		}
+	}
+}
 
 // TestQ5RuntimeExact runs query 5 on the embedded runtime with parallelism
 // 1 and 4 and compares every window's answer with Q5Expected.
@@ -48,35 +88,39 @@ func TestQ5RuntimeExact(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sink := &collector{got: map[int64]string{}}
-			rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond},
-				append(fs, func() sdk.Operator { return sink })...)
+			want := map[string]string{}
+			for end, h := range nexmark.Q5Expected(cfg) {
+				want["window ending "+time.Unix(0, end).UTC().String()] = h.String()
+			}
+			runOnRuntime(t, fs, &collector{name: "q5-sink", stream: nexmark.Q5HotItems, decode: func(rec sdk.Record) (string, string, error) {
+				end, h, err := nexmark.Q5Result(rec)
+				return "window ending " + end.UTC().String(), h.String(), err
+			}}, want)
+		})
+	}
+}
+
+// TestQ8RuntimeExact runs query 8 on the embedded runtime with parallelism
+// 1 and 4 and compares its answers with Q8Expected.
+func TestQ8RuntimeExact(t *testing.T) {
+	for _, p := range []int{1, 4} {
+		t.Run(fmt.Sprintf("parallelism-%d", p), func(t *testing.T) {
+			cfg := nexmark.Config{Events: 40000, EventsPerSecond: 1000, Seed: 3, Parallelism: p}
+			fs, err := nexmark.Q8(cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer rt.Stop(context.Background())
-			want := nexmark.Q5Expected(cfg)
-			sluicetest.WaitFor(t, 2*time.Minute, "every window answered and the sink finished", func() bool {
-				sink.mu.Lock()
-				n := len(sink.got)
-				sink.mu.Unlock()
-				for _, st := range rt.Status() {
-					if st.Name == "q5-sink" {
-						return n >= len(want) && len(st.Instances) == 1 && st.Instances[0].Finished
-					}
-				}
-				return false
-			})
-			sink.mu.Lock()
-			defer sink.mu.Unlock()
-			if sink.dups > 0 || len(sink.got) != len(want) {
-				t.Fatalf("%d answers (%d duplicates), want %d", len(sink.got), sink.dups, len(want))
+			key := func(u nexmark.NewUser) string {
+				return fmt.Sprintf("person %d in the window from %s", u.Person, u.Start.UTC().Format(time.TimeOnly))
 			}
-			for end, w := range want {
-				if sink.got[end] != w.String() {
-					t.Errorf("window ending %v: got %q, want %q", time.Unix(0, end).UTC(), sink.got[end], w)
-				}
+			want := map[string]string{}
+			for _, u := range nexmark.Q8Expected(cfg) {
+				want[key(u)] = u.Name
 			}
+			runOnRuntime(t, fs, &collector{name: "q8-sink", stream: nexmark.Q8NewUsers, decode: func(rec sdk.Record) (string, string, error) {
+				u, err := nexmark.Q8Result(rec)
+				return key(u), u.Name, err
+			}}, want)
 		})
 	}
 }
