@@ -614,3 +614,32 @@ func (n *Node) alone(ctx context.Context) bool {
 	st, err := n.coordState(ctx)
 	return err == nil && len(st.members) <= 1
 }
+
+// restoreBase returns the checkpoint an instance activated without state
+// handed over restores from: the store's newest restorable checkpoint when
+// it is newer than base, the node's (what it was told), else base. A
+// checkpoint can complete without its nodes hearing of it (its
+// coordinator stopped coordinating, or crashed, while storing it); the
+// rollback that follows a crash restores it, and restoring an older one
+// first would make a sink undo what it prepared for it (a Kafka sink fences
+// its transaction). When the store cannot answer, base (logged).
+func (n *Node) restoreBase(base *checkpoint.Meta) *checkpoint.Meta {
+	ctx, cancel := context.WithTimeout(n.life, 10*time.Second)
+	defer cancel()
+	m, err := n.cfg.Checkpoints.Store.Restorable(ctx)
+	var baseID uint64
+	if base != nil {
+		baseID = base.ID
+	}
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return base
+	case err != nil:
+		n.log.Warn("reading the newest checkpoint failed; restoring from the newest this node heard of", "checkpoint", baseID, "error", err)
+		return base
+	case m.ID > baseID:
+		n.log.Debug("restoring from a checkpoint newer than the node's base", "checkpoint", m.ID, "base", baseID)
+		return &m
+	}
+	return base
+}

@@ -150,7 +150,13 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 	r := &c.coord
 	r.leader = leaderOf(v.members) == c.n.cfg.NodeID
 	if !r.leader {
-		if p := r.pending; p != nil && !p.completing {
+		// Even one whose metadata is being stored: the new coordinator may
+		// be rolling back past it, so it must not be announced from here.
+		// If the write lands, the store holds a checkpoint no node heard
+		// of; instances restore from the store's newest (Node.restoreBase),
+		// so none restores an older one and undoes what a sink prepared
+		// for it.
+		if r.pending != nil {
 			c.coordAbort("this node no longer coordinates")
 		}
 		for _, req := range r.requests {
@@ -169,21 +175,14 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 		c.coordRollback("the membership changed during the rollback")
 		return
 	}
+	// A checkpoint whose metadata is being stored is not abandoned: the
+	// store's answer decides, and coordOnStored announces it (a rollback,
+	// on this actor too, still aborts it first). Aborted while the write
+	// lands, it would be complete in the store and announced to nobody.
 	if p := r.pending; p != nil && !p.completing && (v.topo.Version != p.topology || !sameMembers(v.members, p.members)) {
 		c.coordAbort("the cluster changed during the checkpoint")
 	}
 }
-
-// A checkpoint whose metadata is being stored (completing) is not
-// abandoned when the view changes or this node stops coordinating: the
-// store's answer decides, and coordOnStored announces the outcome. Were it
-// aborted while the write lands, the store would hold a complete
-// checkpoint no node was told of; a node restoring an instance from an
-// older one meanwhile (its base) would undo what a sink prepared for it (a
-// file sink deleted its pending part, a Kafka sink fenced its
-// transaction), and a rollback to it later lost those records. A rollback
-// does abort it: the generation it records makes the store skip the
-// checkpoint if the write lands after the rollback's target was read.
 
 // coordOnLatest records the newest complete checkpoint read at start.
 func (c *checkpointer) coordOnLatest(m ckLatestMsg) {
@@ -361,9 +360,6 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 		obs.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
 	}
 	c.n.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "uploaded", meta.Uploaded(), "size", meta.Size())
-	if !r.leader {
-		return // the coordinator now deletes old checkpoints
-	}
 	keep, store, log := c.cfg.Keep, c.store, c.n.log
 	c.n.goFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

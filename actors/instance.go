@@ -292,6 +292,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	case activateMsg:
 		base := i.node.base.Load()
 		if m.checkpoint && i.mode == modeAwaiting {
+			base = i.node.restoreBase(base)
 			if err := i.node.restoreGroups(base, i.key.op, i.lo, i.hi); err != nil {
 				// Starting without its state would break exactly-once: wait
 				// and try again.
