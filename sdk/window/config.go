@@ -145,6 +145,14 @@ type Config struct {
 	Lateness time.Duration
 	// Emit says when results are produced (default OnClose).
 	Emit Emit
+	// CacheWindows bounds the number of windows whose accumulators an
+	// instance keeps decoded in memory, besides State, so that a record
+	// costs a map lookup rather than a State read (session windows are
+	// not cached). When it is full, the quarter of the windows that end
+	// first are dropped from memory (they are in State). Memory is about
+	// CacheWindows × (state key + accumulator + ~100 bytes); 0 means
+	// DefaultCacheWindows.
+	CacheWindows int
 	// Parallelism, KeyGroups and Restart are the operator's (see
 	// sdk.Metadata); zero means the defaults.
 	Parallelism, KeyGroups int
@@ -214,6 +222,9 @@ func (c Config) Validate() error {
 	}
 	if c.Lateness > 0 && !w.kind.eventTime() {
 		return bad("lateness", "only event-time windows (tumbling, hopping, session) have lateness, not %v", w.kind)
+	}
+	if c.CacheWindows < 0 {
+		return bad("cache-windows", "must be ≥ 0 (0: %d), got %d", DefaultCacheWindows, c.CacheWindows)
 	}
 	if c.Emit != OnClose && c.Emit != OnUpdate {
 		return bad("emit", "unknown mode %v: want OnClose or OnUpdate", c.Emit)

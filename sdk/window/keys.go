@@ -3,6 +3,7 @@ package window
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -53,17 +54,39 @@ var errCorruptKey = errors.New("window: corrupt window key")
 
 // keyPrefix returns tag | uvarint(len key) | key.
 func keyPrefix(tag byte, key []byte) []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+16)
-	b = append(b, tag)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	return append(b, key...)
+	return appendKeyPrefix(make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+16), tag, key)
+}
+
+// appendKeyPrefix appends tag | uvarint(len key) | key to dst.
+func appendKeyPrefix(dst []byte, tag byte, key []byte) []byte {
+	dst = append(dst, tag)
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	return append(dst, key...)
 }
 
 // windowKey returns the state key of window [start, end) of key.
 func windowKey(tag byte, key []byte, start, end time.Time) []byte {
-	b := keyPrefix(tag, key)
-	b = binary.BigEndian.AppendUint64(b, uint64(start.UnixNano())^1<<63)
-	return binary.BigEndian.AppendUint64(b, uint64(end.UnixNano())^1<<63)
+	return appendWindowKey(make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+16), tag, key, start, end)
+}
+
+// appendWindowKey appends the state key of window [start, end) of key to
+// dst.
+func appendWindowKey(dst []byte, tag byte, key []byte, start, end time.Time) []byte {
+	dst = appendKeyPrefix(dst, tag, key)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(start.UnixNano())^1<<63)
+	return binary.BigEndian.AppendUint64(dst, uint64(end.UnixNano())^1<<63)
+}
+
+// noEnd is the end (Unix ns) of count and global windows, for the cache.
+const noEnd = math.MaxInt64
+
+// endNanos returns the end in Unix ns of a window with tag and end (from
+// parseKey): noEnd for count and global windows.
+func endNanos(tag byte, end time.Time) int64 {
+	if tag == tagTime || tag == tagSession {
+		return end.UnixNano()
+	}
+	return noEnd
 }
 
 // parseKey splits a state key into its tag, record key and (for time and

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -33,19 +34,48 @@ func New[A any](cfg Config, agg Aggregator[A]) (sdk.Factory, error) {
 // operator is a window operator. Its state per window is the encoded
 // accumulator (count windows: index and count first), under the keys
 // described in keys.go; each event-time window has one event timer, at its
-// end and then, with lateness, at end+lateness to remove it.
+// end and then, with lateness, at end+lateness to remove it. The
+// accumulators of the windows it owns are also kept decoded in memory
+// (see cache.go), written through to State.
 type operator[A any] struct {
 	cfg  Config
 	meta sdk.Metadata
 	agg  Aggregator[A]
-	buf  []byte
+	c    *cache[A] // nil for session windows
+	buf  []byte    // an encoded value
+	kbuf []byte    // a state key
 }
 
 var _ sdk.EventTimerProcessor = (*operator[int64])(nil)
 
 func (o *operator[A]) Metadata() sdk.Metadata { return o.meta }
 
-func (o *operator[A]) Init(sdk.Context) error { return nil }
+// Init loads the windows of the instance's key groups into the cache.
+func (o *operator[A]) Init(ctx sdk.Context) error {
+	tag := byte(tagTime)
+	switch o.cfg.Windows.kind {
+	case kindSession:
+		return nil
+	case kindCount:
+		tag = tagCount
+	case kindGlobal:
+		tag = tagGlobal
+	}
+	o.c = newCache[A](o.cfg.CacheWindows)
+	err := o.c.load(ctx.State(), tag, func(k, v []byte) (*cached[A], error) {
+		_, _, _, end, err := parseKey(k)
+		if err != nil {
+			return nil, fmt.Errorf("window operator %q: state key %q: %w", o.cfg.Name, k, err)
+		}
+		// Scan's slices are valid only during the call; Decode may keep
+		// them.
+		return o.decode(bytes.Clone(v), endNanos(tag, end))
+	})
+	if err != nil {
+		return fmt.Errorf("window operator %q: load windows: %w", o.cfg.Name, err)
+	}
+	return nil
+}
 
 func (o *operator[A]) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 
@@ -81,18 +111,18 @@ func (o *operator[A]) addTime(ctx sdk.Context, rec sdk.Record, last time.Time, s
 			continue // expired: its state is gone
 		}
 		added = true
-		k := windowKey(tagTime, rec.Key, start, end)
-		acc, fresh, err := o.update(ctx, k, rec)
+		o.kbuf = appendWindowKey(o.kbuf[:0], tagTime, rec.Key, start, end)
+		e, timer, err := o.update(ctx, o.kbuf, end.UnixNano(), rec)
 		if err != nil {
 			return err
 		}
-		if fresh {
-			if err := o.arm(ctx, k, end, wm); err != nil {
+		if timer != "" {
+			if err := o.arm(ctx, timer, end, wm); err != nil {
 				return err
 			}
 		}
 		if o.cfg.Emit == OnUpdate || !wm.Before(end) {
-			if err := o.emitTime(ctx, rec.Key, start, end, acc); err != nil {
+			if err := o.emitTime(ctx, rec.Key, start, end, e.acc); err != nil {
 				return err
 			}
 		}
@@ -103,48 +133,100 @@ func (o *operator[A]) addTime(ctx sdk.Context, rec sdk.Record, last time.Time, s
 	return nil
 }
 
-// update adds rec to the accumulator under k (fresh: there was none).
-func (o *operator[A]) update(ctx sdk.Context, k []byte, rec sdk.Record) (acc A, fresh bool, err error) {
-	if acc, fresh, err = o.load(ctx, k); err != nil {
-		return acc, fresh, err
+// update adds rec to the window under k, which ends at end (Unix ns),
+// and writes it to State. timer is the window's key as a string when it
+// is new (it needs its timer), else "".
+//
+// A failure may leave the cached window changed: the runtime (and
+// sdktest) then discard this operator value with its cache, and the next
+// one loads State, from which the failed attempt's writes are rolled
+// back.
+func (o *operator[A]) update(ctx sdk.Context, k []byte, end int64, rec sdk.Record) (e *cached[A], timer string, err error) {
+	if e, err = o.lookup(ctx, k, end); err != nil {
+		return nil, "", err
 	}
-	if acc, err = o.agg.Add(acc, rec); err != nil {
-		return acc, fresh, err
+	if e == nil {
+		e = &cached[A]{acc: o.agg.Zero(), end: end}
+		timer = o.c.put(k, e)
 	}
-	o.store(ctx, k, acc)
-	return acc, fresh, nil
+	if e.acc, err = o.agg.Add(e.acc, rec); err != nil {
+		return nil, "", err
+	}
+	e.n++
+	o.write(ctx, k, e.n, e.acc)
+	return e, timer, nil
 }
 
-// store writes acc under k.
-func (o *operator[A]) store(ctx sdk.Context, k []byte, acc A) {
-	o.buf = o.agg.Encode(o.buf[:0], acc)
+// lookup returns the window under k, which ends at end (Unix ns), or nil
+// when there is none: from the cache, or from State (then cached).
+func (o *operator[A]) lookup(ctx sdk.Context, k []byte, end int64) (*cached[A], error) {
+	if o.c != nil {
+		if e, known := o.c.get(k, end); known {
+			return e, nil
+		}
+	}
+	v, err := ctx.State().Get(k)
+	if errors.Is(err, sdk.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("window operator %q: read window: %w", o.cfg.Name, err)
+	}
+	e, err := o.decode(v, end)
+	if err != nil {
+		return nil, err
+	}
+	if o.c != nil {
+		o.c.put(k, e)
+	}
+	return e, nil
+}
+
+// decode decodes a window's state value (count windows: uvarint count,
+// then the accumulator).
+func (o *operator[A]) decode(v []byte, end int64) (*cached[A], error) {
+	e := &cached[A]{end: end}
+	if o.cfg.Windows.kind == kindCount {
+		n, w := binary.Uvarint(v)
+		if w <= 0 {
+			return nil, fmt.Errorf("window operator %q: corrupt count window state", o.cfg.Name)
+		}
+		e.n, v = int64(n), v[w:]
+	}
+	acc, err := o.agg.Decode(v)
+	if err != nil {
+		return nil, fmt.Errorf("window operator %q: decode accumulator: %w", o.cfg.Name, err)
+	}
+	e.acc = acc
+	return e, nil
+}
+
+// write stores acc (and, for a count window, n first) under k.
+func (o *operator[A]) write(ctx sdk.Context, k []byte, n int64, acc A) {
+	o.buf = o.buf[:0]
+	if o.cfg.Windows.kind == kindCount {
+		o.buf = binary.AppendUvarint(o.buf, uint64(n))
+	}
+	o.buf = o.agg.Encode(o.buf, acc)
 	ctx.State().Set(k, o.buf)
 }
 
-// arm sets window k's timer: at its end, or (already closed, within the
-// lateness) at end+lateness to remove it.
-func (o *operator[A]) arm(ctx sdk.Context, k []byte, end, wm time.Time) error {
+// remove deletes the window under k.
+func (o *operator[A]) remove(ctx sdk.Context, k []byte) {
+	ctx.State().Delete(k)
+	if o.c != nil {
+		o.c.remove(k)
+	}
+}
+
+// arm sets the timer of the window keyed timer: at its end, or (already
+// closed, within the lateness) at end+lateness to remove it.
+func (o *operator[A]) arm(ctx sdk.Context, timer string, end, wm time.Time) error {
 	at := end
 	if !wm.Before(end) {
 		at = end.Add(o.cfg.Lateness)
 	}
-	return ctx.SetEventTimer(string(k), at)
-}
-
-// load reads the accumulator under k, or Zero when there is none.
-func (o *operator[A]) load(ctx sdk.Context, k []byte) (acc A, fresh bool, err error) {
-	v, err := ctx.State().Get(k)
-	if errors.Is(err, sdk.ErrNotFound) {
-		return o.agg.Zero(), true, nil
-	}
-	if err != nil {
-		return acc, false, err
-	}
-	acc, err = o.agg.Decode(v)
-	if err != nil {
-		return acc, false, fmt.Errorf("window operator %q: decode accumulator: %w", o.cfg.Name, err)
-	}
-	return acc, false, nil
+	return ctx.SetEventTimer(timer, at)
 }
 
 // emitTime produces the result of window [start, end) of key.
@@ -170,14 +252,14 @@ func (o *operator[A]) ProcessEventTimer(ctx sdk.Context, tk string, at time.Time
 	if err != nil {
 		return fmt.Errorf("window operator %q: timer %q: %w", o.cfg.Name, tk, err)
 	}
-	acc, fresh, err := o.load(ctx, k)
-	if err != nil || fresh {
-		return err // fresh: nothing there (removed meanwhile)
+	e, err := o.lookup(ctx, k, endNanos(tag, end))
+	if err != nil || e == nil {
+		return err // none: nothing there (removed meanwhile)
 	}
 	if tag == tagGlobal {
-		ctx.State().Delete(k)
+		o.remove(ctx, k)
 		if o.cfg.Emit == OnClose {
-			return ctx.Produce(o.cfg.Output, sdk.Record{Key: key, Value: o.agg.Result(acc)})
+			return ctx.Produce(o.cfg.Output, sdk.Record{Key: key, Value: o.agg.Result(e.acc)})
 		}
 		return nil
 	}
@@ -185,7 +267,7 @@ func (o *operator[A]) ProcessEventTimer(ctx sdk.Context, tk string, at time.Time
 		// Closing: emit; keep the window for late records until
 		// end+lateness.
 		if o.cfg.Emit == OnClose {
-			if err := o.emitTime(ctx, key, start, end, acc); err != nil {
+			if err := o.emitTime(ctx, key, start, end, e.acc); err != nil {
 				return err
 			}
 		}
@@ -193,7 +275,7 @@ func (o *operator[A]) ProcessEventTimer(ctx sdk.Context, tk string, at time.Time
 			return ctx.SetEventTimer(tk, end.Add(o.cfg.Lateness))
 		}
 	}
-	ctx.State().Delete(k)
+	o.remove(ctx, k)
 	return nil
 }
 
@@ -245,8 +327,8 @@ func (o *operator[A]) addSession(ctx sdk.Context, rec sdk.Record) error {
 		return err
 	}
 	k := windowKey(tagSession, rec.Key, start, end)
-	o.store(ctx, k, acc)
-	if err := o.arm(ctx, k, end, wm); err != nil {
+	o.write(ctx, k, 0, acc)
+	if err := o.arm(ctx, string(k), end, wm); err != nil {
 		return err
 	}
 	if o.cfg.Emit == OnUpdate || !wm.Before(end) {
@@ -259,57 +341,49 @@ func (o *operator[A]) addSession(ctx sdk.Context, rec sdk.Record) error {
 // number of records as a uvarint, then the accumulator) and closes it with
 // its nth record, removing its state.
 func (o *operator[A]) addCount(ctx sdk.Context, rec sdk.Record) error {
-	k := keyPrefix(tagCount, rec.Key)
-	var n uint64
-	acc := o.agg.Zero()
-	v, err := ctx.State().Get(k)
-	switch {
-	case errors.Is(err, sdk.ErrNotFound):
-	case err != nil:
-		return err
-	default:
-		var w int
-		if n, w = binary.Uvarint(v); w <= 0 {
-			return fmt.Errorf("window operator %q: corrupt count window state", o.cfg.Name)
-		}
-		if acc, err = o.agg.Decode(v[w:]); err != nil {
-			return fmt.Errorf("window operator %q: decode accumulator: %w", o.cfg.Name, err)
-		}
-	}
-	if acc, err = o.agg.Add(acc, rec); err != nil {
+	o.kbuf = appendKeyPrefix(o.kbuf[:0], tagCount, rec.Key)
+	k := o.kbuf
+	e, err := o.lookup(ctx, k, noEnd)
+	if err != nil {
 		return err
 	}
-	n++
-	closing := int64(n) == o.cfg.Windows.count
+	if e == nil {
+		e = &cached[A]{acc: o.agg.Zero(), end: noEnd}
+		o.c.put(k, e)
+	}
+	if e.acc, err = o.agg.Add(e.acc, rec); err != nil {
+		return err
+	}
+	e.n++
+	closing := e.n == o.cfg.Windows.count
 	if o.cfg.Emit == OnUpdate || closing {
-		if err := ctx.Produce(o.cfg.Output, sdk.Record{Key: rec.Key, Value: o.agg.Result(acc)}); err != nil {
+		if err := ctx.Produce(o.cfg.Output, sdk.Record{Key: rec.Key, Value: o.agg.Result(e.acc)}); err != nil {
 			return err
 		}
 	}
 	if closing {
-		ctx.State().Delete(k)
+		o.remove(ctx, k)
 		return nil
 	}
-	o.buf = o.agg.Encode(binary.AppendUvarint(o.buf[:0], n), acc)
-	ctx.State().Set(k, o.buf)
+	o.write(ctx, k, e.n, e.acc)
 	return nil
 }
 
 // addGlobal adds rec to its key's global window, which closes at
 // end-of-stream.
 func (o *operator[A]) addGlobal(ctx sdk.Context, rec sdk.Record) error {
-	k := keyPrefix(tagGlobal, rec.Key)
-	acc, fresh, err := o.update(ctx, k, rec)
+	o.kbuf = appendKeyPrefix(o.kbuf[:0], tagGlobal, rec.Key)
+	e, timer, err := o.update(ctx, o.kbuf, noEnd, rec)
 	if err != nil {
 		return err
 	}
-	if fresh {
-		if err := ctx.SetEventTimer(string(k), EndOfTime); err != nil {
+	if timer != "" {
+		if err := ctx.SetEventTimer(timer, EndOfTime); err != nil {
 			return err
 		}
 	}
 	if o.cfg.Emit == OnUpdate {
-		return ctx.Produce(o.cfg.Output, sdk.Record{Key: rec.Key, Value: o.agg.Result(acc)})
+		return ctx.Produce(o.cfg.Output, sdk.Record{Key: rec.Key, Value: o.agg.Result(e.acc)})
 	}
 	return nil
 }
