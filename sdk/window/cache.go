@@ -1,125 +1,135 @@
 package window
 
 import (
-	"math"
-	"slices"
-
 	"github.com/sluicehq/sluice/sdk"
 )
 
 // DefaultCacheWindows is Config.CacheWindows's default: the number of
-// windows whose accumulators an instance keeps in memory.
+// entries (a key's time windows, or one count or global window) whose
+// accumulators an instance keeps in memory.
 const DefaultCacheWindows = 1 << 18
 
-// cache holds decoded accumulators of the windows an operator instance
-// owns, so that adding a record costs a map lookup and an Add instead of a
-// State read and a decode. It is write-through: every change is also
-// written to State in the same callback, so State stays the truth that
-// commits, checkpoints, restores and handoffs see, and the cache never
-// has to be flushed. It lives and dies with the operator value: the
-// runtime creates a new one (and so a new cache) after a failed attempt,
-// a rollback to a checkpoint, a restart and for every instance that takes
-// over key groups, and Init fills it from State again.
+// cache holds decoded state entries of an operator instance (V: a key's
+// tumbling or hopping windows, or one count or global window), so that
+// adding a record costs a map lookup and an Add instead of a State read
+// and a decode. It is write-through: every change is also written to
+// State in the same callback, so State stays the truth that commits,
+// checkpoints, restores and handoffs see, and the cache never has to be
+// flushed. It lives and dies with the operator value: the runtime creates
+// a new one (and so a new cache) after a failed attempt, a rollback to a
+// checkpoint, a restart and for every instance that takes over key
+// groups, and Init fills it from State again.
 //
 // It is also a negative cache: once Init has loaded the instance's
-// windows (State implements sdk.AllGroupsScanner, as the runtime's does),
-// a window missing from it is known to be absent from State, which spares
-// the State read that finds nothing on a window's first record (the
-// costliest part: a Pebble lookup). When the cache is full it drops the
-// quarter of its windows that end first (they are in State already); a
-// later miss on a window ending at or before the latest end dropped reads
-// State, the others are still known absent.
+// entries (State implements sdk.AllGroupsScanner, as the runtime's does),
+// an entry missing from it is known to be absent from State, which spares
+// the State read that finds nothing for a new window (the costliest part:
+// a Pebble lookup). When the cache is full it drops a quarter of its
+// entries (they are in State) and remembers their keys as spilled: a miss
+// on a spilled key reads State. Spilled keys are forgotten when State is
+// read for them; beyond 4 × the limit of them, the cache stops claiming
+// absence (every miss reads State), which bounds its memory.
 //
 // Session windows are not cached (they are found by a prefix scan).
-type cache[A any] struct {
-	m     map[string]*cached[A] // state key → window
-	limit int
-	// complete: every window in State is in m, except windows ending at
-	// or before dropped (Unix ns; windows without an end count as ending
-	// at math.MaxInt64).
-	complete bool
-	dropped  int64
-	ends     []int64 // scratch for evict
+type cache[V any] struct {
+	m        map[string]V
+	spilled  map[string]struct{} // in State, not in m
+	limit    int
+	complete bool // every entry in State is in m or spilled
 }
 
-// cached is one window's accumulator; n is a count window's number of
-// records.
-type cached[A any] struct {
-	acc A
-	n   int64
-	end int64
-}
-
-// newCache returns an empty cache of limit windows (0: the default),
+// newCache returns an empty cache of limit entries (0: the default),
 // which knows nothing about State until load.
-func newCache[A any](limit int) *cache[A] {
+func newCache[V any](limit int) *cache[V] {
 	if limit <= 0 {
 		limit = DefaultCacheWindows
 	}
-	return &cache[A]{m: make(map[string]*cached[A]), limit: limit, dropped: math.MaxInt64}
+	return &cache[V]{m: make(map[string]V), spilled: make(map[string]struct{}), limit: limit}
 }
 
-// load fills the cache with the windows whose state keys start with tag,
-// in every key group of the instance, decoding each value with decode. It
-// does nothing for a State that cannot scan every key group (a test
-// double): the cache then never claims a window is absent.
-func (c *cache[A]) load(st sdk.State, tag byte, decode func(k, v []byte) (*cached[A], error)) error {
+// load fills the cache with the entries whose state keys start with tag,
+// in every key group of the instance, decoding each value with decode
+// (its slices are valid only during the call). It does nothing for a
+// State that cannot scan every key group (a test double): the cache then
+// never claims an entry is absent.
+func (c *cache[V]) load(st sdk.State, tag byte, decode func(k, v []byte) (V, error)) error {
 	all, ok := st.(sdk.AllGroupsScanner)
 	if !ok {
 		return nil
 	}
-	c.complete, c.dropped = true, math.MinInt64
+	c.complete = true
 	return all.ScanAllGroups([]byte{tag}, func(k, v []byte) error {
+		if len(c.m) >= c.limit {
+			c.spill(string(k))
+			return nil
+		}
 		e, err := decode(k, v)
 		if err != nil {
 			return err
-		}
-		if len(c.m) >= c.limit {
-			c.dropped = max(c.dropped, e.end)
-			return nil
 		}
 		c.m[string(k)] = e
 		return nil
 	})
 }
 
-// get returns the window under state key k, which ends at end. known is
-// true when the window is cached (e != nil) or known to be absent from
-// State (e == nil); otherwise the caller reads State.
-func (c *cache[A]) get(k []byte, end int64) (e *cached[A], known bool) {
-	if e = c.m[string(k)]; e != nil {
-		return e, true
+// get returns the entry under state key k. known is true when it is
+// cached (ok) or known to be absent from State; otherwise the caller
+// reads State and then calls put or absent.
+func (c *cache[V]) get(k []byte) (e V, ok, known bool) {
+	if e, ok = c.m[string(k)]; ok {
+		return e, true, true
 	}
-	return nil, c.complete && end > c.dropped
+	if !c.complete {
+		return e, false, false
+	}
+	_, spilled := c.spilled[string(k)]
+	return e, false, !spilled
 }
 
 // put caches e under k and returns the key as a string (shared with the
 // cache's, for a timer key), first making room if the cache is full.
-func (c *cache[A]) put(k []byte, e *cached[A]) string {
+func (c *cache[V]) put(k []byte, e V) string {
 	if len(c.m) >= c.limit {
 		c.evict()
 	}
 	s := string(k)
+	delete(c.spilled, s)
 	c.m[s] = e
 	return s
 }
 
-// remove forgets the window under k (its state was deleted).
-func (c *cache[A]) remove(k []byte) { delete(c.m, string(k)) }
+// absent notes that State has nothing under k.
+func (c *cache[V]) absent(k []byte) { delete(c.spilled, string(k)) }
 
-// evict drops the quarter of the windows (at least one) that end first:
-// their accumulators are in State already.
-func (c *cache[A]) evict() {
-	c.ends = c.ends[:0]
-	for _, e := range c.m {
-		c.ends = append(c.ends, e.end)
-	}
-	slices.Sort(c.ends)
-	cut := c.ends[len(c.ends)/4] // drop windows ending at or before it
-	for k, e := range c.m {
-		if e.end <= cut {
-			delete(c.m, k)
+// remove forgets the entry under k (its state was deleted).
+func (c *cache[V]) remove(k []byte) {
+	delete(c.m, string(k))
+	delete(c.spilled, string(k))
+}
+
+// evict drops a quarter of the entries (at least one; they are in State
+// already), in map order.
+func (c *cache[V]) evict() {
+	n := max(len(c.m)/4, 1)
+	for k := range c.m {
+		if n == 0 {
+			break
 		}
+		delete(c.m, k)
+		c.spill(k)
+		n--
 	}
-	c.dropped = max(c.dropped, cut)
+}
+
+// spill remembers that State holds an entry under k that m does not.
+func (c *cache[V]) spill(k string) {
+	if !c.complete {
+		return
+	}
+	if len(c.spilled) >= 4*c.limit {
+		c.complete = false // too many to remember: misses read State
+		clear(c.spilled)
+		return
+	}
+	c.spilled[k] = struct{}{}
 }

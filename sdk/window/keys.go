@@ -3,7 +3,6 @@ package window
 import (
 	"encoding/binary"
 	"errors"
-	"math"
 	"strconv"
 	"time"
 
@@ -38,15 +37,19 @@ func Bounds(rec sdk.Record) (start, end time.Time, ok bool) {
 //
 //	tag | uvarint(len key) | key [| start | end]
 //
-// tag is 'w' for a tumbling or hopping window, 's' for a session, 'c' for
-// a count window and 'g' for the global window; start and end are Unix
+// tag is 'w' for a tumbling or hopping window (only as a timer key: their
+// state is per record key, under 'k'), 's' for a session, 'c' for a count
+// window and 'g' for the global window; start and end are Unix
 // nanoseconds with the sign bit flipped, 8 bytes big-endian, so a key's
-// windows sort by start.
+// windows sort by start. The state of a record key's tumbling or hopping
+// windows is one entry, 'k' | uvarint(len key) | key, holding all of
+// them (see encodeKeyWindows).
 const (
-	tagTime    = 'w'
-	tagSession = 's'
-	tagCount   = 'c'
-	tagGlobal  = 'g'
+	tagTime       = 'w'
+	tagKeyWindows = 'k'
+	tagSession    = 's'
+	tagCount      = 'c'
+	tagGlobal     = 'g'
 )
 
 // errCorruptKey is returned for a timer key the operator did not write.
@@ -75,18 +78,6 @@ func appendWindowKey(dst []byte, tag byte, key []byte, start, end time.Time) []b
 	dst = appendKeyPrefix(dst, tag, key)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(start.UnixNano())^1<<63)
 	return binary.BigEndian.AppendUint64(dst, uint64(end.UnixNano())^1<<63)
-}
-
-// noEnd is the end (Unix ns) of count and global windows, for the cache.
-const noEnd = math.MaxInt64
-
-// endNanos returns the end in Unix ns of a window with tag and end (from
-// parseKey): noEnd for count and global windows.
-func endNanos(tag byte, end time.Time) int64 {
-	if tag == tagTime || tag == tagSession {
-		return end.UnixNano()
-	}
-	return noEnd
 }
 
 // parseKey splits a state key into its tag, record key and (for time and

@@ -41,9 +41,19 @@ type operator[A any] struct {
 	cfg  Config
 	meta sdk.Metadata
 	agg  Aggregator[A]
-	c    *cache[A] // nil for session windows
-	buf  []byte    // an encoded value
-	kbuf []byte    // a state key
+	kc   *cache[*keyWindows[A]] // tumbling and hopping windows
+	c    *cache[*cached[A]]     // count and global windows
+	buf  []byte                 // an encoded value
+	abuf []byte                 // an encoded accumulator
+	kbuf []byte                 // a state key
+	tbuf []byte                 // a timer key
+}
+
+// cached is a count or global window's accumulator; n is a count
+// window's number of records.
+type cached[A any] struct {
+	acc A
+	n   int64
 }
 
 var _ sdk.EventTimerProcessor = (*operator[int64])(nil)
@@ -52,25 +62,25 @@ func (o *operator[A]) Metadata() sdk.Metadata { return o.meta }
 
 // Init loads the windows of the instance's key groups into the cache.
 func (o *operator[A]) Init(ctx sdk.Context) error {
-	tag := byte(tagTime)
+	var err error
 	switch o.cfg.Windows.kind {
 	case kindSession:
 		return nil
-	case kindCount:
-		tag = tagCount
-	case kindGlobal:
-		tag = tagGlobal
-	}
-	o.c = newCache[A](o.cfg.CacheWindows)
-	err := o.c.load(ctx.State(), tag, func(k, v []byte) (*cached[A], error) {
-		_, _, _, end, err := parseKey(k)
-		if err != nil {
-			return nil, fmt.Errorf("window operator %q: state key %q: %w", o.cfg.Name, k, err)
+	case kindTumbling, kindHopping:
+		o.kc = newCache[*keyWindows[A]](o.cfg.CacheWindows)
+		err = o.kc.load(ctx.State(), tagKeyWindows, func(k, v []byte) (*keyWindows[A], error) {
+			return decodeKeyWindows(bytes.Clone(v), o.agg) // Decode may keep slices
+		})
+	default:
+		tag := byte(tagCount)
+		if o.cfg.Windows.kind == kindGlobal {
+			tag = tagGlobal
 		}
-		// Scan's slices are valid only during the call; Decode may keep
-		// them.
-		return o.decode(bytes.Clone(v), endNanos(tag, end))
-	})
+		o.c = newCache[*cached[A]](o.cfg.CacheWindows)
+		err = o.c.load(ctx.State(), tag, func(k, v []byte) (*cached[A], error) {
+			return o.decode(bytes.Clone(v))
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("window operator %q: load windows: %w", o.cfg.Name, err)
 	}
@@ -99,54 +109,16 @@ func (o *operator[A]) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	return o.addGlobal(ctx, rec)
 }
 
-// addTime adds rec to the windows of size starting at last, last−slide, …
-// that contain its event time and are not expired; a record for none goes
-// to the late stream.
-func (o *operator[A]) addTime(ctx sdk.Context, rec sdk.Record, last time.Time, size, slide time.Duration) error {
-	wm := ctx.Watermark()
-	added := false
-	for start := last; start.Add(size).After(rec.EventTime); start = start.Add(-slide) {
-		end := start.Add(size)
-		if !wm.Before(end.Add(o.cfg.Lateness)) {
-			continue // expired: its state is gone
-		}
-		added = true
-		o.kbuf = appendWindowKey(o.kbuf[:0], tagTime, rec.Key, start, end)
-		e, timer, err := o.update(ctx, o.kbuf, end.UnixNano(), rec)
-		if err != nil {
-			return err
-		}
-		if timer != "" {
-			if err := o.arm(ctx, timer, end, wm); err != nil {
-				return err
-			}
-		}
-		if o.cfg.Emit == OnUpdate || !wm.Before(end) {
-			if err := o.emitTime(ctx, rec.Key, start, end, e.acc); err != nil {
-				return err
-			}
-		}
-	}
-	if !added {
-		return ctx.Produce(LateStream(o.cfg.Name), rec)
-	}
-	return nil
-}
-
-// update adds rec to the window under k, which ends at end (Unix ns),
-// and writes it to State. timer is the window's key as a string when it
-// is new (it needs its timer), else "".
-//
-// A failure may leave the cached window changed: the runtime (and
-// sdktest) then discard this operator value with its cache, and the next
-// one loads State, from which the failed attempt's writes are rolled
-// back.
-func (o *operator[A]) update(ctx sdk.Context, k []byte, end int64, rec sdk.Record) (e *cached[A], timer string, err error) {
-	if e, err = o.lookup(ctx, k, end); err != nil {
+// update adds rec to the global window under k and writes it to State.
+// timer is the window's key as a string when it is new (it needs its
+// timer), else "". A failure may leave the cached window changed (see
+// addTime).
+func (o *operator[A]) update(ctx sdk.Context, k []byte, rec sdk.Record) (e *cached[A], timer string, err error) {
+	if e, err = o.lookup(ctx, k); err != nil {
 		return nil, "", err
 	}
 	if e == nil {
-		e = &cached[A]{acc: o.agg.Zero(), end: end}
+		e = &cached[A]{acc: o.agg.Zero()}
 		timer = o.c.put(k, e)
 	}
 	if e.acc, err = o.agg.Add(e.acc, rec); err != nil {
@@ -157,22 +129,26 @@ func (o *operator[A]) update(ctx sdk.Context, k []byte, end int64, rec sdk.Recor
 	return e, timer, nil
 }
 
-// lookup returns the window under k, which ends at end (Unix ns), or nil
-// when there is none: from the cache, or from State (then cached).
-func (o *operator[A]) lookup(ctx sdk.Context, k []byte, end int64) (*cached[A], error) {
+// lookup returns the count, global or session window under k, or nil
+// when there is none: from the cache, or from State (then cached; session
+// windows are not).
+func (o *operator[A]) lookup(ctx sdk.Context, k []byte) (*cached[A], error) {
 	if o.c != nil {
-		if e, known := o.c.get(k, end); known {
+		if e, ok, known := o.c.get(k); ok || known {
 			return e, nil
 		}
 	}
 	v, err := ctx.State().Get(k)
 	if errors.Is(err, sdk.ErrNotFound) {
+		if o.c != nil {
+			o.c.absent(k)
+		}
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("window operator %q: read window: %w", o.cfg.Name, err)
 	}
-	e, err := o.decode(v, end)
+	e, err := o.decode(v)
 	if err != nil {
 		return nil, err
 	}
@@ -184,8 +160,8 @@ func (o *operator[A]) lookup(ctx sdk.Context, k []byte, end int64) (*cached[A], 
 
 // decode decodes a window's state value (count windows: uvarint count,
 // then the accumulator).
-func (o *operator[A]) decode(v []byte, end int64) (*cached[A], error) {
-	e := &cached[A]{end: end}
+func (o *operator[A]) decode(v []byte) (*cached[A], error) {
+	e := &cached[A]{}
 	if o.cfg.Windows.kind == kindCount {
 		n, w := binary.Uvarint(v)
 		if w <= 0 {
@@ -252,7 +228,10 @@ func (o *operator[A]) ProcessEventTimer(ctx sdk.Context, tk string, at time.Time
 	if err != nil {
 		return fmt.Errorf("window operator %q: timer %q: %w", o.cfg.Name, tk, err)
 	}
-	e, err := o.lookup(ctx, k, endNanos(tag, end))
+	if tag == tagTime {
+		return o.timeTimer(ctx, tk, key, start, end, at)
+	}
+	e, err := o.lookup(ctx, k)
 	if err != nil || e == nil {
 		return err // none: nothing there (removed meanwhile)
 	}
@@ -343,12 +322,12 @@ func (o *operator[A]) addSession(ctx sdk.Context, rec sdk.Record) error {
 func (o *operator[A]) addCount(ctx sdk.Context, rec sdk.Record) error {
 	o.kbuf = appendKeyPrefix(o.kbuf[:0], tagCount, rec.Key)
 	k := o.kbuf
-	e, err := o.lookup(ctx, k, noEnd)
+	e, err := o.lookup(ctx, k)
 	if err != nil {
 		return err
 	}
 	if e == nil {
-		e = &cached[A]{acc: o.agg.Zero(), end: noEnd}
+		e = &cached[A]{acc: o.agg.Zero()}
 		o.c.put(k, e)
 	}
 	if e.acc, err = o.agg.Add(e.acc, rec); err != nil {
@@ -373,7 +352,7 @@ func (o *operator[A]) addCount(ctx sdk.Context, rec sdk.Record) error {
 // end-of-stream.
 func (o *operator[A]) addGlobal(ctx sdk.Context, rec sdk.Record) error {
 	o.kbuf = appendKeyPrefix(o.kbuf[:0], tagGlobal, rec.Key)
-	e, timer, err := o.update(ctx, o.kbuf, noEnd, rec)
+	e, timer, err := o.update(ctx, o.kbuf, rec)
 	if err != nil {
 		return err
 	}
