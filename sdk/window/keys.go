@@ -37,15 +37,12 @@ func Bounds(rec sdk.Record) (start, end time.Time, ok bool) {
 //
 //	tag | uvarint(len key) | key [| start | end]
 //
-// tag is 'w' for a tumbling or hopping window (only as a timer key: their
-// state is per record key, under 'k'), 's' for a session, 'c' for a count
-// window and 'g' for the global window; start and end are Unix
-// nanoseconds with the sign bit flipped, 8 bytes big-endian, so a key's
-// windows sort by start. The state of a record key's tumbling or hopping
-// windows is one entry, 'k' | uvarint(len key) | key, holding all of
-// them (see encodeKeyWindows).
+// tag is 'k' for a record key's tumbling or hopping windows (one entry
+// holding all of them, see encodeKeyWindows, and one timer), 's' for a
+// session, 'c' for a count window and 'g' for the global window; start
+// and end are Unix nanoseconds with the sign bit flipped, 8 bytes
+// big-endian, so a key's sessions sort by start.
 const (
-	tagTime       = 'w'
 	tagKeyWindows = 'k'
 	tagSession    = 's'
 	tagCount      = 'c'
@@ -80,8 +77,8 @@ func appendWindowKey(dst []byte, tag byte, key []byte, start, end time.Time) []b
 	return binary.BigEndian.AppendUint64(dst, uint64(end.UnixNano())^1<<63)
 }
 
-// parseKey splits a state key into its tag, record key and (for time and
-// session windows) bounds.
+// parseKey splits a state key into its tag, record key and (for
+// sessions) bounds.
 func parseKey(k []byte) (tag byte, key []byte, start, end time.Time, err error) {
 	if len(k) < 2 {
 		return 0, nil, start, end, errCorruptKey
@@ -93,13 +90,13 @@ func parseKey(k []byte) (tag byte, key []byte, start, end time.Time, err error) 
 	}
 	key, rest := k[1+w:1+w+int(n)], k[1+w+int(n):]
 	switch tag {
-	case tagTime, tagSession:
+	case tagSession:
 		if len(rest) != 16 {
 			return 0, nil, start, end, errCorruptKey
 		}
 		start = time.Unix(0, int64(binary.BigEndian.Uint64(rest)^1<<63))
 		end = time.Unix(0, int64(binary.BigEndian.Uint64(rest[8:])^1<<63))
-	case tagCount, tagGlobal:
+	case tagKeyWindows, tagCount, tagGlobal:
 		if len(rest) != 0 {
 			return 0, nil, start, end, errCorruptKey
 		}

@@ -69,7 +69,7 @@ func (o *operator[A]) Init(ctx sdk.Context) error {
 	case kindTumbling, kindHopping:
 		o.kc = newCache[*keyWindows[A]](o.cfg.CacheWindows)
 		err = o.kc.load(ctx.State(), tagKeyWindows, func(k, v []byte) (*keyWindows[A], error) {
-			return decodeKeyWindows(bytes.Clone(v), o.agg) // Decode may keep slices
+			return decodeKeyWindows(bytes.Clone(v), o.agg, o.cfg.Lateness) // Decode may keep slices
 		})
 	default:
 		tag := byte(tagCount)
@@ -195,9 +195,10 @@ func (o *operator[A]) remove(ctx sdk.Context, k []byte) {
 	}
 }
 
-// arm sets the timer of the window keyed timer: at its end, or (already
-// closed, within the lateness) at end+lateness to remove it.
-func (o *operator[A]) arm(ctx sdk.Context, timer string, end, wm time.Time) error {
+// armSession sets the timer of the session whose key is timer: at its
+// end, or (already closed, within the lateness) at end+lateness to remove
+// it.
+func (o *operator[A]) armSession(ctx sdk.Context, timer string, end, wm time.Time) error {
 	at := end
 	if !wm.Before(end) {
 		at = end.Add(o.cfg.Lateness)
@@ -228,8 +229,8 @@ func (o *operator[A]) ProcessEventTimer(ctx sdk.Context, tk string, at time.Time
 	if err != nil {
 		return fmt.Errorf("window operator %q: timer %q: %w", o.cfg.Name, tk, err)
 	}
-	if tag == tagTime {
-		return o.timeTimer(ctx, tk, key, start, end, at)
+	if tag == tagKeyWindows {
+		return o.timeTimer(ctx, tk, key)
 	}
 	e, err := o.lookup(ctx, k)
 	if err != nil || e == nil {
@@ -307,7 +308,7 @@ func (o *operator[A]) addSession(ctx sdk.Context, rec sdk.Record) error {
 	}
 	k := windowKey(tagSession, rec.Key, start, end)
 	o.write(ctx, k, 0, acc)
-	if err := o.arm(ctx, string(k), end, wm); err != nil {
+	if err := o.armSession(ctx, string(k), end, wm); err != nil {
 		return err
 	}
 	if o.cfg.Emit == OnUpdate || !wm.Before(end) {
