@@ -190,3 +190,34 @@ func TestCacheWindowsConfig(t *testing.T) {
 		t.Fatalf("got %v, want a ConfigError on cache-windows", err)
 	}
 }
+
+// A key's tumbling or hopping windows share one event timer, at the
+// earliest deadline: the end of an open window, then end+lateness of a
+// closed one.
+func TestOneTimerPerKey(t *testing.T) {
+	h := harness(t, window.Config{Windows: window.Hopping(30*time.Second, 10*time.Second), Lateness: 5 * time.Second}, window.Count())
+	timers := func(want ...int) {
+		t.Helper()
+		var got []string
+		for _, tm := range h.EventTimers() {
+			got = append(got, fmt.Sprint(int(tm.At.Sub(t0)/time.Second)))
+		}
+		var ws []string
+		for _, w := range want {
+			ws = append(ws, fmt.Sprint(w))
+		}
+		if !slices.Equal(got, ws) {
+			t.Fatalf("event timers at %v s, want %v s", got, ws)
+		}
+	}
+	run(t, h, []step{{send: []sdk.Record{rec("a", 12, ""), rec("b", 25, "")}}}) // a: [-10,20), [0,30), [10,40); b: [0,30), [10,40), [20,50)
+	timers(20, 30)
+	run(t, h, []step{{wm: 20, want: []string{"a[-10,20)=1"}}})
+	timers(25, 30) // a: [-10,20) closed, until 25
+	run(t, h, []step{{wm: 26}})
+	timers(30, 30) // a: [0,30) next
+	run(t, h, []step{{wm: 30, want: []string{"a[0,30)=1", "b[0,30)=1"}}})
+	timers(35, 35)
+	run(t, h, []step{{end: true, want: []string{"a[10,40)=1", "b[10,40)=1", "b[20,50)=1"}}})
+	empty(t, h)
+}

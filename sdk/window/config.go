@@ -145,13 +145,15 @@ type Config struct {
 	Lateness time.Duration
 	// Emit says when results are produced (default OnClose).
 	Emit Emit
-	// CacheWindows bounds the number of windows whose accumulators an
-	// instance keeps decoded in memory, besides State, so that a record
-	// costs a map lookup rather than a State read (session windows are
-	// not cached). When it is full, the quarter of the windows that end
-	// first are dropped from memory (they are in State). Memory is about
-	// CacheWindows × (state key + accumulator + ~100 bytes); 0 means
-	// DefaultCacheWindows.
+	// CacheWindows bounds the number of State entries (a key's tumbling
+	// or hopping windows, or one count or global window; sessions are not
+	// cached) whose accumulators an instance keeps decoded in memory,
+	// besides State, so that a record costs a map lookup rather than a
+	// State read. When it is full, a quarter of the entries are dropped
+	// from memory (they are in State) and their keys remembered, up to 4 ×
+	// CacheWindows of them (beyond, every miss reads State). Memory is
+	// about CacheWindows × (key + its windows' accumulators + ~100 bytes);
+	// 0 means DefaultCacheWindows.
 	CacheWindows int
 	// Parallelism, KeyGroups and Restart are the operator's (see
 	// sdk.Metadata); zero means the defaults.
