@@ -46,7 +46,7 @@ type operator[A any] struct {
 	buf  []byte                 // an encoded value
 	abuf []byte                 // an encoded accumulator
 	kbuf []byte                 // a state key
-	tbuf []byte                 // a timer key
+	hbuf []byte                 // result headers
 }
 
 // cached is a count or global window's accumulator; n is a count
@@ -215,9 +215,12 @@ func (o *operator[A]) emitTime(ctx sdk.Context, key []byte, start, end time.Time
 	if rec.EventTime.IsZero() {
 		rec.EventTime = end.Add(-time.Nanosecond)
 	}
+	// Both bounds in one string: one allocation.
+	o.hbuf = strconv.AppendInt(o.hbuf[:0], start.UnixNano(), 10)
+	n := len(o.hbuf)
+	bounds := string(strconv.AppendInt(o.hbuf, end.UnixNano(), 10))
 	rec.Headers = append(rec.Headers[:len(rec.Headers):len(rec.Headers)],
-		sdk.Header{Key: HeaderStart, Value: strconv.FormatInt(start.UnixNano(), 10)},
-		sdk.Header{Key: HeaderEnd, Value: strconv.FormatInt(end.UnixNano(), 10)})
+		sdk.Header{Key: HeaderStart, Value: bounds[:n]}, sdk.Header{Key: HeaderEnd, Value: bounds[n:]})
 	return ctx.Produce(o.cfg.Output, rec)
 }
 

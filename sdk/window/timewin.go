@@ -148,7 +148,7 @@ func (o *operator[A]) addTime(ctx sdk.Context, rec sdk.Record, last time.Time, s
 				return err
 			}
 			if kw == nil {
-				kw = &keyWindows[A]{armed: noTimer}
+				kw = &keyWindows[A]{armed: noTimer, wins: make([]timeWindow[A], 0, size/slide)}
 				o.kc.put(o.kbuf, kw)
 			}
 		}
