@@ -1,6 +1,8 @@
 package window
 
 import (
+	"errors"
+
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -58,9 +60,11 @@ func (c *cache[V]) load(st sdk.State, tag byte, decode func(k, v []byte) (V, err
 		return nil
 	}
 	c.complete = true
-	return all.ScanAllGroups([]byte{tag}, func(k, v []byte) error {
+	err := all.ScanAllGroups([]byte{tag}, func(k, v []byte) error {
 		if len(c.m) >= c.limit {
-			c.spill(string(k))
+			if c.spill(string(k)); !c.complete {
+				return errStopLoad // too many: the rest is read when needed
+			}
 			return nil
 		}
 		e, err := decode(k, v)
@@ -70,7 +74,14 @@ func (c *cache[V]) load(st sdk.State, tag byte, decode func(k, v []byte) (V, err
 		c.m[string(k)] = e
 		return nil
 	})
+	if errors.Is(err, errStopLoad) {
+		return nil
+	}
+	return err
 }
+
+// errStopLoad ends load's scan early.
+var errStopLoad = errors.New("window: stop loading")
 
 // get returns the entry under state key k. known is true when it is
 // cached (ok) or known to be absent from State; otherwise the caller
