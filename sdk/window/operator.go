@@ -31,12 +31,14 @@ func New[A any](cfg Config, agg Aggregator[A]) (sdk.Factory, error) {
 	return func() sdk.Operator { return &operator[A]{cfg: cfg, meta: meta, agg: agg} }, nil
 }
 
-// operator is a window operator. Its state per window is the encoded
-// accumulator (count windows: index and count first), under the keys
-// described in keys.go; each event-time window has one event timer, at its
-// end and then, with lateness, at end+lateness to remove it. The
-// accumulators of the windows it owns are also kept decoded in memory
-// (see cache.go), written through to State.
+// operator is a window operator. Its state is, under the keys described
+// in keys.go, one entry per record key holding its tumbling or hopping
+// windows, with one event timer per key (timewin.go), or one entry per
+// session, count or global window: the encoded accumulator (count
+// windows: the count first). A session has one event timer, at its end
+// and then, with lateness, at end+lateness to remove it. The entries it
+// owns are also kept decoded in memory (except sessions; see cache.go),
+// written through to State.
 type operator[A any] struct {
 	cfg  Config
 	meta sdk.Metadata
