@@ -95,7 +95,27 @@ func (s stateView) Delete(key []byte) { s.h.state.delete(s.h.group, string(key))
 // Scan walks the current key group's keys with prefix, in key order, over
 // a snapshot taken when it starts (writes by fn are not seen).
 func (s stateView) Scan(prefix []byte, fn func(key, value []byte) error) error {
-	g := s.h.group
+	return s.scan(s.h.group, prefix, fn)
+}
+
+// ScanAllGroups walks every key group of the instance, as the runtime's
+// State does (see sdk.ScanAllGroups): in order of key group, then key.
+func (s stateView) ScanAllGroups(prefix []byte, fn func(key, value []byte) error) error {
+	for _, g := range s.h.state.groups() {
+		if g < s.h.info.FirstGroup || g >= s.h.info.EndGroup {
+			continue
+		}
+		if err := s.scan(g, prefix, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ sdk.AllGroupsScanner = stateView{}
+
+// scan walks group g's keys with prefix, in key order, over a snapshot.
+func (s stateView) scan(g int, prefix []byte, fn func(key, value []byte) error) error {
 	keys := s.h.state.keys(g, string(prefix))
 	vals := make([][]byte, len(keys))
 	for j, k := range keys {

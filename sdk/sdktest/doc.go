@@ -21,7 +21,8 @@
 //     (placement.KeyGroup, as the runtime does), a timer in the key group it
 //     was set in, anything else (other routings, Init, Poll) in the
 //     instance's first key group; State.Scan sees the current key group
-//     only, in key order;
+//     only, in key order, and sdk.ScanAllGroups every key group of the
+//     instance;
 //   - a record produced with a zero EventTime takes the event time of the
 //     record or timer being processed (a processing-time timer's or event
 //     timer's due time), or the harness's processing time in Poll;

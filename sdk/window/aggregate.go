@@ -1,6 +1,7 @@
 package window
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -11,6 +12,11 @@ import (
 // Aggregator folds the records of a window into an accumulator of type A,
 // which the window operator keeps in State (encoded) per (key, window):
 // one value per window, not its records.
+//
+// The operator also keeps accumulators in memory between records (see
+// Config.CacheWindows), so an accumulator must not refer to a record's
+// slices (Key, Value, headers): Add copies what it keeps. Decode may keep
+// slices of b, which the operator does not reuse.
 type Aggregator[A any] interface {
 	// Zero returns the accumulator of an empty window.
 	Zero() A
@@ -111,8 +117,10 @@ func DecimalValue(rec sdk.Record) (int64, error) {
 // The result is the values joined with sep.
 func Collect(sep string) Aggregator[[][]byte] {
 	return Funcs[[][]byte]{
-		ZeroFunc:  func() [][]byte { return nil },
-		AddFunc:   func(vs [][]byte, rec sdk.Record) ([][]byte, error) { return append(vs, rec.Value), nil },
+		ZeroFunc: func() [][]byte { return nil },
+		AddFunc: func(vs [][]byte, rec sdk.Record) ([][]byte, error) {
+			return append(vs, bytes.Clone(rec.Value)), nil // the record's buffer is not ours to keep
+		},
 		MergeFunc: func(a, b [][]byte) [][]byte { return append(a, b...) },
 		ResultFunc: func(vs [][]byte) []byte {
 			var out []byte

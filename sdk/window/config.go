@@ -145,6 +145,16 @@ type Config struct {
 	Lateness time.Duration
 	// Emit says when results are produced (default OnClose).
 	Emit Emit
+	// CacheWindows bounds the number of State entries (a key's tumbling
+	// or hopping windows, or one count or global window; sessions are not
+	// cached) whose accumulators an instance keeps decoded in memory,
+	// besides State, so that a record costs a map lookup rather than a
+	// State read. When it is full, a quarter of the entries are dropped
+	// from memory (they are in State) and their keys remembered, up to 4 ×
+	// CacheWindows of them (beyond, every miss reads State). Memory is
+	// about CacheWindows × (key + its windows' accumulators + ~100 bytes);
+	// 0 means DefaultCacheWindows.
+	CacheWindows int
 	// Parallelism, KeyGroups and Restart are the operator's (see
 	// sdk.Metadata); zero means the defaults.
 	Parallelism, KeyGroups int
@@ -214,6 +224,9 @@ func (c Config) Validate() error {
 	}
 	if c.Lateness > 0 && !w.kind.eventTime() {
 		return bad("lateness", "only event-time windows (tumbling, hopping, session) have lateness, not %v", w.kind)
+	}
+	if c.CacheWindows < 0 {
+		return bad("cache-windows", "must be ≥ 0 (0: %d), got %d", DefaultCacheWindows, c.CacheWindows)
 	}
 	if c.Emit != OnClose && c.Emit != OnUpdate {
 		return bad("emit", "unknown mode %v: want OnClose or OnUpdate", c.Emit)

@@ -13,6 +13,18 @@
 // "<operator>.late" stream unchanged. With OnUpdate every record produces
 // its windows' current results.
 //
+// State holds one entry per key for its tumbling or hopping windows (a
+// record in size/slide windows writes State once), with one event timer
+// per key at its windows' earliest deadline; one entry and timer per
+// session, count or global window. Each instance also keeps the decoded
+// accumulators of up to Config.CacheWindows entries in memory and knows
+// which entries State lacks, so a record costs map lookups and Add calls
+// rather than State reads; every change is still written to State in the
+// same callback, so commits, checkpoints, restores and rescales see exact
+// state and a restarted or moved instance reloads it in Init. Aggregators
+// must therefore not keep a record's slices in an accumulator (see
+// Aggregator).
+//
 //	counts, err := window.New(window.Config{
 //		Name: "views-per-campaign", Input: "views", Output: "view-counts",
 //		Windows: window.Tumbling(10 * time.Second),

@@ -37,15 +37,16 @@ func Bounds(rec sdk.Record) (start, end time.Time, ok bool) {
 //
 //	tag | uvarint(len key) | key [| start | end]
 //
-// tag is 'w' for a tumbling or hopping window, 's' for a session, 'c' for
-// a count window and 'g' for the global window; start and end are Unix
-// nanoseconds with the sign bit flipped, 8 bytes big-endian, so a key's
-// windows sort by start.
+// tag is 'k' for a record key's tumbling or hopping windows (one entry
+// holding all of them, see encodeKeyWindows, and one timer), 's' for a
+// session, 'c' for a count window and 'g' for the global window; start
+// and end are Unix nanoseconds with the sign bit flipped, 8 bytes
+// big-endian, so a key's sessions sort by start.
 const (
-	tagTime    = 'w'
-	tagSession = 's'
-	tagCount   = 'c'
-	tagGlobal  = 'g'
+	tagKeyWindows = 'k'
+	tagSession    = 's'
+	tagCount      = 'c'
+	tagGlobal     = 'g'
 )
 
 // errCorruptKey is returned for a timer key the operator did not write.
@@ -53,21 +54,31 @@ var errCorruptKey = errors.New("window: corrupt window key")
 
 // keyPrefix returns tag | uvarint(len key) | key.
 func keyPrefix(tag byte, key []byte) []byte {
-	b := make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+16)
-	b = append(b, tag)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	return append(b, key...)
+	return appendKeyPrefix(make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+16), tag, key)
+}
+
+// appendKeyPrefix appends tag | uvarint(len key) | key to dst.
+func appendKeyPrefix(dst []byte, tag byte, key []byte) []byte {
+	dst = append(dst, tag)
+	dst = binary.AppendUvarint(dst, uint64(len(key)))
+	return append(dst, key...)
 }
 
 // windowKey returns the state key of window [start, end) of key.
 func windowKey(tag byte, key []byte, start, end time.Time) []byte {
-	b := keyPrefix(tag, key)
-	b = binary.BigEndian.AppendUint64(b, uint64(start.UnixNano())^1<<63)
-	return binary.BigEndian.AppendUint64(b, uint64(end.UnixNano())^1<<63)
+	return appendWindowKey(make([]byte, 0, 1+binary.MaxVarintLen64+len(key)+16), tag, key, start, end)
 }
 
-// parseKey splits a state key into its tag, record key and (for time and
-// session windows) bounds.
+// appendWindowKey appends the state key of window [start, end) of key to
+// dst.
+func appendWindowKey(dst []byte, tag byte, key []byte, start, end time.Time) []byte {
+	dst = appendKeyPrefix(dst, tag, key)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(start.UnixNano())^1<<63)
+	return binary.BigEndian.AppendUint64(dst, uint64(end.UnixNano())^1<<63)
+}
+
+// parseKey splits a state key into its tag, record key and (for
+// sessions) bounds.
 func parseKey(k []byte) (tag byte, key []byte, start, end time.Time, err error) {
 	if len(k) < 2 {
 		return 0, nil, start, end, errCorruptKey
@@ -79,13 +90,13 @@ func parseKey(k []byte) (tag byte, key []byte, start, end time.Time, err error) 
 	}
 	key, rest := k[1+w:1+w+int(n)], k[1+w+int(n):]
 	switch tag {
-	case tagTime, tagSession:
+	case tagSession:
 		if len(rest) != 16 {
 			return 0, nil, start, end, errCorruptKey
 		}
 		start = time.Unix(0, int64(binary.BigEndian.Uint64(rest)^1<<63))
 		end = time.Unix(0, int64(binary.BigEndian.Uint64(rest[8:])^1<<63))
-	case tagCount, tagGlobal:
+	case tagKeyWindows, tagCount, tagGlobal:
 		if len(rest) != 0 {
 			return 0, nil, start, end, errCorruptKey
 		}

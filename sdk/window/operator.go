@@ -1,6 +1,7 @@
 package window
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -30,22 +31,63 @@ func New[A any](cfg Config, agg Aggregator[A]) (sdk.Factory, error) {
 	return func() sdk.Operator { return &operator[A]{cfg: cfg, meta: meta, agg: agg} }, nil
 }
 
-// operator is a window operator. Its state per window is the encoded
-// accumulator (count windows: index and count first), under the keys
-// described in keys.go; each event-time window has one event timer, at its
-// end and then, with lateness, at end+lateness to remove it.
+// operator is a window operator. Its state is, under the keys described
+// in keys.go, one entry per record key holding its tumbling or hopping
+// windows, with one event timer per key (timewin.go), or one entry per
+// session, count or global window: the encoded accumulator (count
+// windows: the count first). A session has one event timer, at its end
+// and then, with lateness, at end+lateness to remove it. The entries it
+// owns are also kept decoded in memory (except sessions; see cache.go),
+// written through to State.
 type operator[A any] struct {
 	cfg  Config
 	meta sdk.Metadata
 	agg  Aggregator[A]
-	buf  []byte
+	kc   *cache[*keyWindows[A]] // tumbling and hopping windows
+	c    *cache[*cached[A]]     // count and global windows
+	buf  []byte                 // an encoded value
+	abuf []byte                 // an encoded accumulator
+	kbuf []byte                 // a state key
+	hbuf []byte                 // result headers
+}
+
+// cached is a count or global window's accumulator; n is a count
+// window's number of records.
+type cached[A any] struct {
+	acc A
+	n   int64
 }
 
 var _ sdk.EventTimerProcessor = (*operator[int64])(nil)
 
 func (o *operator[A]) Metadata() sdk.Metadata { return o.meta }
 
-func (o *operator[A]) Init(sdk.Context) error { return nil }
+// Init loads the windows of the instance's key groups into the cache.
+func (o *operator[A]) Init(ctx sdk.Context) error {
+	var err error
+	switch o.cfg.Windows.kind {
+	case kindSession:
+		return nil
+	case kindTumbling, kindHopping:
+		o.kc = newCache[*keyWindows[A]](o.cfg.CacheWindows)
+		err = o.kc.load(ctx.State(), tagKeyWindows, func(k, v []byte) (*keyWindows[A], error) {
+			return decodeKeyWindows(bytes.Clone(v), o.agg, o.cfg.Lateness) // Decode may keep slices
+		})
+	default:
+		tag := byte(tagCount)
+		if o.cfg.Windows.kind == kindGlobal {
+			tag = tagGlobal
+		}
+		o.c = newCache[*cached[A]](o.cfg.CacheWindows)
+		err = o.c.load(ctx.State(), tag, func(k, v []byte) (*cached[A], error) {
+			return o.decode(bytes.Clone(v))
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("window operator %q: load windows: %w", o.cfg.Name, err)
+	}
+	return nil
+}
 
 func (o *operator[A]) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 
@@ -69,82 +111,101 @@ func (o *operator[A]) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	return o.addGlobal(ctx, rec)
 }
 
-// addTime adds rec to the windows of size starting at last, last−slide, …
-// that contain its event time and are not expired; a record for none goes
-// to the late stream.
-func (o *operator[A]) addTime(ctx sdk.Context, rec sdk.Record, last time.Time, size, slide time.Duration) error {
-	wm := ctx.Watermark()
-	added := false
-	for start := last; start.Add(size).After(rec.EventTime); start = start.Add(-slide) {
-		end := start.Add(size)
-		if !wm.Before(end.Add(o.cfg.Lateness)) {
-			continue // expired: its state is gone
-		}
-		added = true
-		k := windowKey(tagTime, rec.Key, start, end)
-		acc, fresh, err := o.update(ctx, k, rec)
-		if err != nil {
-			return err
-		}
-		if fresh {
-			if err := o.arm(ctx, k, end, wm); err != nil {
-				return err
-			}
-		}
-		if o.cfg.Emit == OnUpdate || !wm.Before(end) {
-			if err := o.emitTime(ctx, rec.Key, start, end, acc); err != nil {
-				return err
-			}
-		}
+// update adds rec to the global window under k and writes it to State.
+// timer is the window's key as a string when it is new (it needs its
+// timer), else "". A failure may leave the cached window changed (see
+// addTime).
+func (o *operator[A]) update(ctx sdk.Context, k []byte, rec sdk.Record) (e *cached[A], timer string, err error) {
+	if e, err = o.lookup(ctx, k); err != nil {
+		return nil, "", err
 	}
-	if !added {
-		return ctx.Produce(LateStream(o.cfg.Name), rec)
+	if e == nil {
+		e = &cached[A]{acc: o.agg.Zero()}
+		timer = o.c.put(k, e)
 	}
-	return nil
+	if e.acc, err = o.agg.Add(e.acc, rec); err != nil {
+		return nil, "", err
+	}
+	e.n++
+	o.write(ctx, k, e.n, e.acc)
+	return e, timer, nil
 }
 
-// update adds rec to the accumulator under k (fresh: there was none).
-func (o *operator[A]) update(ctx sdk.Context, k []byte, rec sdk.Record) (acc A, fresh bool, err error) {
-	if acc, fresh, err = o.load(ctx, k); err != nil {
-		return acc, fresh, err
+// lookup returns the count, global or session window under k, or nil
+// when there is none: from the cache, or from State (then cached; session
+// windows are not).
+func (o *operator[A]) lookup(ctx sdk.Context, k []byte) (*cached[A], error) {
+	if o.c != nil {
+		if e, ok, known := o.c.get(k); ok || known {
+			return e, nil
+		}
 	}
-	if acc, err = o.agg.Add(acc, rec); err != nil {
-		return acc, fresh, err
+	v, err := ctx.State().Get(k)
+	if errors.Is(err, sdk.ErrNotFound) {
+		if o.c != nil {
+			o.c.absent(k)
+		}
+		return nil, nil
 	}
-	o.store(ctx, k, acc)
-	return acc, fresh, nil
+	if err != nil {
+		return nil, fmt.Errorf("window operator %q: read window: %w", o.cfg.Name, err)
+	}
+	e, err := o.decode(v)
+	if err != nil {
+		return nil, err
+	}
+	if o.c != nil {
+		o.c.put(k, e)
+	}
+	return e, nil
 }
 
-// store writes acc under k.
-func (o *operator[A]) store(ctx sdk.Context, k []byte, acc A) {
-	o.buf = o.agg.Encode(o.buf[:0], acc)
+// decode decodes a window's state value (count windows: uvarint count,
+// then the accumulator).
+func (o *operator[A]) decode(v []byte) (*cached[A], error) {
+	e := &cached[A]{}
+	if o.cfg.Windows.kind == kindCount {
+		n, w := binary.Uvarint(v)
+		if w <= 0 {
+			return nil, fmt.Errorf("window operator %q: corrupt count window state", o.cfg.Name)
+		}
+		e.n, v = int64(n), v[w:]
+	}
+	acc, err := o.agg.Decode(v)
+	if err != nil {
+		return nil, fmt.Errorf("window operator %q: decode accumulator: %w", o.cfg.Name, err)
+	}
+	e.acc = acc
+	return e, nil
+}
+
+// write stores acc (and, for a count window, n first) under k.
+func (o *operator[A]) write(ctx sdk.Context, k []byte, n int64, acc A) {
+	o.buf = o.buf[:0]
+	if o.cfg.Windows.kind == kindCount {
+		o.buf = binary.AppendUvarint(o.buf, uint64(n))
+	}
+	o.buf = o.agg.Encode(o.buf, acc)
 	ctx.State().Set(k, o.buf)
 }
 
-// arm sets window k's timer: at its end, or (already closed, within the
-// lateness) at end+lateness to remove it.
-func (o *operator[A]) arm(ctx sdk.Context, k []byte, end, wm time.Time) error {
+// remove deletes the window under k.
+func (o *operator[A]) remove(ctx sdk.Context, k []byte) {
+	ctx.State().Delete(k)
+	if o.c != nil {
+		o.c.remove(k)
+	}
+}
+
+// armSession sets the timer of the session whose key is timer: at its
+// end, or (already closed, within the lateness) at end+lateness to remove
+// it.
+func (o *operator[A]) armSession(ctx sdk.Context, timer string, end, wm time.Time) error {
 	at := end
 	if !wm.Before(end) {
 		at = end.Add(o.cfg.Lateness)
 	}
-	return ctx.SetEventTimer(string(k), at)
-}
-
-// load reads the accumulator under k, or Zero when there is none.
-func (o *operator[A]) load(ctx sdk.Context, k []byte) (acc A, fresh bool, err error) {
-	v, err := ctx.State().Get(k)
-	if errors.Is(err, sdk.ErrNotFound) {
-		return o.agg.Zero(), true, nil
-	}
-	if err != nil {
-		return acc, false, err
-	}
-	acc, err = o.agg.Decode(v)
-	if err != nil {
-		return acc, false, fmt.Errorf("window operator %q: decode accumulator: %w", o.cfg.Name, err)
-	}
-	return acc, false, nil
+	return ctx.SetEventTimer(timer, at)
 }
 
 // emitTime produces the result of window [start, end) of key.
@@ -156,9 +217,12 @@ func (o *operator[A]) emitTime(ctx sdk.Context, key []byte, start, end time.Time
 	if rec.EventTime.IsZero() {
 		rec.EventTime = end.Add(-time.Nanosecond)
 	}
+	// Both bounds in one string: one allocation.
+	o.hbuf = strconv.AppendInt(o.hbuf[:0], start.UnixNano(), 10)
+	n := len(o.hbuf)
+	bounds := string(strconv.AppendInt(o.hbuf, end.UnixNano(), 10))
 	rec.Headers = append(rec.Headers[:len(rec.Headers):len(rec.Headers)],
-		sdk.Header{Key: HeaderStart, Value: strconv.FormatInt(start.UnixNano(), 10)},
-		sdk.Header{Key: HeaderEnd, Value: strconv.FormatInt(end.UnixNano(), 10)})
+		sdk.Header{Key: HeaderStart, Value: bounds[:n]}, sdk.Header{Key: HeaderEnd, Value: bounds[n:]})
 	return ctx.Produce(o.cfg.Output, rec)
 }
 
@@ -170,14 +234,17 @@ func (o *operator[A]) ProcessEventTimer(ctx sdk.Context, tk string, at time.Time
 	if err != nil {
 		return fmt.Errorf("window operator %q: timer %q: %w", o.cfg.Name, tk, err)
 	}
-	acc, fresh, err := o.load(ctx, k)
-	if err != nil || fresh {
-		return err // fresh: nothing there (removed meanwhile)
+	if tag == tagKeyWindows {
+		return o.timeTimer(ctx, tk, key)
+	}
+	e, err := o.lookup(ctx, k)
+	if err != nil || e == nil {
+		return err // none: nothing there (removed meanwhile)
 	}
 	if tag == tagGlobal {
-		ctx.State().Delete(k)
+		o.remove(ctx, k)
 		if o.cfg.Emit == OnClose {
-			return ctx.Produce(o.cfg.Output, sdk.Record{Key: key, Value: o.agg.Result(acc)})
+			return ctx.Produce(o.cfg.Output, sdk.Record{Key: key, Value: o.agg.Result(e.acc)})
 		}
 		return nil
 	}
@@ -185,7 +252,7 @@ func (o *operator[A]) ProcessEventTimer(ctx sdk.Context, tk string, at time.Time
 		// Closing: emit; keep the window for late records until
 		// end+lateness.
 		if o.cfg.Emit == OnClose {
-			if err := o.emitTime(ctx, key, start, end, acc); err != nil {
+			if err := o.emitTime(ctx, key, start, end, e.acc); err != nil {
 				return err
 			}
 		}
@@ -193,7 +260,7 @@ func (o *operator[A]) ProcessEventTimer(ctx sdk.Context, tk string, at time.Time
 			return ctx.SetEventTimer(tk, end.Add(o.cfg.Lateness))
 		}
 	}
-	ctx.State().Delete(k)
+	o.remove(ctx, k)
 	return nil
 }
 
@@ -245,8 +312,8 @@ func (o *operator[A]) addSession(ctx sdk.Context, rec sdk.Record) error {
 		return err
 	}
 	k := windowKey(tagSession, rec.Key, start, end)
-	o.store(ctx, k, acc)
-	if err := o.arm(ctx, k, end, wm); err != nil {
+	o.write(ctx, k, 0, acc)
+	if err := o.armSession(ctx, string(k), end, wm); err != nil {
 		return err
 	}
 	if o.cfg.Emit == OnUpdate || !wm.Before(end) {
@@ -259,57 +326,49 @@ func (o *operator[A]) addSession(ctx sdk.Context, rec sdk.Record) error {
 // number of records as a uvarint, then the accumulator) and closes it with
 // its nth record, removing its state.
 func (o *operator[A]) addCount(ctx sdk.Context, rec sdk.Record) error {
-	k := keyPrefix(tagCount, rec.Key)
-	var n uint64
-	acc := o.agg.Zero()
-	v, err := ctx.State().Get(k)
-	switch {
-	case errors.Is(err, sdk.ErrNotFound):
-	case err != nil:
-		return err
-	default:
-		var w int
-		if n, w = binary.Uvarint(v); w <= 0 {
-			return fmt.Errorf("window operator %q: corrupt count window state", o.cfg.Name)
-		}
-		if acc, err = o.agg.Decode(v[w:]); err != nil {
-			return fmt.Errorf("window operator %q: decode accumulator: %w", o.cfg.Name, err)
-		}
-	}
-	if acc, err = o.agg.Add(acc, rec); err != nil {
+	o.kbuf = appendKeyPrefix(o.kbuf[:0], tagCount, rec.Key)
+	k := o.kbuf
+	e, err := o.lookup(ctx, k)
+	if err != nil {
 		return err
 	}
-	n++
-	closing := int64(n) == o.cfg.Windows.count
+	if e == nil {
+		e = &cached[A]{acc: o.agg.Zero()}
+		o.c.put(k, e)
+	}
+	if e.acc, err = o.agg.Add(e.acc, rec); err != nil {
+		return err
+	}
+	e.n++
+	closing := e.n == o.cfg.Windows.count
 	if o.cfg.Emit == OnUpdate || closing {
-		if err := ctx.Produce(o.cfg.Output, sdk.Record{Key: rec.Key, Value: o.agg.Result(acc)}); err != nil {
+		if err := ctx.Produce(o.cfg.Output, sdk.Record{Key: rec.Key, Value: o.agg.Result(e.acc)}); err != nil {
 			return err
 		}
 	}
 	if closing {
-		ctx.State().Delete(k)
+		o.remove(ctx, k)
 		return nil
 	}
-	o.buf = o.agg.Encode(binary.AppendUvarint(o.buf[:0], n), acc)
-	ctx.State().Set(k, o.buf)
+	o.write(ctx, k, e.n, e.acc)
 	return nil
 }
 
 // addGlobal adds rec to its key's global window, which closes at
 // end-of-stream.
 func (o *operator[A]) addGlobal(ctx sdk.Context, rec sdk.Record) error {
-	k := keyPrefix(tagGlobal, rec.Key)
-	acc, fresh, err := o.update(ctx, k, rec)
+	o.kbuf = appendKeyPrefix(o.kbuf[:0], tagGlobal, rec.Key)
+	e, timer, err := o.update(ctx, o.kbuf, rec)
 	if err != nil {
 		return err
 	}
-	if fresh {
-		if err := ctx.SetEventTimer(string(k), EndOfTime); err != nil {
+	if timer != "" {
+		if err := ctx.SetEventTimer(timer, EndOfTime); err != nil {
 			return err
 		}
 	}
 	if o.cfg.Emit == OnUpdate {
-		return ctx.Produce(o.cfg.Output, sdk.Record{Key: rec.Key, Value: o.agg.Result(acc)})
+		return ctx.Produce(o.cfg.Output, sdk.Record{Key: rec.Key, Value: o.agg.Result(e.acc)})
 	}
 	return nil
 }
