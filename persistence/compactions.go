@@ -9,8 +9,9 @@ import (
 
 // compactionGate is the DB's Pebble compaction scheduler: Pebble's own
 // policy (as many compactions as the DB asks for without permission),
-// except that it grants none until released, once pebble.Open has
-// returned.
+// except that it grants none until released: once pebble.Open has
+// returned, or with Options.HoldCompactions at DB.ReleaseCompactions or
+// the first write stall.
 //
 // pebble.Open waits for every running compaction before it scans for
 // obsolete files, and the flush of the write-ahead log it replays lets one
@@ -30,9 +31,9 @@ type compactionGate struct {
 	unregistered bool
 	granting     bool // one grant loop at a time; cond signals its end
 	cond         *sync.Cond
-	running      int // compactions granted and not done
-	lastAllowed  int // the DB's allowance when last sampled
-	started      bool
+	running      int           // compactions granted and not done
+	lastAllowed  int           // the DB's allowance when last sampled
+	started      bool          // the granter runs
 	poke         chan struct{} // wakes the granter; buffered, 1
 	stop         chan struct{} // closed by Unregister
 	stopped      chan struct{} // closed when the granter returns
@@ -57,7 +58,8 @@ func newCompactionGate() *compactionGate {
 func (g *compactionGate) Register(_ int, db pebble.DBForCompaction) { g.db = db }
 
 // release lets compactions run from now on and starts the granter, which
-// Unregister stops. It is called once, after pebble.Open returned.
+// Unregister stops. It may be called any number of times, from any
+// goroutine, holding Pebble's locks or not (it does not call into the DB).
 func (g *compactionGate) release() {
 	g.mu.Lock()
 	g.held = false

@@ -33,14 +33,17 @@ func (fs windowFS) Open(name string, opts ...vfs.OpenOption) (vfs.File, error) {
 	return &windowFile{File: f}, nil
 }
 
-// windowFile serves ReadAt from the last window read. It is safe for
-// concurrent use (Pebble shares an open table between iterators).
+// windowFile serves a sequential run of reads (a scan of data blocks)
+// from windows of restoreIOSize; other reads (footer, index, properties)
+// go to the file. It is safe for concurrent use (Pebble shares an open
+// table between iterators).
 type windowFile struct {
 	vfs.File
 
-	mu  sync.Mutex
-	buf []byte // the window's bytes
-	off int64  // the window's offset in the file
+	mu   sync.Mutex
+	buf  []byte // the window's bytes
+	off  int64  // the window's offset in the file
+	next int64  // where the last read ended
 }
 
 // ReadAt implements io.ReaderAt.
@@ -50,7 +53,13 @@ func (f *windowFile) ReadAt(p []byte, off int64) (int, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if off < f.off || off+int64(len(p)) > f.off+int64(len(f.buf)) {
+	inWindow := off >= f.off && off+int64(len(p)) <= f.off+int64(len(f.buf))
+	sequential := off == f.next
+	f.next = off + int64(len(p))
+	if !inWindow && !sequential {
+		return f.File.ReadAt(p, off)
+	}
+	if !inWindow {
 		if f.buf == nil {
 			f.buf = make([]byte, restoreIOSize)
 		}
