@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -365,11 +366,28 @@ func (n *Node) restoreGroups(meta *checkpoint.Meta, op string, first, end int) e
 	if meta == nil {
 		return n.db.DeleteGroups(op, first, end)
 	}
-	if err := n.db.DeleteGroups(op, first, end); err != nil {
-		return err
+	// Each part restored replaces its groups whole (RestoreGroups excises
+	// them); the groups no part covers are emptied here. (A range deletion
+	// over the restored groups too would make each restore wait for the
+	// memtable holding it to be flushed.)
+	parts := meta.Find(op, first, end)
+	slices.SortFunc(parts, func(a, b checkpoint.Located) int { return a.Groups.First - b.Groups.First })
+	next := first
+	for _, loc := range parts {
+		if loc.Groups.First > next {
+			if err := n.db.DeleteGroups(op, next, loc.Groups.First); err != nil {
+				return err
+			}
+		}
+		next = max(next, loc.Groups.End)
+	}
+	if next < end {
+		if err := n.db.DeleteGroups(op, next, end); err != nil {
+			return err
+		}
 	}
 	tmp := filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), "tmp")
-	for _, loc := range meta.Find(op, first, end) {
+	for _, loc := range parts {
 		snap, err := n.restorer.open(meta, loc.Node)
 		if err != nil {
 			return fmt.Errorf("restore %s [%d,%d) from checkpoint %d: %w", op, first, end, meta.ID, err)

@@ -71,7 +71,7 @@ func (s *Store) UploadPart(ctx context.Context, id uint64, node, db, dir string,
 			}
 			key = sharedKey(db, f.Name)
 		}
-		if err := s.putFile(ctx, key, filepath.Join(dir, f.Name), f.Size); err != nil {
+		if err := s.putFile(ctx, key, filepath.Join(dir, f.Name), f.Size, f.Shared); err != nil {
 			return part, fmt.Errorf("checkpoint %d: upload %s: %w", id, f.Name, err)
 		}
 		part.Uploaded += f.Size
@@ -79,7 +79,15 @@ func (s *Store) UploadPart(ctx context.Context, id uint64, node, db, dir string,
 	return part, nil
 }
 
-func (s *Store) putFile(ctx context.Context, key, path string, size int64) error {
+// putFile stores the file at path under key; an immutable file (a shared
+// one) is linked when the object store can (objstore.Linker: a directory
+// store on the same file system), not copied.
+func (s *Store) putFile(ctx context.Context, key, path string, size int64, immutable bool) error {
+	if l, ok := s.obj.(objstore.Linker); ok && immutable {
+		if err := l.PutLink(ctx, key, path); err == nil {
+			return nil
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return err

@@ -53,6 +53,18 @@ type Store interface {
 	Delete(ctx context.Context, key string) error
 }
 
+// Linker is implemented by a Store that can take a local file as an
+// object without copying it (the directory backend, on the file system of
+// the file: a hard link). Callers try it for files that never change
+// again (a database's table files) and fall back to Put when it fails.
+type Linker interface {
+	// PutLink stores the file at path under key, as Put would store its
+	// bytes, by linking it. The file must not change afterwards. It
+	// returns an error (and stores nothing) when it cannot link, for
+	// instance across file systems.
+	PutLink(ctx context.Context, key, path string) error
+}
+
 // ObjectInfo describes one stored object.
 type ObjectInfo struct {
 	Key     string

@@ -2,7 +2,6 @@ package persistence
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,9 +12,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/record"
-	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/wal"
 )
@@ -157,85 +154,100 @@ func CheckpointFiles(dir string) ([]CheckpointFile, error) {
 // groups from.
 type Snapshot struct {
 	pdb *pebble.DB
+	dir string
 }
 
 // OpenCheckpoint opens the checkpoint in dir read-only.
 func OpenCheckpoint(dir string) (*Snapshot, error) {
-	pdb, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, Logger: pebbleLogger{slog.Default()}})
+	pdb, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, FS: windowFS{vfs.Default}, Logger: pebbleLogger{slog.Default()}})
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open checkpoint %s: %w", dir, err)
 	}
-	return &Snapshot{pdb: pdb}, nil
+	return &Snapshot{pdb: pdb, dir: dir}, nil
 }
 
 // Close closes the snapshot.
 func (s *Snapshot) Close() error { return s.pdb.Close() }
 
-// RestoreGroups replaces, atomically, what the database holds in operator
-// op's key groups [first, end) with what src held there (nothing, if src
-// holds nothing there). The groups must lie within the spans src was
+// RestoreGroups replaces what the database holds in operator op's key
+// groups [first, end) with what src held there (nothing, if src holds
+// nothing there). The groups must lie within the spans src was
 // checkpointed with: table files overlapping them hold other keys too, at
-// whatever version they had. tmpDir holds the table file it builds on the
-// way. It returns the number of keys and bytes restored.
+// whatever version they had. tmpDir holds the table files it links and
+// builds on the way. It returns the number of keys and bytes restored.
+//
+// Table files of src that lie within the groups are ingested whole
+// (restore.go), in a first step that also deletes what the groups held;
+// the rest of src's data there is written to a table ingested in a second.
+// If the second step fails, the groups hold part of src's data: the caller
+// restores them again before using them.
 func (db *DB) RestoreGroups(src *Snapshot, op string, first, end int, tmpDir string) (keys int, bytes int64, err error) {
+	st, err := db.restoreGroups(src, op, first, end, tmpDir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("persistence: restore %q groups [%d,%d): %w", op, first, end, err)
+	}
+	return st.keys, st.bytes, nil
+}
+
+// restoreStats tells what a restore did.
+type restoreStats struct {
+	keys    int   // src's keys in the groups
+	bytes   int64 // and their bytes
+	linked  int   // table files ingested whole
+	written int   // entries written to the delta table
+}
+
+func (db *DB) restoreGroups(src *Snapshot, op string, first, end int, tmpDir string) (st restoreStats, err error) {
 	span := GroupSpan(op, first, end)
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
-		return 0, 0, fmt.Errorf("persistence: restore %q: %w", op, err)
+		return st, err
 	}
-	f, err := os.CreateTemp(tmpDir, "restore-*.sst")
+	tmp, err := os.MkdirTemp(tmpDir, "restore-*")
 	if err != nil {
-		return 0, 0, fmt.Errorf("persistence: restore %q: %w", op, err)
+		return st, err
 	}
-	path := f.Name()
-	_ = f.Close()
-	defer os.Remove(path)
+	defer os.RemoveAll(tmp)
+	linked, err := src.linkable(span)
+	if err != nil {
+		return st, err
+	}
+	var paths []string
+	for i, t := range linked {
+		p := filepath.Join(tmp, fmt.Sprintf("link-%d.sst", i))
+		if err := os.Link(t.path, p); err != nil {
+			linked, paths = nil, nil // another file system: rewrite all
+			break
+		}
+		paths = append(paths, p)
+	}
 
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if db.closed {
-		return 0, 0, ErrClosed
-	}
-	keys, bytes, err = writeTable(path, db.pdb, src.pdb, span)
-	if err != nil {
-		return 0, 0, fmt.Errorf("persistence: restore %q groups [%d,%d): %w", op, first, end, err)
+		return st, ErrClosed
 	}
 	excise := pebble.KeyRange{Start: span.Start, End: span.End}
-	if keys == 0 {
-		err = db.pdb.Excise(context.Background(), excise)
-	} else {
-		_, err = db.pdb.IngestAndExcise(context.Background(), []string{path}, nil, nil, excise)
-	}
-	if err != nil {
-		return 0, 0, fmt.Errorf("persistence: restore %q groups [%d,%d): %w", op, first, end, err)
-	}
-	return keys, bytes, nil
-}
-
-// writeTable writes src's keys in span into a table file at path in dst's
-// table format, and returns how many it wrote.
-func writeTable(path string, dst, src *pebble.DB, span Span) (keys int, bytes int64, err error) {
-	it, err := src.NewIter(&pebble.IterOptions{LowerBound: span.Start, UpperBound: span.End})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer func() { err = errors.Join(err, it.Close()) }()
-	file, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return 0, 0, err
-	}
-	w := sstable.NewWriter(objstorageprovider.NewFileWritable(file), sstable.WriterOptions{TableFormat: dst.TableFormat()})
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := w.Set(it.Key(), it.Value()); err != nil {
-			_ = w.Close()
-			return 0, 0, err
+	if len(paths) > 0 {
+		if _, err := db.pdb.IngestAndExcise(context.Background(), paths, nil, nil, excise); err != nil {
+			linked = nil // not ingestible here (a table format this DB does not take): rewrite all
 		}
-		keys++
-		bytes += int64(len(it.Key()) + len(it.Value()))
 	}
-	if err := w.Close(); err != nil {
-		return 0, 0, err
+	st.linked = len(linked)
+	delta := filepath.Join(tmp, "delta.sst")
+	st.keys, st.bytes, st.written, err = writeDelta(delta, db.pdb, src.pdb, span, linked)
+	if err != nil {
+		return st, err
 	}
-	return keys, bytes, nil
+	switch {
+	case st.linked > 0 && st.written > 0:
+		err = db.pdb.Ingest(context.Background(), []string{delta})
+	case st.linked > 0:
+	case st.written > 0:
+		_, err = db.pdb.IngestAndExcise(context.Background(), []string{delta}, nil, nil, excise)
+	default:
+		err = db.pdb.Excise(context.Background(), excise)
+	}
+	return st, err
 }
 
 // CheckpointDir is where, under a node's data directory, checkpoint

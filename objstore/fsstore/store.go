@@ -34,7 +34,10 @@ type Store struct {
 	root string // absolute, cleaned
 }
 
-var _ objstore.Store = (*Store)(nil)
+var (
+	_ objstore.Store  = (*Store)(nil)
+	_ objstore.Linker = (*Store)(nil)
+)
 
 // Open returns a Store keeping objects under dir, which it creates if
 // missing. A relative dir is made absolute now.
@@ -117,6 +120,50 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, size int64) (e
 		return err
 	}
 	if err := os.Rename(tmp, target); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// PutLink implements objstore.Linker: the file is fsynced, hard-linked
+// under a temporary name, renamed to the key, and the directory fsynced.
+func (s *Store) PutLink(ctx context.Context, key, path string) (err error) {
+	if err := objstore.ValidateKey(key); err != nil {
+		return fmt.Errorf("fsstore: put link: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("fsstore: put link %q to %s: %w", key, path, err)
+		}
+	}()
+	src, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = src.Sync()
+	src.Close()
+	if err != nil {
+		return err
+	}
+	target := s.path(key)
+	dir := filepath.Dir(target)
+	f, err := s.createTemp(dir) // a fresh name, and the directories
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	f.Close()
+	if err := os.Remove(tmp); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Link(path, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, target); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return syncDir(dir)

@@ -281,3 +281,43 @@ func keysOf(infos []objstore.ObjectInfo) []string {
 func BenchmarkPut64MiB(b *testing.B) {
 	objstoretest.BenchmarkPut(b, open(b, b.TempDir()), 64<<20)
 }
+
+func TestPutLink(t *testing.T) {
+	dir := t.TempDir()
+	st := open(t, filepath.Join(dir, "store"))
+	ctx := t.Context()
+	src := filepath.Join(dir, "000007.sst")
+	if err := os.WriteFile(src, []byte("table"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutLink(ctx, "sst/db/000007.sst", src); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(st.Dir(), "sst", "db", "000007.sst"))
+	if err != nil || string(b) != "table" {
+		t.Fatalf("linked object: got %q, %v; want table", b, err)
+	}
+	a, _ := os.Stat(src)
+	o, _ := os.Stat(filepath.Join(st.Dir(), "sst", "db", "000007.sst"))
+	if !os.SameFile(a, o) {
+		t.Error("the object is a copy, want a hard link of the file")
+	}
+	// The object outlives the file, as a table file deleted by its
+	// database must.
+	if err := os.Remove(src); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := st.Stat(ctx, "sst/db/000007.sst"); err != nil || info.Size != 5 {
+		t.Fatalf("Stat after the file's removal: %+v, %v; want 5 bytes", info, err)
+	}
+	if err := st.PutLink(ctx, "sst/db/000008.sst", filepath.Join(dir, "missing.sst")); err == nil {
+		t.Error("PutLink of a missing file: got no error")
+	}
+	if _, err := st.Stat(ctx, "sst/db/000008.sst"); !errors.Is(err, objstore.ErrNotFound) {
+		t.Errorf("after a failed PutLink: Stat got %v, want ErrNotFound", err)
+	}
+	if err := st.PutLink(ctx, "../escape", src); !errors.Is(err, objstore.ErrInvalidKey) {
+		t.Errorf("PutLink of an invalid key: got %v, want ErrInvalidKey", err)
+	}
+	checkNoTempFiles(t, st.Dir())
+}
