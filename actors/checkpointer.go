@@ -433,7 +433,6 @@ func (c *checkpointer) onComplete(m *wire.CheckpointComplete) {
 		c.latest = &meta
 		c.n.setBase(&meta)
 	}
-	c.n.db.ReleaseCompactions() // every instance is restored by now
 	if c.part != nil && c.part.id == m.Id {
 		c.part = nil
 	}

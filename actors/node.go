@@ -159,10 +159,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		}
 		kinds = hosted
 	}
-	// With checkpoints, the key groups are restored from one first: hold
-	// compactions until a checkpoint completes (every instance restored)
-	// or compactionHold passes (see persistence.Options.HoldCompactions).
-	db, err := persistence.Open(cfg.DataDir, persistence.Options{Logger: cfg.Logger, HoldCompactions: cfg.Checkpoints != nil})
+	db, err := persistence.Open(cfg.DataDir, persistence.Options{Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, err)
 	}
@@ -177,9 +174,6 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		ops:    make(map[string]*operator),
 		byID:   make(map[string]*instance),
 		failed: make(chan struct{}),
-	}
-	if cfg.Checkpoints != nil {
-		n.afterFunc(compactionHold, db.ReleaseCompactions)
 	}
 	n.health.Store(&Health{Healthy: true, Since: time.Now()})
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -400,10 +394,6 @@ func (n *Node) goFunc(f func()) {
 		f()
 	}()
 }
-
-// compactionHold bounds how long a node with checkpoints holds its state
-// database's compactions after opening it, when no checkpoint completes.
-const compactionHold = 30 * time.Second
 
 // nodeTimers are the node's pending afterFunc timers.
 type nodeTimers struct {

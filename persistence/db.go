@@ -30,12 +30,6 @@ type Options struct {
 	StoreCacheEntries int
 	// Logger receives Pebble's error messages; nil means slog.Default().
 	Logger *slog.Logger
-	// HoldCompactions keeps compactions from starting after Open until
-	// ReleaseCompactions (or a write stall, which only compactions end).
-	// A node about to restore its key groups from a checkpoint holds them:
-	// after a crash, compacting the backlog of what the restore replaces
-	// is wasted work, competing with the restore.
-	HoldCompactions bool
 }
 
 // DB is a node's state database: one Pebble instance under a directory.
@@ -49,7 +43,6 @@ type DB struct {
 
 	failed atomic.Pointer[error] // set once, by the first failed commit
 	bg     backgroundErrors
-	gate   *compactionGate
 }
 
 // backgroundErrors keeps the last error of Pebble's background work
@@ -93,36 +86,20 @@ func Open(dir string, opts Options) (*DB, error) {
 	defer cache.Unref()
 	db := &DB{opts: opts}
 	db.bg.log = opts.Logger
-	gate := newCompactionGate()
-	db.gate = gate
-	popts := &pebble.Options{
-		Cache:  cache,
-		Logger: pebbleLogger{opts.Logger},
-		EventListener: &pebble.EventListener{
-			BackgroundError: db.bg.note,
-			// Writes stopped until compactions catch up: let them.
-			WriteStallBegin: func(pebble.WriteStallBeginInfo) { gate.release() },
-		},
+	pdb, err := pebble.Open(dir, &pebble.Options{
+		Cache:         cache,
+		Logger:        pebbleLogger{opts.Logger},
+		EventListener: &pebble.EventListener{BackgroundError: db.bg.note},
 		// The newest format: restoring checkpoints excises key ranges
 		// (see checkpoint.go).
 		FormatMajorVersion: pebble.FormatNewest,
-	}
-	// Compactions wait until Open has returned (see compactionGate).
-	popts.Experimental.CompactionScheduler = gate
-	pdb, err := pebble.Open(dir, popts)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open %s: %w", dir, err)
 	}
 	db.pdb = pdb
-	if !opts.HoldCompactions {
-		gate.release()
-	}
 	return db, nil
 }
-
-// ReleaseCompactions lets compactions held since Open (see
-// Options.HoldCompactions) run. It is safe to call more than once.
-func (db *DB) ReleaseCompactions() { db.gate.release() }
 
 // Failed returns the error (wrapping ErrFailed and the cause, e.g.
 // syscall.ENOSPC) of the commit that broke the database, or nil. Once
