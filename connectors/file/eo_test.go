@@ -146,15 +146,7 @@ func TestExactlyOnceSinkRestoreCommitsOnceAndDeletesLaterParts(t *testing.T) {
 	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 10)) {
 		t.Fatalf("after the restores the output is %v, want lines 0-9 once", got)
 	}
-	writeLinesTo(t, again, c2, 10, 30) // replayed
-	sluicetest.Must(t, again.PreCommit(c2, 2))
-	sluicetest.Must(t, again.Commit(c2, 2))
-	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 30)) {
-		t.Fatalf("output %v, want lines 0-29 once, in order", got)
-	}
-	if got := hidden(t, dir); len(got) != 0 {
-		t.Fatalf("hidden files left after checkpoint 2 committed: %v", got)
-	}
+	replayAndCommit(t, again, c2, out, 10, 30, 2)
 	// A committed part consumed (moved away) by the reader, then a restore
 	// from a checkpoint that still lists it: nothing to do, no error.
 	sluicetest.Must(t, os.Rename(filepath.Join(dir, "out.txt.part-00000000000000000001-write-00000"), filepath.Join(dir, "consumed")))
@@ -187,14 +179,22 @@ func TestExactlyOnceSinkAdoptsPartsWhenRescaled(t *testing.T) {
 	if !slices.Equal(got, numberedLines(0, 20)) {
 		t.Fatalf("output %v, want lines 0-19 (instance 0's part, then instance 1's)", got)
 	}
-	writeLinesTo(t, r, one, 20, 30) // replayed
-	sluicetest.Must(t, r.PreCommit(one, 3))
-	sluicetest.Must(t, r.Commit(one, 3))
-	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 30)) {
-		t.Fatalf("output %v, want lines 0-29 once", got)
+	replayAndCommit(t, r, one, out, 20, 30, 3) // the old instance 1's part of 2 must go too
+}
+
+// replayAndCommit writes lines [from, to) to s, takes and commits
+// checkpoint, and checks that the output is lines [0, to) once and that
+// no part in progress or pending is left.
+func replayAndCommit(t *testing.T, s *file.Sink, c *callCtx, out string, from, to int, checkpoint uint64) {
+	t.Helper()
+	writeLinesTo(t, s, c, from, to)
+	sluicetest.Must(t, s.PreCommit(c, checkpoint))
+	sluicetest.Must(t, s.Commit(c, checkpoint))
+	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, to)) {
+		t.Fatalf("output %v, want lines 0-%d once", got, to-1)
 	}
-	if got := hidden(t, dir); len(got) != 0 {
-		t.Fatalf("hidden files left after checkpoint 3 committed (the old instance 1's part of 2 must go): %v", got)
+	if got := hidden(t, filepath.Dir(out)); len(got) != 0 {
+		t.Fatalf("hidden files left after checkpoint %d committed: %v", checkpoint, got)
 	}
 }
 
@@ -233,15 +233,7 @@ func TestExactlyOnceSinkKeepsThePartOfACheckpointItWasNotToldOf(t *testing.T) {
 	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 20)) {
 		t.Fatalf("after the rollback to checkpoint 2 the output is %v, want lines 0-19", got)
 	}
-	writeLinesTo(t, s2, rb, 20, 30)
-	sluicetest.Must(t, s2.PreCommit(rb, 3))
-	sluicetest.Must(t, s2.Commit(rb, 3))
-	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 30)) {
-		t.Fatalf("output %v, want lines 0-29 once", got)
-	}
-	if got := hidden(t, dir); len(got) != 0 {
-		t.Fatalf("hidden files left: %v", got)
-	}
+	replayAndCommit(t, s2, rb, out, 20, 30, 3)
 }
 
 func TestStdioCannotBeExactlyOnce(t *testing.T) {
