@@ -16,3 +16,32 @@ func TestUUIDShape(t *testing.T) {
 		}
 	}
 }
+
+// The generator source's path writes the same JSON as Event(i).AppendJSON.
+func TestAppendEventJSONIsEventJSON(t *testing.T) {
+	for _, seed := range []uint64{0, 1, 0xdeadbeef} {
+		g := Config{Seed: seed}.WithDefaults().Generator()
+		for i := range int64(2000) {
+			e := g.Event(i)
+			got, at := g.AppendEventJSON(nil, i)
+			if want := e.AppendJSON(nil); string(got) != string(want) || at != e.EventTime {
+				t.Fatalf("seed %d event %d:\n got %s (%d)\nwant %s (%d)", seed, i, got, at, want, e.EventTime)
+			}
+		}
+	}
+}
+
+func BenchmarkGenerate(b *testing.B) {
+	g := Config{}.WithDefaults().Generator()
+	buf := make([]byte, 0, 256)
+	b.Run("Event.AppendJSON", func(b *testing.B) {
+		for i := range b.N {
+			buf = g.Event(int64(i)).AppendJSON(buf[:0])
+		}
+	})
+	b.Run("AppendEventJSON", func(b *testing.B) {
+		for i := range b.N {
+			buf, _ = g.AppendEventJSON(buf[:0], int64(i))
+		}
+	})
+}
