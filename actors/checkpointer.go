@@ -57,6 +57,7 @@ type checkpointer struct {
 	view       ckView // the node's latest view of membership and topology
 	gen        uint64 // rollback generation
 	rolledBack uint64 // the newest generation this node rolled back into
+	inGen      bool   // this node took part in generation gen (a rollback into it, a checkpoint part)
 	latest     *checkpoint.Meta
 
 	part *nodePart // this node's part of the checkpoint in progress
@@ -215,10 +216,35 @@ func sameMembers(a, b []cluster.Member) bool {
 	return true
 }
 
+// missedRollback fences the node (Node.fence) and reports true when a
+// message of checkpoint generation gen (what names it: what) shows that
+// the cluster rolled back into gen without this node, though it had taken
+// part in its own generation: the others dropped it from their membership
+// (it was paused, or cut off, for longer than its TTL), restored its key
+// groups from the store and went on. Its instances still run on state and
+// inputs the cluster abandoned, and its sinks would commit output the
+// others make again, so it must restart and join afresh. A coordinator
+// sends a generation's rollback before anything else of it, in order, so
+// a member of the rollback has always heard of it first. A node that took
+// part in nothing yet (it started while a rollback went on) is not fenced:
+// its checkpoint part fails instead and the coordinator rolls every node
+// back into one generation again.
+func (c *checkpointer) missedRollback(gen uint64, what string) bool {
+	if gen <= c.gen || !c.inGen {
+		return false
+	}
+	c.n.fence(fmt.Sprintf("%s is in rollback generation %d, which this node (in generation %d) missed: the cluster went on without it", what, gen, c.gen))
+	c.failPart("fenced")
+	return true
+}
+
 // onTrigger starts this node's part of a checkpoint.
 func (c *checkpointer) onTrigger(m *wire.CheckpointTrigger) {
 	if c.part != nil {
 		c.failPart(fmt.Sprintf("superseded by checkpoint %d", m.Id))
+	}
+	if c.missedRollback(m.Generation, fmt.Sprintf("checkpoint %d", m.Id)) {
+		return
 	}
 	p := &nodePart{id: m.Id, coordinator: m.Coordinator, waiting: make(map[instKey]bool)}
 	c.part = p
@@ -383,6 +409,7 @@ func (c *checkpointer) reportPart(p *nodePart, part checkpoint.NodePart) {
 			msg.Error = err.Error()
 		}
 		msg.Part = b
+		c.inGen = c.inGen || err == nil
 	}
 	if p.coordinator != nil {
 		c.n.system.Root.Send(p.coordinator, msg)
@@ -427,6 +454,9 @@ func (c *checkpointer) onComplete(m *wire.CheckpointComplete) {
 		// late), and the store skips it too.
 		c.n.log.Debug("ignored the completion of a checkpoint of an older generation", "checkpoint", meta.ID,
 			"generation", meta.Generation, "current", c.gen)
+		return
+	}
+	if c.missedRollback(meta.Generation, fmt.Sprintf("the completion of checkpoint %d", meta.ID)) {
 		return
 	}
 	if c.latest == nil || meta.ID > c.latest.ID {

@@ -34,8 +34,8 @@ type Health struct {
 	Reason string
 	// Fatal means the node cannot recover without a restart.
 	Fatal bool
-	// Cause classifies Reason: HealthDiskFull or HealthStoreFailed ("" when
-	// healthy).
+	// Cause classifies Reason: HealthDiskFull, HealthStoreFailed or
+	// HealthFenced ("" when healthy).
 	Cause HealthCause
 	// DiskFree and DiskTotal are the bytes free and in all on the data
 	// directory's file system at the last check (0 if it failed).
@@ -55,6 +55,11 @@ const (
 	// HealthStoreFailed: a write to the state database failed; the node
 	// must restart.
 	HealthStoreFailed HealthCause = "store-failed"
+	// HealthFenced: the cluster went on without this node (it was paused
+	// or cut off for longer than its membership TTL, and the others rolled
+	// back and took over its key groups); what it holds is stale, so it
+	// must restart, as after a crash (exactly-once; see fence).
+	HealthFenced HealthCause = "fenced"
 )
 
 // String returns the cause's name.
@@ -77,8 +82,8 @@ func (n *Node) Health() Health {
 	return Health{Healthy: true}
 }
 
-// Failed is closed when the node's state database failed and the node
-// cannot go on (Health().Fatal); Health().Reason says why. The owner of
+// Failed is closed when the node cannot go on (Health().Fatal): its state
+// database failed, or it was fenced; Health().Reason says why. The owner of
 // the node should exit the process: Stop cannot complete cleanly then.
 func (n *Node) Failed() <-chan struct{} { return n.failed }
 
@@ -104,6 +109,8 @@ func (n *Node) watchHealth(ctx context.Context) {
 // checkHealth updates the node's health from its database and the free
 // space on its data directory's file system, and acts on a change.
 func (n *Node) checkHealth() {
+	n.healthMu.Lock()
+	defer n.healthMu.Unlock()
 	prev := n.Health()
 	if prev.Fatal {
 		return // for good
@@ -168,6 +175,28 @@ func (n *Node) checkHealth() {
 			n.system.Root.Send(inst.pid, resumeMsg{})
 		}
 	}
+}
+
+// fence fails the node for good (HealthFenced): it takes no more work,
+// and Failed is closed so that its owner exits the process and it restarts
+// clean. Its instances' state and output are stale: the receivers of its
+// batches already drop them (an older rollback generation), and its sinks
+// commit nothing more (see checkpointer.missedRollback).
+func (n *Node) fence(reason string) {
+	n.healthMu.Lock()
+	defer n.healthMu.Unlock()
+	prev := n.Health()
+	if prev.Fatal {
+		return // failed already
+	}
+	next := prev
+	next.Healthy, next.Fatal, next.Cause, next.Since = false, true, HealthFenced, time.Now()
+	next.Reason = reason + "; the node must restart"
+	n.health.Store(&next)
+	n.pause.Store(true)
+	n.log.Error("node fenced: it takes no more work and must restart", "reason", next.Reason)
+	n.reportHealth(next.Reason)
+	close(n.failed)
 }
 
 // reportHealth publishes the node's health to the cluster membership, if

@@ -62,6 +62,7 @@ type Node struct {
 	byID map[string]*instance // every instance here, by actor id
 
 	health         atomic.Pointer[Health] // as of the last check (health.go)
+	healthMu       sync.Mutex             // serialises changes of health (checkHealth, fence)
 	pause          atomic.Bool            // unhealthy: instances hold their input
 	failed         chan struct{}          // closed when the database failed (Failed)
 	spaceErrLogged bool                   // watchHealth's goroutine only
@@ -332,6 +333,15 @@ func (n *Node) joinCluster(ctx, runCtx context.Context, self cluster.Member) err
 			n.system.Root.Send(n.coord, membershipMsg{members: members})
 		}
 	})
+	if lr, ok := cc.Discovery.(cluster.LapseReporter); ok {
+		n.goFunc(func() {
+			select {
+			case <-lr.Lapsed():
+				n.fence("this node's membership lapsed (it did not run for longer than the membership TTL): the others dropped it and took over its work")
+			case <-runCtx.Done():
+			}
+		})
+	}
 	return nil
 }
 

@@ -200,7 +200,7 @@ func (c *checkpointer) onRollback(m *wire.Rollback) {
 		c.latest = nil
 	}
 	c.failPart("rolling back")
-	c.gen = m.Generation
+	c.gen, c.inGen = m.Generation, true
 	c.n.gen.Store(m.Generation)
 	c.n.setBase(meta)
 	rb := &nodeRollback{gen: m.Generation, meta: meta, coordinator: m.Coordinator,

@@ -188,3 +188,17 @@ func validHostPort(s string) error {
 type HealthReporter interface {
 	SetHealth(reason string)
 }
+
+// LapseReporter is implemented by a Discovery that can tell when the local
+// member's own membership lapsed: its heartbeat could not run for longer
+// than the membership's TTL (the process was frozen: a long GC pause, a
+// suspended VM, SIGSTOP), so the others have dropped it from their views
+// as if it had crashed and taken over its work. The backend then stops
+// refreshing the membership (the member does not come back as the same
+// member) and closes Lapsed; the owner must not go on with what it holds,
+// which the others took over (actors fences the node: it exits, and
+// restarts afresh). A failing backend (Consul unreachable) is not a
+// lapse: the heartbeat ran and tried.
+type LapseReporter interface {
+	Lapsed() <-chan struct{}
+}

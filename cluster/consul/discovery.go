@@ -43,6 +43,7 @@ type Discovery struct {
 
 	unhealthy atomic.Pointer[string] // SetHealth's reason; nil or "" when healthy
 	kick      chan struct{}          // SetHealth wakes the heartbeat (buffered, 1)
+	lapsed    chan struct{}          // closed when the heartbeat found its membership lapsed (Lapsed)
 }
 
 type state int
@@ -56,6 +57,7 @@ const (
 var (
 	_ cluster.Discovery      = (*Discovery)(nil)
 	_ cluster.HealthReporter = (*Discovery)(nil)
+	_ cluster.LapseReporter  = (*Discovery)(nil)
 )
 
 // SetHealth publishes the node's own health (cluster.HealthReporter): a
@@ -102,6 +104,7 @@ func New(cfg Config) (*Discovery, error) {
 		life:   life,
 		end:    end,
 		kick:   make(chan struct{}, 1),
+		lapsed: make(chan struct{}),
 	}, nil
 }
 
@@ -222,6 +225,7 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 	defer timer.Stop()
 	failures := 0
 	retry := d.retryBackoff()
+	lastOK, due := time.Now(), time.Now().Add(d.cfg.HeartbeatInterval)
 	for {
 		select {
 		case <-ctx.Done():
@@ -230,6 +234,13 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 			}
 			return
 		case <-timer.C:
+			if now := time.Now(); lapsed(now, due, lastOK, d.cfg.HeartbeatInterval, d.cfg.TTL) {
+				d.log.Error("membership lapsed: the heartbeat could not run for longer than the TTL (the process was frozen); the others have dropped this member, which stops heartbeating",
+					"member", d.self.ID, "late", now.Sub(due).Round(time.Millisecond), "since_refresh", now.Sub(lastOK).Round(time.Millisecond), "ttl", d.cfg.TTL)
+				close(d.lapsed)
+				<-ctx.Done() // no more refreshes: the member stays out
+				return
+			}
 		case <-d.kick:
 			timer.Stop()
 		}
@@ -242,17 +253,34 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 			if failures == 1 || failures%10 == 0 {
 				d.log.Warn("heartbeat failed; retrying", "member", d.self.ID, "failures", failures, "err", d.denied(err, "service:write"))
 			}
-			timer.Reset(retry.Next())
+			next := retry.Next()
+			due = time.Now().Add(next)
+			timer.Reset(next)
 		default:
 			if failures > 0 {
 				d.log.Info("heartbeat recovered", "member", d.self.ID, "failures", failures)
 			}
 			failures = 0
 			retry.Reset()
+			lastOK, due = time.Now(), time.Now().Add(d.cfg.HeartbeatInterval)
 			timer.Reset(d.cfg.HeartbeatInterval)
 		}
 	}
 }
+
+// lapsed reports whether a heartbeat due at due and run at now finds the
+// membership lapsed: it ran more than interval late (the process did not
+// run: frozen, not merely busy) and the last refresh (lastOK) is more than
+// ttl ago, so the check has turned critical and the others dropped the
+// member. Failed refreshes (Consul unreachable) run on time and are no
+// lapse.
+func lapsed(now, due, lastOK time.Time, interval, ttl time.Duration) bool {
+	return now.Sub(due) > interval && now.Sub(lastOK) > ttl
+}
+
+// Lapsed implements cluster.LapseReporter: the channel is closed when the
+// heartbeat found the membership lapsed (then it refreshes it no more).
+func (d *Discovery) Lapsed() <-chan struct{} { return d.lapsed }
 
 // beat refreshes the TTL check once, re-registering reg if Consul no
 // longer knows the check (it restarted and lost its state, or the service

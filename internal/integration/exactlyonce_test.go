@@ -10,41 +10,40 @@ package integration
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/consultest"
 )
 
+// startCounting starts 3 nodes (n1, n2, n3, returned as ids) counting
+// records generated over keys at 2000/s, exactly-once with checkpoints
+// every 300 ms in a directory they share, and waits until 10,000 are
+// counted.
+func startCounting(t *testing.T, records, keys int) (c *cluster, ids []string) {
+	agent := consultest.Start(t)
+	store := t.TempDir()
+	c = newCluster(t, agent.Addr(), "-records", fmt.Sprint(records), "-keys", fmt.Sprint(keys), "-rate", "2000",
+		"-guarantee", "exactly-once", "-checkpoints", store, "-checkpoint-interval", "300ms")
+	ids = []string{"n1", "n2", "n3"}
+	for _, id := range ids {
+		c.start(id)
+	}
+	c.waitFor(time.Minute, "some records counted", func() bool { return c.processed("count") >= 10_000 })
+	return c, ids
+}
+
 // killAndRestart SIGKILLs node id, waits until the other running nodes
 // noticed, restarts it and waits until every node sees it again.
 func (c *cluster) killAndRestart(id string, members int) (noticed time.Duration) {
 	c.t.Helper()
 	at := c.crash(id)
-	c.waitFor(30*time.Second, id+"'s crash to be noticed", func() bool {
-		for _, n := range c.running() {
-			st, err := n.status()
-			if err != nil {
-				return false
-			}
-			for _, m := range st.Members {
-				if m.ID == id {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	c.waitFor(30*time.Second, id+"'s crash to be noticed", func() bool { return c.noneSees(id) })
 	noticed = time.Since(at)
 	c.start(id)
-	c.waitFor(60*time.Second, id+" to rejoin", func() bool {
-		for _, n := range c.running() {
-			if st, err := n.status(); err != nil || len(st.Members) != members {
-				return false
-			}
-		}
-		return true
-	})
+	c.waitFor(60*time.Second, id+" to rejoin", func() bool { return c.allSee(members) })
 	return noticed
 }
 
@@ -67,15 +66,7 @@ func (c *cluster) running() []*node {
 // once less, though whole seconds of work were lost and redone.
 func TestExactlyOnceStateThroughSIGKILLs(t *testing.T) {
 	const records, keys, kills = 240_000, 3000, 5
-	agent := consultest.Start(t)
-	store := t.TempDir()
-	c := newCluster(t, agent.Addr(), "-records", fmt.Sprint(records), "-keys", fmt.Sprint(keys), "-rate", "2000",
-		"-guarantee", "exactly-once", "-checkpoints", store, "-checkpoint-interval", "300ms")
-	ids := []string{"n1", "n2", "n3"}
-	for _, id := range ids {
-		c.start(id)
-	}
-	c.waitFor(time.Minute, "some records counted", func() bool { return c.processed("count") >= 10_000 })
+	c, ids := startCounting(t, records, keys)
 	c.killAtRandom(ids, kills, 2, 300*time.Millisecond, 1800*time.Millisecond)
 	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
 	// Stop the nodes one by one: each hands its state to the others, so
@@ -111,4 +102,96 @@ func (c *cluster) killAtRandom(ids []string, kills int, stream uint64, min, max 
 		noticed := c.killAndRestart(victim, len(ids))
 		c.t.Logf("kill %d: %s at %d counted; noticed after %v", k, victim, before, noticed.Round(time.Millisecond))
 	}
+}
+
+// Exactly-once state through pauses: a node frozen (SIGSTOP: a long GC
+// pause, a suspended VM) past its membership TTL is dropped, and the others
+// roll back to the newest checkpoint and take over its key groups. When it
+// resumes (SIGCONT) it still runs those instances on abandoned state: its
+// heartbeat finds the membership lapsed, so it fences itself before the
+// others could see it again, and exits (its batches are dropped by their
+// receivers meanwhile, an older generation); restarted as a supervisor
+// would, it joins afresh. In the end each key was counted exactly as often
+// as it was generated.
+func TestExactlyOnceStateThroughPausedNodes(t *testing.T) {
+	const records, keys = 120_000, 3000
+	c, ids := startCounting(t, records, keys)
+	for k, victim := range []string{"n2", "n3"} {
+		n := c.nodes[victim]
+		n.proc.Signal(syscall.SIGSTOP)
+		c.mu.Lock()
+		delete(c.nodes, victim) // its status cannot answer while it is paused
+		c.mu.Unlock()
+		c.waitFor(30*time.Second, victim+"'s pause to be noticed", func() bool { return c.noneSees(victim) })
+		dropped := time.Now()
+		// The others go on without it, past a checkpoint or two.
+		before := c.processed("count")
+		c.waitFor(30*time.Second, "progress without "+victim, func() bool { return c.processed("count") >= before+2000 })
+		n.proc.Signal(syscall.SIGCONT)
+		err, exited := n.proc.Exited(30 * time.Second)
+		if !exited {
+			c.dumpLogs()
+			t.Fatalf("%s resumed after the others went on without it and did not fence itself within 30 s", victim)
+		}
+		if log := c.logTail(victim); !strings.Contains(log, "node fenced") {
+			t.Fatalf("%s exited (%v) without saying it was fenced:\n%s", victim, err, log)
+		}
+		// It fenced itself before refreshing its membership: the others
+		// never saw the stale member come back.
+		for _, e := range c.events() {
+			if e.What == "member-joined" && e.Peer == victim && e.Time.After(dropped) {
+				t.Fatalf("%s saw the paused %s join again at %v before it was restarted", e.Node, victim, e.Time)
+			}
+		}
+		// Restarted once the others noticed, as after a crash (see
+		// killAndRestart).
+		c.waitFor(30*time.Second, victim+"'s exit to be noticed", func() bool { return c.noneSees(victim) })
+		c.start(victim)
+		c.waitFor(60*time.Second, victim+" to be a member again", func() bool { return c.allSee(len(ids)) })
+		t.Logf("pause %d: %s paused until the others counted %d without it, fenced itself on resuming (%v), restarted", k+1, victim, before+2000, err)
+	}
+	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
+	c.stop("n1")
+	c.stop("n2")
+	c.stop("n3")
+	counts := readCounts(t, c.dir+"/n3/data")
+	wrong := 0
+	for k, n := range counts {
+		if n != records/keys {
+			if wrong < 10 {
+				t.Errorf("key %s counted %d times, want %d", k, n, records/keys)
+			}
+			wrong++
+		}
+	}
+	if len(counts) != keys || wrong > 0 {
+		t.Fatalf("%d keys counted (want %d), %d with a wrong count", len(counts), keys, wrong)
+	}
+	t.Logf("%d records through 2 pauses: every key counted exactly %d times", records, records/keys)
+}
+
+// noneSees reports whether no running node lists id as a member.
+func (c *cluster) noneSees(id string) bool {
+	for _, n := range c.running() {
+		st, err := n.status()
+		if err != nil {
+			return false
+		}
+		for _, m := range st.Members {
+			if m.ID == id {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// allSee reports whether every running node lists members members.
+func (c *cluster) allSee(members int) bool {
+	for _, n := range c.running() {
+		if st, err := n.status(); err != nil || len(st.Members) != members {
+			return false
+		}
+	}
+	return true
 }

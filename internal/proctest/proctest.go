@@ -76,6 +76,10 @@ func Start(bin string, args []string, logPath string) (*Process, error) {
 // It may be called more than once.
 func (p *Process) Kill() { p.svc.Kill() }
 
+// Signal sends sig to the process group (SIGSTOP and SIGCONT pause and
+// resume it: a long GC pause, a frozen VM).
+func (p *Process) Signal(sig syscall.Signal) { p.svc.Signal(sig) }
+
 // Stop sends SIGTERM to the process (a graceful leave) and waits up to
 // timeout for it to exit; it returns the process's exit error, or an error
 // if it is still running.
