@@ -19,7 +19,10 @@ import (
 // goes on, in the cluster) or from everything (it stops, and the cluster
 // drops it), the scheduler waits: its slot is not relaunched, so no
 // second node of the slot joins the cluster. When the agent comes back the
-// master reports the task running again, and it goes on, not killed. No
+// master reports the task running again and the scheduler kills nothing.
+// The node cut off from the master only goes on; the stopped one finds on
+// waking that its membership lapsed (the cluster went on without it), so
+// it fences itself and exits, and the scheduler relaunches its slot. No
 // identity is ever active twice in Consul.
 func TestPartitionedAgentComesBack(t *testing.T) {
 	for _, isolate := range []bool{false, true} {
@@ -69,13 +72,24 @@ func TestPartitionedAgentComesBack(t *testing.T) {
 			if err := e.master.HealAgent(victim.AgentID); err != nil {
 				t.Fatal(err)
 			}
-			sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "both tasks running again", func() bool {
-				p := s.Status().Pools[0]
-				return p.Running == 2 && p.Unreachable == 0
-			})
-			e.waitMembersAreTasks()
-			if got := slices.Sorted(maps.Keys(e.running())); !slices.Equal(got, before) {
-				t.Errorf("running tasks %v, want the same %v", got, before)
+			if isolate {
+				sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the fenced task to end and its slot to run again", func() bool {
+					_, old := e.running()[victim.ID]
+					return !old && len(e.running()) == 2 && s.Status().Pools[0].Unreachable == 0
+				})
+				e.waitMembersAreTasks()
+				if got := e.running(); !slices.Contains(slices.Collect(maps.Keys(got)), before[1]) {
+					t.Errorf("running tasks %v, want %s among them (it was not partitioned)", slices.Sorted(maps.Keys(got)), before[1])
+				}
+			} else {
+				sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "both tasks running again", func() bool {
+					p := s.Status().Pools[0]
+					return p.Running == 2 && p.Unreachable == 0
+				})
+				e.waitMembersAreTasks()
+				if got := slices.Sorted(maps.Keys(e.running())); !slices.Equal(got, before) {
+					t.Errorf("running tasks %v, want the same %v", got, before)
+				}
 			}
 			for _, c := range e.master.Calls() {
 				if c.Type == scheduler.Call_KILL {
