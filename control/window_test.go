@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/connectors/generate"
 	"github.com/sluicehq/sluice/control/api"
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/sdk"
@@ -56,6 +57,9 @@ func TestWindowSettingsFromAManifest(t *testing.T) {
 	var dr api.DeploymentResponse
 	if code := a.do("POST", "/v1/deployments", api.DeploymentRequest{Manifests: ms}, &dr); code != 201 {
 		t.Fatalf("deploy = %d %+v", code, dr)
+	}
+	if w := dr.Operators[1].Window; !w.Equal(&sdk.WindowSpec{Type: core.WindowTumbling, Size: time.Second}) {
+		t.Fatalf("deployed window %v, want tumbling(1s)", w)
 	}
 	got := map[string]string{}
 	for len(got) < 6 {

@@ -228,6 +228,9 @@ type OperatorView struct {
 	Disk       float64      `json:"disk,omitempty"`
 	Retries    int          `json:"retries,omitempty"`
 	DeployedAt time.Time    `json:"deployedAt"`
+	// Window is a window operator's windows as deployed (durations in
+	// nanoseconds).
+	Window *core.WindowSpec `json:"window,omitempty"`
 	// State is "running" (every instance running), "starting" (some
 	// awaiting state or placement), "pending" (no node can run it: see
 	// Pending), "degraded" (some instance failed) or "unknown" (a node
