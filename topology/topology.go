@@ -113,9 +113,8 @@ func (t Topology) Validate() error {
 // Deploy adds spec, or replaces the operator of the same name (a change of
 // settings). Changing the parallelism starts a new epoch; the key groups
 // and the windows (Metadata.Window, once set) of a deployed operator never
-// change. created reports a new operator. An
-// operator that would be on a cycle of the stream graph is refused with a
-// *CycleError.
+// change. created reports a new operator. An operator that would be on a
+// cycle of the stream graph is refused with a *CycleError.
 func (t Topology) Deploy(spec OperatorSpec, now time.Time) (next Topology, created bool, err error) {
 	if next, created, err = t.deploy(spec, now); err != nil {
 		return t, false, err

@@ -156,9 +156,8 @@ func (c Config) Validate() error {
 	if c.Windows.kind == kindUnset {
 		return bad("windows", "not set: use window.Tumbling, Hopping, Session, CountOf or Global")
 	}
-	if err := c.spec().Validate(); err != nil {
-		we := err.(*core.WindowError)
-		return bad(configField(we.Field), "%s", we.Problem)
+	if ps := c.spec().Problems(); len(ps) > 0 { // the rules a manifest's windows follow too
+		return bad(configField(ps[0].Field), "%s", ps[0].Problem)
 	}
 	if c.CacheWindows < 0 {
 		return bad("cache-windows", "must be ≥ 0 (0: %d), got %d", DefaultCacheWindows, c.CacheWindows)
