@@ -86,6 +86,7 @@ func (c *opContext) Instance() core.InstanceInfo {
 		FirstGroup:  i.lo,
 		EndGroup:    i.hi,
 		Guarantee:   i.node.guarantee(),
+		Window:      i.spec.Meta.Window,
 	}
 }
 

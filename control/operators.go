@@ -270,36 +270,10 @@ func (s *Server) specFromManifest(mf api.Manifest) (topology.OperatorSpec, []str
 		// starts its executable.
 		s.log.Info("deploying an operator of a kind this node does not host", "operator", mf.Name, "kind", kind)
 	}
-	meta.Name = mf.Name
-	if mf.Instances > 0 {
-		meta.Parallelism = mf.Instances
+	if mf.Window != nil && known && meta.Window == nil {
+		return topology.OperatorSpec{}, []string{fmt.Sprintf("window: kind %q is not a window operator (it declares no windows, see sdk/window): remove window", kind)}
 	}
-	if mf.KeyGroups != 0 {
-		meta.KeyGroups = mf.KeyGroups
-	}
-	if mf.Inputs != nil {
-		meta.Inputs = nil
-		for _, in := range mf.Inputs {
-			rt, _ := core.ParseRouting(in.Routing) // validated above
-			meta.Inputs = append(meta.Inputs, core.Input{Stream: in.Stream, Routing: rt})
-		}
-	}
-	if mf.Outputs != nil {
-		meta.Outputs = mf.Outputs
-	}
-	if rp := mf.Restart; rp != nil {
-		meta.Restart.MaxRestarts = rp.MaxRestarts
-		meta.Restart.DeadLetterAfter = rp.DeadLetterAfter
-		for _, d := range []struct {
-			s    string
-			into *time.Duration
-		}{{rp.Window, &meta.Restart.Window}, {rp.InitialBackoff, &meta.Restart.InitialBackoff}, {rp.MaxBackoff, &meta.Restart.MaxBackoff}} {
-			if v, err := time.ParseDuration(d.s); err == nil {
-				*d.into = v
-			}
-		}
-	}
-	meta = meta.WithDefaults()
+	meta = manifest.Metadata(mf, meta)
 	spec := topology.OperatorSpec{Kind: kind, Meta: meta, Executable: mf.Executable, CPUs: mf.CPUs, Mem: mf.Mem, Disk: mf.Disk,
 		Retries: mf.Retries, Env: mf.Environment}
 	// Checks that need the kind's own metadata (e.g. instances ≤ keyGroups).

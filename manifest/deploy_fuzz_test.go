@@ -32,6 +32,8 @@ var deploySeeds = []string{
 	"name: ..\n",
 	"name: gen\nkind: -x\noutputs: [.]\n",
 	"name: c\nrestart: {window: 1m, maxRestarts: 2}\nenvironment: {A: b}\ncpus: 1\n",
+	"name: w\ninputs: [{stream: words, routing: group-by}]\nwindow: {type: hopping, size: 1m, slide: 10s, lateness: 5s, emit: on-update}\n",
+	"name: count\nwindow: {size: 1s}\n",
 }
 
 // deployBase is a stored pipeline gen → words → count → counts, as a
@@ -95,6 +97,9 @@ func FuzzDeploy(f *testing.F) {
 				var me *core.MetadataError
 				if !errors.As(err, &me) {
 					t.Fatalf("metadata of %+v: %v, want a *core.MetadataError", m, err)
+				}
+				if w := m.Window; w != nil && w.Type != "" && strings.HasPrefix(me.Field, "window") {
+					t.Fatalf("Validate accepted the window %+v, whose metadata is refused: %v", *w, err)
 				}
 				return // depends on the kind: instances beyond the default key groups
 			}

@@ -34,6 +34,12 @@
 //	  outOfOrderness: 2s        # how late an event may be; 0 or absent: monotonic
 //	  idleness: 1m              # nothing produced this long: idle, holds nobody back
 //	  interval: 100ms           # at most one watermark per interval
+//	window:                     # a window operator's windows (core.WindowSpec; kinds built with sdk/window)
+//	  type: hopping             # tumbling, hopping, session, count or global; replaces the kind's windows
+//	  size: 1m                  # tumbling, hopping
+//	  slide: 10s                # hopping
+//	  lateness: 5s              # event-time windows; gap: for session, count: for count
+//	  emit: on-update           # on-close (default) or on-update
 //
 // A manifest passes two checks. Parse checks the form of the text and
 // returns a *ParseError listing every problem with its line: bad syntax,

@@ -14,8 +14,9 @@ import (
 // passed Validate: an unparsable duration is left unset. Inputs and
 // outputs given in m replace the kind's; a zero field of m (an instance
 // count, a restart setting) keeps the kind's. What depends on the kind,
-// such as instances ≤ the kind's keyGroups, is checked by Validate on the
-// result. base is not modified.
+// such as instances ≤ the kind's keyGroups or window settings on a kind
+// that has none, is checked by Validate on the result and by the server.
+// base is not modified.
 func Metadata(m api.Manifest, base core.Metadata) core.Metadata {
 	meta := base
 	meta.Name = m.Name
@@ -70,5 +71,37 @@ func Metadata(m api.Manifest, base core.Metadata) core.Metadata {
 		}
 		meta.Watermarks = &ws
 	}
+	if m.Window != nil {
+		w := windowSpec(*m.Window, base.Window)
+		meta.Window = &w
+	}
 	return meta.WithDefaults()
+}
+
+// windowSpec returns the windows a manifest's window mapping deploys over
+// the kind's (base, nil if none): with a type, the mapping's alone;
+// without one, the kind's with the fields the mapping sets. Values that
+// do not parse are left unset (the mapping must have passed Validate).
+func windowSpec(w api.ManifestWindow, base *core.WindowSpec) core.WindowSpec {
+	var s core.WindowSpec
+	if w.Type != "" {
+		s.Type, _ = core.ParseWindowType(w.Type)
+	} else if base != nil {
+		s = *base
+	}
+	for _, d := range []struct {
+		s    string
+		into *time.Duration
+	}{{w.Size, &s.Size}, {w.Slide, &s.Slide}, {w.Gap, &s.Gap}, {w.Lateness, &s.Lateness}} {
+		if v, err := time.ParseDuration(d.s); err == nil {
+			*d.into = v
+		}
+	}
+	if w.Count != 0 {
+		s.Count = w.Count
+	}
+	if e, err := core.ParseWindowEmit(w.Emit); err == nil {
+		s.Emit = e
+	}
+	return s
 }

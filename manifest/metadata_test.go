@@ -53,6 +53,33 @@ func TestMetadata(t *testing.T) {
 			}
 		})
 	}
+	win := kind
+	win.Window = &core.WindowSpec{Type: core.WindowTumbling, Size: 10 * time.Second, Lateness: time.Second}
+	for _, tc := range []struct {
+		name string
+		w    *api.ManifestWindow
+		base core.Metadata
+		want *core.WindowSpec
+	}{
+		{"no window mapping keeps the kind's", nil, win, win.Window},
+		{"fields change the kind's", &api.ManifestWindow{Size: "1s", Emit: "on-update"}, win,
+			&core.WindowSpec{Type: core.WindowTumbling, Size: time.Second, Lateness: time.Second, Emit: core.EmitOnUpdate}},
+		{"lateness 0s clears the kind's", &api.ManifestWindow{Lateness: "0s"}, win,
+			&core.WindowSpec{Type: core.WindowTumbling, Size: 10 * time.Second}},
+		{"a type replaces the kind's whole", &api.ManifestWindow{Type: "session", Gap: "5s"}, win,
+			&core.WindowSpec{Type: core.WindowSession, Gap: 5 * time.Second}},
+		{"unknown kind", &api.ManifestWindow{Type: "count", Count: 7}, core.Metadata{}, &core.WindowSpec{Type: core.WindowCount, Count: 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Metadata(api.Manifest{Name: "count", Window: tc.w}, tc.base).Window
+			if !got.Equal(tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			if got == tc.base.Window {
+				t.Error("Metadata shares its window with base")
+			}
+		})
+	}
 	got := Metadata(api.Manifest{Name: "count"}, kind)
 	got.Inputs[0].Stream, got.Outputs[0] = "changed", "changed"
 	if kind.Inputs[0].Stream != "words" || kind.Outputs[0] != "counts" {

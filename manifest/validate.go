@@ -30,6 +30,12 @@ import (
 //   - restart: durations in Go syntax ("30s", "1h30m") and ≥ 0, maxBackoff ≥
 //     initialBackoff (each defaulting as in core.RestartPolicy);
 //     maxRestarts, deadLetterAfter ≥ 0
+//   - window: type one of tumbling, hopping, session, count or global, emit
+//     on-close or on-update, durations in Go syntax; with a type, the
+//     rules of core.WindowSpec (size, slide, gap, count > 0 where the type
+//     has them and absent where not, slide ≤ size, lateness ≥ 0 and only on
+//     event-time windows); without one, what the fields change of the
+//     kind's windows is checked by the server
 //
 // Validate does not know the operator's kind, so it cannot check what
 // depends on it (instances against the kind's key groups, a kind no node
@@ -62,6 +68,9 @@ func Validate(m api.Manifest) error {
 		v.duration("watermarks.outOfOrderness", w.OutOfOrderness)
 		v.duration("watermarks.idleness", w.Idleness)
 		v.duration("watermarks.interval", w.Interval)
+	}
+	if w := m.Window; w != nil {
+		v.window(*w)
 	}
 	if len(v.problems) == 0 {
 		return nil
@@ -179,9 +188,45 @@ func (v *validation) restart(r api.ManifestRestart) {
 	}
 }
 
+// window checks a window mapping's syntax and, with a type (which makes
+// it the whole spec, see Metadata), the rules of core.WindowSpec. Without a
+// type its fields change the kind's windows, which the server checks.
+func (v *validation) window(w api.ManifestWindow) {
+	n := len(v.problems)
+	if w.Type != "" {
+		if _, err := core.ParseWindowType(w.Type); err != nil {
+			v.add("window.type", "%v", err)
+		}
+	}
+	if w.Emit != "" {
+		if _, err := core.ParseWindowEmit(w.Emit); err != nil {
+			v.add("window.emit", "%v", err)
+		}
+	}
+	for _, d := range []struct{ field, s string }{{"size", w.Size}, {"slide", w.Slide}, {"gap", w.Gap}, {"lateness", w.Lateness}} {
+		v.parseDuration("window."+d.field, d.s)
+	}
+	if w.Type == "" || len(v.problems) > n {
+		return
+	}
+	for _, p := range windowSpec(w, nil).Problems() {
+		v.add("window."+p.Field, "%s", p.Problem)
+	}
+}
+
 // duration parses a duration (restart policy, watermarks); "" is 0 (the default). ok is false
-// if s is invalid (and the problem recorded).
+// if s is invalid or negative (and the problem recorded).
 func (v *validation) duration(field, s string) (d time.Duration, ok bool) {
+	if d, ok = v.parseDuration(field, s); ok && d < 0 {
+		v.add(field, "must be ≥ 0, got %v", d)
+		return 0, false
+	}
+	return d, ok
+}
+
+// parseDuration parses a duration; "" is 0. ok is false if s is not a
+// duration (and the problem recorded).
+func (v *validation) parseDuration(field, s string) (d time.Duration, ok bool) {
 	if s == "" {
 		return 0, true
 	}
@@ -194,10 +239,6 @@ func (v *validation) duration(field, s string) (d time.Duration, ok bool) {
 			why = "" // "invalid duration "5 minutes"" says no more than we do
 		}
 		v.add(field, "bad duration %q: %swant a number and a unit (ns, us, ms, s, m, h), such as \"30s\" or \"1h30m\"", s, why)
-		return 0, false
-	}
-	if d < 0 {
-		v.add(field, "must be ≥ 0, got %v", d)
 		return 0, false
 	}
 	return d, true

@@ -158,6 +158,10 @@ type WatermarkStrategy = core.WatermarkStrategy
 //	CurrentWatermark(ctx Context) time.Time
 type WatermarkGenerator = core.WatermarkGenerator
 
+// WindowSpec is a window operator's windows (Metadata.Window): what a
+// manifest's window mapping sets (see sdk/window).
+type WindowSpec = core.WindowSpec
+
 // InstanceInfo describes a running instance.
 type InstanceInfo = core.InstanceInfo
 

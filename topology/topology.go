@@ -112,9 +112,9 @@ func (t Topology) Validate() error {
 
 // Deploy adds spec, or replaces the operator of the same name (a change of
 // settings). Changing the parallelism starts a new epoch; the key groups
-// of a deployed operator never change. created reports a new operator. An
-// operator that would be on a cycle of the stream graph is refused with a
-// *CycleError.
+// and the windows (Metadata.Window, once set) of a deployed operator never
+// change. created reports a new operator. An operator that would be on a
+// cycle of the stream graph is refused with a *CycleError.
 func (t Topology) Deploy(spec OperatorSpec, now time.Time) (next Topology, created bool, err error) {
 	if next, created, err = t.deploy(spec, now); err != nil {
 		return t, false, err
@@ -142,6 +142,13 @@ func (t Topology) deploy(spec OperatorSpec, now time.Time) (next Topology, creat
 		if spec.Meta.KeyGroups != old.Meta.KeyGroups {
 			return t, false, &core.MetadataError{Operator: spec.Meta.Name, Field: "keyGroups",
 				Problem: fmt.Sprintf("is fixed when the operator is first deployed: %d, got %d", old.Meta.KeyGroups, spec.Meta.KeyGroups)}
+		}
+		if ow := old.Meta.Window; ow != nil && !ow.Equal(spec.Meta.Window) {
+			// Its state is laid out by its windows, and its instances
+			// adopt a change of settings in place.
+			return t, false, &core.MetadataError{Operator: spec.Meta.Name, Field: "window",
+				Problem: fmt.Sprintf("is fixed when the operator is first deployed (its window state is laid out by it): %v, got %s; "+
+					"kill the operator with purge and deploy it again, or deploy it under another name", *ow, windowString(spec.Meta.Window))}
 		}
 		spec.Epoch = old.Epoch
 		if spec.Meta.Parallelism != old.Meta.Parallelism || spec.Kind != old.Kind {
@@ -282,7 +289,7 @@ func sameSettings(a, b OperatorSpec) bool {
 	am, bm := a.Meta, b.Meta
 	return a.Kind == b.Kind && am.Name == bm.Name && am.Parallelism == bm.Parallelism && am.KeyGroups == bm.KeyGroups &&
 		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
-		am.Watermarks.Equal(bm.Watermarks) && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
+		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
 		maps.Equal(a.Env, b.Env)
 }
 
@@ -291,5 +298,13 @@ func sameCode(a, b OperatorSpec) bool {
 	am, bm := a.Meta.WithDefaults(), b.Meta.WithDefaults()
 	return a.Kind == b.Kind && am.Parallelism == bm.Parallelism &&
 		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
-		am.Watermarks.Equal(bm.Watermarks)
+		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window)
+}
+
+// windowString describes a spec's windows, or says there are none.
+func windowString(w *core.WindowSpec) string {
+	if w == nil {
+		return "none"
+	}
+	return w.String()
 }

@@ -122,3 +122,47 @@ func TestDeployAllIsOneChange(t *testing.T) {
 		t.Fatalf("a batch with an invalid operator: err %v, version %d; want an error and nothing changed", err, same.Version)
 	}
 }
+
+func TestWindowIsFixedOnceDeployed(t *testing.T) {
+	win := func(size time.Duration) OperatorSpec {
+		s := spec("counts", 2, "words")
+		s.Meta.Window = &core.WindowSpec{Type: core.WindowTumbling, Size: size}
+		return s
+	}
+	var tp Topology
+	tp, _, err := tp.Deploy(spec("counts", 2, "words"), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An operator deployed before it declared windows takes them.
+	tp, _, err = tp.Deploy(win(time.Second), now)
+	if err != nil || !tp.Operators[0].Meta.Window.Equal(&core.WindowSpec{Type: core.WindowTumbling, Size: time.Second}) || tp.Operators[0].Revision != 1 {
+		t.Fatalf("adding windows: %+v err=%v", tp.Operators[0], err)
+	}
+	same, _, err := tp.Deploy(win(time.Second), now)
+	if err != nil || same.Operators[0].Revision != 1 {
+		t.Fatalf("same windows again: revision %d err=%v, want 1 and nil", same.Operators[0].Revision, err)
+	}
+	var me *core.MetadataError
+	for _, w := range []OperatorSpec{win(2 * time.Second), spec("counts", 2, "words")} {
+		if _, _, err := tp.Deploy(w, now); !errors.As(err, &me) || me.Field != "window" || !strings.Contains(err.Error(), "tumbling(1s)") {
+			t.Fatalf("changing the windows to %v: %v, want a window error naming the deployed ones", w.Meta.Window, err)
+		}
+	}
+	// A program whose code changed an operator's windows is refused too.
+	fromCode := func(size time.Duration) []OperatorSpec { s := win(size); s.FromCode = true; return []OperatorSpec{s} }
+	seeded, _, err := Topology{}.Seed(fromCode(time.Second), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := seeded.Seed(fromCode(2*time.Second), now); !errors.As(err, &me) || me.Field != "window" {
+		t.Fatalf("seeding changed windows: %v, want a window error", err)
+	}
+	tp, err = tp.Kill("counts", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp, _, err = tp.Deploy(win(2*time.Second), now); err != nil || tp.Operators[0].Meta.Window.Size != 2*time.Second {
+		t.Fatalf("redeploy after kill with purge: %+v err=%v", tp.Operators, err)
+	}
+}

@@ -129,6 +129,28 @@ type Manifest struct {
 	// core.WatermarkStrategy); an empty mapping means monotonic event
 	// times. Durations as Go strings ("2s").
 	Watermarks *ManifestWatermarks `json:"watermarks,omitempty" yaml:"watermarks,omitempty"`
+	// Window changes the windows of a window operator (see
+	// core.WindowSpec; only on a kind that declares windows). With a type
+	// it replaces the kind's windows whole; without one, its fields change
+	// the kind's. Fixed once deployed. Durations as Go strings ("10s").
+	Window *ManifestWindow `json:"window,omitempty" yaml:"window,omitempty"`
+}
+
+// ManifestWindow is the windows of a Manifest.
+type ManifestWindow struct {
+	// Type is tumbling, hopping, session, count or global.
+	Type string `json:"type,omitempty" yaml:"type,omitempty"`
+	// Size of tumbling and hopping windows, Slide of hopping ones, Gap of
+	// sessions.
+	Size  string `json:"size,omitempty" yaml:"size,omitempty"`
+	Slide string `json:"slide,omitempty" yaml:"slide,omitempty"`
+	Gap   string `json:"gap,omitempty" yaml:"gap,omitempty"`
+	// Count of records of count windows.
+	Count int64 `json:"count,omitempty" yaml:"count,omitempty"`
+	// Lateness of event-time windows.
+	Lateness string `json:"lateness,omitempty" yaml:"lateness,omitempty"`
+	// Emit is on-close (the default) or on-update.
+	Emit string `json:"emit,omitempty" yaml:"emit,omitempty"`
 }
 
 // ManifestWatermarks is the watermark strategy of a Manifest.
@@ -206,6 +228,9 @@ type OperatorView struct {
 	Disk       float64      `json:"disk,omitempty"`
 	Retries    int          `json:"retries,omitempty"`
 	DeployedAt time.Time    `json:"deployedAt"`
+	// Window is a window operator's windows as deployed (durations in
+	// nanoseconds).
+	Window *core.WindowSpec `json:"window,omitempty"`
 	// State is "running" (every instance running), "starting" (some
 	// awaiting state or placement), "pending" (no node can run it: see
 	// Pending), "degraded" (some instance failed) or "unknown" (a node

@@ -30,6 +30,10 @@ type Metadata struct {
 	// event times of the records it produces (see WatermarkStrategy); nil
 	// means none: an event-time operator downstream then waits for ever.
 	Watermarks *WatermarkStrategy `json:",omitempty"`
+	// Window, on a window operator (sdk/window), is its windows; a
+	// manifest may change them only on an operator whose kind declares
+	// them, and they are fixed once deployed. nil on other operators.
+	Window *WindowSpec `json:",omitempty"`
 }
 
 // Input is one subscription: a stream and how its records are routed to the
@@ -160,6 +164,10 @@ func (m Metadata) WithDefaults() Metadata {
 		}
 		m.Watermarks = &w
 	}
+	if m.Window != nil {
+		w := *m.Window
+		m.Window = &w
+	}
 	return m
 }
 
@@ -259,6 +267,11 @@ func (m Metadata) Validate() error {
 			return bad("watermarks.idleness", "must be ≥ 0 (0 for never idle), got %v", w.Idleness)
 		case w.Interval < 0:
 			return bad("watermarks.interval", "must be ≥ 0 (0 for the default, %v), got %v", DefaultWatermarkInterval, w.Interval)
+		}
+	}
+	if w := m.Window; w != nil {
+		if ps := w.Problems(); len(ps) > 0 {
+			return bad("window."+ps[0].Field, "%s", ps[0].Problem)
 		}
 	}
 	return nil

@@ -176,6 +176,10 @@ type InstanceInfo struct {
 	// Guarantee is the node's delivery guarantee, for connectors whose
 	// behaviour depends on it (where a source resumes, how a sink writes).
 	Guarantee Guarantee
+	// Window is the operator's windows as deployed (Metadata.Window, which
+	// a manifest may have changed from what the operator's Metadata
+	// declares); nil when it has none. It must not be modified.
+	Window *WindowSpec
 }
 
 // StateLog mirrors operator state to a durable external log, so that state

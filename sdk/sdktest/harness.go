@@ -109,7 +109,7 @@ func New(factory sdk.Factory, opts ...Option) (*Harness, error) {
 	h := &Harness{
 		factory: factory, op: op, meta: meta,
 		info: sdk.InstanceInfo{Operator: meta.Name, Index: o.index, Parallelism: meta.Parallelism, Node: "sdktest",
-			KeyGroups: meta.KeyGroups, FirstGroup: lo, EndGroup: hi, Guarantee: o.guarantee},
+			KeyGroups: meta.KeyGroups, FirstGroup: lo, EndGroup: hi, Guarantee: o.guarantee, Window: meta.Window},
 		inputs: map[string]sdk.Routing{}, outputs: map[string]bool{},
 		logger: o.logger.With("operator", meta.Name, "instance", o.index),
 		state:  newGroupMap[[]byte](), timers: newGroupMap[time.Time](), etimers: newGroupMap[time.Time](),

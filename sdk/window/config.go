@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -12,31 +13,17 @@ import (
 // time (the runtime's watermark once every input has ended).
 var EndOfTime = time.Unix(0, math.MaxInt64)
 
-// kind is a kind of windows.
-type kind uint8
+// kind is a kind of windows: the type of a deployed spec.
+type kind = core.WindowType
 
 const (
-	kindUnset kind = iota
-	kindTumbling
-	kindHopping
-	kindSession
-	kindCount
-	kindGlobal
+	kindUnset    kind = 0
+	kindTumbling      = core.WindowTumbling
+	kindHopping       = core.WindowHopping
+	kindSession       = core.WindowSession
+	kindCount         = core.WindowCount
+	kindGlobal        = core.WindowGlobal
 )
-
-var kindNames = [...]string{kindUnset: "unset", kindTumbling: "tumbling", kindHopping: "hopping", kindSession: "session", kindCount: "count", kindGlobal: "global"}
-
-// String returns the kind's name.
-func (k kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("kind(%d)", int(k))
-}
-
-// eventTime reports whether windows of this kind are event-time windows
-// (closed by the watermark, with lateness).
-func (k kind) eventTime() bool { return k == kindTumbling || k == kindHopping || k == kindSession }
 
 // Windows says how the records of a key are grouped into windows. Build
 // one with Tumbling, Hopping, Session, CountOf or Global; Config.Validate
@@ -75,47 +62,25 @@ func CountOf(n int64) Windows { return Windows{kind: kindCount, count: n} }
 func Global() Windows { return Windows{kind: kindGlobal} }
 
 // String describes the windows, e.g. "tumbling(10s)".
-func (w Windows) String() string {
-	switch w.kind {
-	case kindTumbling:
-		return fmt.Sprintf("tumbling(%v)", w.size)
-	case kindHopping:
-		return fmt.Sprintf("hopping(%v every %v)", w.size, w.slide)
-	case kindSession:
-		return fmt.Sprintf("session(gap %v)", w.gap)
-	case kindCount:
-		return fmt.Sprintf("count(%d)", w.count)
-	}
-	return w.kind.String()
-}
+func (w Windows) String() string { return Config{Windows: w}.spec().String() }
 
-// Emit says when a window's result is produced.
-type Emit uint8
+// Emit says when a window's result is produced; its String is
+// "on-close" or "on-update".
+type Emit = core.WindowEmit
 
 const (
 	// OnClose (the default) produces a window's result once, when the
 	// watermark passes its end (count windows: with its last record), and
 	// again for each late record accepted within the allowed lateness.
-	OnClose Emit = iota
+	OnClose = core.EmitOnClose
 	// OnUpdate produces the window's result after every record added to
 	// it.
-	OnUpdate
+	OnUpdate = core.EmitOnUpdate
 )
-
-// String returns "on-close" or "on-update".
-func (e Emit) String() string {
-	switch e {
-	case OnClose:
-		return "on-close"
-	case OnUpdate:
-		return "on-update"
-	}
-	return fmt.Sprintf("Emit(%d)", uint8(e))
-}
 
 // MaxWindowsPerRecord bounds size/slide of hopping windows: a record is
 // added to that many windows.
-const MaxWindowsPerRecord = 10000
+const MaxWindowsPerRecord = core.MaxWindowsPerRecord
 
 // Config describes a window operator.
 type Config struct {
@@ -188,59 +153,49 @@ func (c Config) Validate() error {
 			return bad(f.field, "%v", err)
 		}
 	}
-	w := c.Windows
-	switch w.kind {
-	case kindUnset:
+	if c.Windows.kind == kindUnset {
 		return bad("windows", "not set: use window.Tumbling, Hopping, Session, CountOf or Global")
-	case kindTumbling:
-		if w.size <= 0 {
-			return bad("windows.size", "must be > 0, got %v", w.size)
-		}
-	case kindHopping:
-		switch {
-		case w.size <= 0:
-			return bad("windows.size", "must be > 0, got %v", w.size)
-		case w.slide <= 0:
-			return bad("windows.slide", "must be > 0, got %v", w.slide)
-		case w.slide > w.size:
-			return bad("windows.slide", "must be ≤ size (%v), got %v: windows would leave gaps", w.size, w.slide)
-		case w.size/w.slide > MaxWindowsPerRecord:
-			return bad("windows.slide", "size/slide must be ≤ %d (each record is added to that many windows), got %v/%v", MaxWindowsPerRecord, w.size, w.slide)
-		}
-	case kindSession:
-		if w.gap <= 0 {
-			return bad("windows.gap", "must be > 0, got %v", w.gap)
-		}
-	case kindCount:
-		if w.count <= 0 {
-			return bad("windows.count", "must be > 0, got %d", w.count)
-		}
-	case kindGlobal:
-	default:
-		return bad("windows", "unknown kind %v", w.kind)
 	}
-	if c.Lateness < 0 {
-		return bad("lateness", "must be ≥ 0, got %v", c.Lateness)
-	}
-	if c.Lateness > 0 && !w.kind.eventTime() {
-		return bad("lateness", "only event-time windows (tumbling, hopping, session) have lateness, not %v", w.kind)
+	if ps := c.spec().Problems(); len(ps) > 0 { // the rules a manifest's windows follow too
+		return bad(configField(ps[0].Field), "%s", ps[0].Problem)
 	}
 	if c.CacheWindows < 0 {
 		return bad("cache-windows", "must be ≥ 0 (0: %d), got %d", DefaultCacheWindows, c.CacheWindows)
-	}
-	if c.Emit != OnClose && c.Emit != OnUpdate {
-		return bad("emit", "unknown mode %v: want OnClose or OnUpdate", c.Emit)
 	}
 	m := c.metadata().WithDefaults()
 	return m.Validate()
 }
 
-// metadata returns the operator's metadata.
-func (c Config) metadata() sdk.Metadata {
-	outs := []string{c.Output}
-	if c.Windows.kind.eventTime() {
-		outs = append(outs, LateStream(c.Name))
+// configField names a WindowSpec field as a Config field.
+func configField(f string) string {
+	switch f {
+	case "lateness", "emit":
+		return f
+	case "type":
+		return "windows"
 	}
-	return sdk.Metadata{Name: c.Name, Inputs: []sdk.Input{{Stream: c.Input, Routing: sdk.GroupBy}}, Outputs: outs,
-		Parallelism: c.Parallelism, KeyGroups: c.KeyGroups, Restart: c.Restart}
+	return "windows." + f
+}
+
+// spec returns the windows of c as deployed.
+func (c Config) spec() core.WindowSpec {
+	w := c.Windows
+	return core.WindowSpec{Type: w.kind, Size: w.size, Slide: w.slide, Gap: w.gap, Count: w.count, Lateness: c.Lateness, Emit: c.Emit}
+}
+
+// deployed returns c running the windows of s (a deployed spec, which a
+// manifest may have changed).
+func (c Config) deployed(s core.WindowSpec) Config {
+	c.Windows = Windows{kind: s.Type, size: s.Size, slide: s.Slide, gap: s.Gap, count: s.Count}
+	c.Lateness, c.Emit = s.Lateness, s.Emit
+	return c
+}
+
+// metadata returns the operator's metadata: its windows, and the late
+// stream as an output whatever they are, so that a manifest may change
+// them to event-time windows.
+func (c Config) metadata() sdk.Metadata {
+	spec := c.spec()
+	return sdk.Metadata{Name: c.Name, Inputs: []sdk.Input{{Stream: c.Input, Routing: sdk.GroupBy}}, Outputs: []string{c.Output, LateStream(c.Name)},
+		Parallelism: c.Parallelism, KeyGroups: c.KeyGroups, Restart: c.Restart, Window: &spec}
 }

@@ -2,10 +2,12 @@ package window_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/window"
 )
@@ -55,5 +57,29 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 	}
 	if _, err := window.New(ok, window.Aggregator[int64](nil)); err == nil {
 		t.Fatal("a nil aggregator was accepted")
+	}
+}
+
+// The operator declares its windows (Metadata.Window), which a manifest
+// may change, and its late stream whatever they are, so that a manifest
+// may change them to event-time windows.
+func TestMetadataDeclaresTheWindows(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  window.Config
+		want sdk.WindowSpec
+	}{
+		{window.Config{Windows: window.Hopping(time.Minute, 10*time.Second), Lateness: time.Second, Emit: window.OnUpdate},
+			sdk.WindowSpec{Type: core.WindowHopping, Size: time.Minute, Slide: 10 * time.Second, Lateness: time.Second, Emit: core.EmitOnUpdate}},
+		{window.Config{Windows: window.CountOf(5)}, sdk.WindowSpec{Type: core.WindowCount, Count: 5}},
+	} {
+		tc.cfg.Name, tc.cfg.Input, tc.cfg.Output = "w", "in", "out"
+		f, err := window.New(tc.cfg, window.Count())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := f().Metadata()
+		if !m.Window.Equal(&tc.want) || !slices.Equal(m.Outputs, []string{"out", window.LateStream("w")}) {
+			t.Errorf("%v: metadata window %v, outputs %v; want %v and [out w.late]", tc.cfg.Windows, m.Window, m.Outputs, tc.want)
+		}
 	}
 }

@@ -37,12 +37,28 @@
 // and end − 1 ns as EventTime, so that a downstream window operator puts
 // it in the same window.
 //
+// The operator's Metadata declares its windows (Metadata.Window, an
+// sdk.WindowSpec) and its late stream whatever they are, so a manifest may
+// deploy the kind with other windows:
+//
+//	name: views-per-minute
+//	kind: views-per-campaign
+//	window: {type: hopping, size: 1m, slide: 10s, lateness: 5s}
+//
+// Each instance runs the windows deployed (InstanceInfo.Window, taken in
+// Init), which the control API checks with the rules New applies
+// (core.WindowSpec.Problems). They are fixed once the operator is
+// deployed: its state is laid out by them.
+//
 // Bad input: New rejects a window size, slide, gap or count ≤ 0, a slide
 // larger than the size and a negative lateness with a *ConfigError naming
-// the operator and the field; a record without an event time under an
-// event-time window fails with ErrNoEventTime (the runtime retries it,
-// then sends it to "<operator>.deadletter" with the error), so it never
-// lands in a wrong window.
+// the operator and the field; a manifest's window mapping is refused at
+// deploy time by the same rules (and for fields of another type, such as
+// a gap on tumbling windows), naming the operator and the field
+// ("window.size"). A record without an event time under an event-time
+// window fails with ErrNoEventTime (the runtime retries it, then sends it
+// to "<operator>.deadletter" with the error), so it never lands in a
+// wrong window.
 //
 // Operators are tested with sdk/sdktest, which drives the watermark
 // deterministically.

@@ -62,8 +62,16 @@ var _ sdk.EventTimerProcessor = (*operator[int64])(nil)
 
 func (o *operator[A]) Metadata() sdk.Metadata { return o.meta }
 
-// Init loads the windows of the instance's key groups into the cache.
+// Init takes the windows the operator is deployed with (a manifest's
+// window mapping may have changed those of the Config) and loads those of
+// the instance's key groups into the cache.
 func (o *operator[A]) Init(ctx sdk.Context) error {
+	if w := ctx.Instance().Window; w != nil {
+		if err := w.Validate(); err != nil {
+			return fmt.Errorf("window operator %q: deployed %w", o.cfg.Name, err)
+		}
+		o.cfg = o.cfg.deployed(*w)
+	}
 	var err error
 	switch o.cfg.Windows.kind {
 	case kindSession:
@@ -94,7 +102,7 @@ func (o *operator[A]) ProcessTimer(sdk.Context, string, time.Time) error { retur
 // ProcessRecord adds rec to its windows.
 func (o *operator[A]) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	w := o.cfg.Windows
-	if w.kind.eventTime() && rec.EventTime.IsZero() {
+	if w.kind.EventTime() && rec.EventTime.IsZero() {
 		return fmt.Errorf("window operator %q (%v): record with key %q from %q: %w: an event-time window needs Record.EventTime set by the source",
 			o.cfg.Name, w, rec.Key, rec.Stream, ErrNoEventTime)
 	}

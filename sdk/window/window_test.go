@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,8 +212,8 @@ func TestRecordWithoutEventTime(t *testing.T) {
 	for _, w := range []window.Windows{window.Tumbling(time.Second), window.Hopping(2*time.Second, time.Second), window.Session(time.Second)} {
 		h := harness(t, window.Config{Windows: w}, window.Count())
 		err := h.Send("in", sdk.Record{Key: []byte("a")})
-		if !errors.Is(err, window.ErrNoEventTime) {
-			t.Fatalf("%v: got %v, want ErrNoEventTime", w, err)
+		if !errors.Is(err, window.ErrNoEventTime) || !strings.Contains(err.Error(), `window operator "w"`) {
+			t.Fatalf("%v: got %v, want ErrNoEventTime naming the operator", w, err)
 		}
 		empty(t, h)
 	}

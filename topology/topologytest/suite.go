@@ -208,7 +208,8 @@ func testRoundTrip(t *testing.T, s topology.Store) {
 		Kind: "count",
 		Meta: core.Metadata{Name: "count", Inputs: []core.Input{{Stream: "words", Routing: core.GroupBy}},
 			Outputs: []string{"counts"}, Parallelism: 3, KeyGroups: 64,
-			Restart: core.RestartPolicy{MaxRestarts: 4, Window: time.Minute}},
+			Restart: core.RestartPolicy{MaxRestarts: 4, Window: time.Minute},
+			Window:  &core.WindowSpec{Type: core.WindowHopping, Size: time.Minute, Slide: 10 * time.Second, Lateness: time.Second, Emit: core.EmitOnUpdate}},
 		Executable: "/opt/node", CPUs: 0.5, Mem: 128, Disk: 1, Retries: 2,
 		Env: map[string]string{"A": "b"},
 	}
@@ -230,6 +231,9 @@ func testRoundTrip(t *testing.T, s topology.Store) {
 	w, _ := json.Marshal(want)
 	if string(g) != string(w) {
 		t.Fatalf("loaded\n%s\nwant\n%s", g, w)
+	}
+	if gw, ww := got.Operators[0].Meta.Window, want.Operators[0].Meta.Window; !gw.Equal(ww) {
+		t.Fatalf("loaded window %v, want %v", gw, ww)
 	}
 }
 
