@@ -86,6 +86,8 @@ type nodePart struct {
 	groups      []checkpoint.Groups
 	failed      string
 	uploading   bool
+	received    time.Time         // when the trigger reached the node
+	phases      checkpoint.Phases // so far
 }
 
 // Checkpointer messages from this node.
@@ -220,7 +222,7 @@ func (c *checkpointer) onTrigger(m *wire.CheckpointTrigger) {
 	if c.part != nil {
 		c.failPart(fmt.Sprintf("superseded by checkpoint %d", m.Id))
 	}
-	p := &nodePart{id: m.Id, coordinator: m.Coordinator, waiting: make(map[instKey]bool)}
+	p := &nodePart{id: m.Id, coordinator: m.Coordinator, waiting: make(map[instKey]bool), received: time.Now()}
 	c.part = p
 	switch {
 	case m.Generation != c.gen:
@@ -291,6 +293,9 @@ func (c *checkpointer) onSnapped(m ckSnappedMsg) {
 		return
 	}
 	delete(p.waiting, m.key)
+	if m.triggered {
+		p.phases.Injected = max(p.phases.Injected, time.Since(p.received))
+	}
 	if m.err != nil && p.failed == "" {
 		p.failed = m.err.Error()
 	}
@@ -315,6 +320,7 @@ func (c *checkpointer) maybeTake() {
 		c.reportPart(p, checkpoint.NodePart{})
 		return
 	}
+	p.phases.Snapshotted = time.Since(p.received)
 	dir := filepath.Join(persistence.CheckpointDir(c.n.cfg.DataDir), strconv.FormatUint(p.id, 10))
 	_ = os.RemoveAll(dir)
 	spans := make([]persistence.Span, len(p.groups))
@@ -330,12 +336,16 @@ func (c *checkpointer) maybeTake() {
 	}
 	c.dirs[p.id] = dir
 	p.uploading = true
+	p.phases.Copied = time.Since(p.received)
 	id, node, groups, base, pid := p.id, c.n.cfg.NodeID, slices.Clone(p.groups), c.latest, c.self
+	phases, received := p.phases, p.received
 	c.n.goFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 		defer cancel()
 		part, err := c.store.UploadPart(ctx, id, node, c.dbID, dir, files, base)
 		part.Groups = groups
+		phases.Uploaded = time.Since(received)
+		part.Phases = &phases
 		c.n.system.Root.Send(pid, ckUploadedMsg{id: id, part: part, err: err})
 	})
 }

@@ -359,7 +359,8 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 	if obs := c.n.checkpointObserver(); obs != nil {
 		obs.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
 	}
-	c.n.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "uploaded", meta.Uploaded(), "size", meta.Size())
+	c.n.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "stored", time.Since(meta.Started),
+		"uploaded", meta.Uploaded(), "size", meta.Size(), "phases", partPhases(meta))
 	keep, store, log := c.cfg.Keep, c.store, c.n.log
 	c.n.goFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -368,6 +369,21 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 			log.Warn("deleting old checkpoints failed; retried after the next one", "error", err)
 		}
 	})
+}
+
+// partPhases describes where each node's part of m spent its time, for
+// the coordinator's log.
+func partPhases(m checkpoint.Meta) string {
+	var b strings.Builder
+	for _, p := range m.Nodes {
+		if p.Phases == nil {
+			continue
+		}
+		ph := p.Phases
+		fmt.Fprintf(&b, "%s: injected %v, snapshotted %v, copied %v, uploaded %v; ", p.Node,
+			ph.Injected.Round(time.Millisecond), ph.Snapshotted.Round(time.Millisecond), ph.Copied.Round(time.Millisecond), ph.Uploaded.Round(time.Millisecond))
+	}
+	return strings.TrimSuffix(b.String(), "; ")
 }
 
 // coordAbort abandons the checkpoint in progress everywhere and schedules
