@@ -248,6 +248,11 @@ func (c *checkpointer) onTrigger(m *wire.CheckpointTrigger) {
 	for _, inst := range insts {
 		c.n.system.Root.Send(inst.pid, ckBarrierMsg{id: m.Id})
 	}
+	// What is in the memtable now is flushed while the barriers travel:
+	// the copy, once every instance snapshotted, flushes only the rest.
+	if err := c.n.db.StartFlush(); err != nil {
+		c.n.log.Debug("starting a flush before the checkpoint's copy failed", "checkpoint", m.Id, "error", err)
+	}
 	c.maybeTake()
 }
 
