@@ -18,8 +18,9 @@ import (
 )
 
 // The coordinator: the checkpointer of the member with the lowest id (the
-// node itself when embedded) triggers checkpoint N every Interval after
-// the previous one ended, collects every member's part, and writes the
+// node itself when embedded) triggers checkpoint N every Interval (from
+// the start of the previous one, and at least minPause of the interval
+// after it ended), collects every member's part, and writes the
 // metadata that completes it; then every node's Committer sinks commit and
 // checkpoints beyond the Keep newest are deleted. A checkpoint that does
 // not complete within Timeout, or during which the cluster changes, is
@@ -36,6 +37,13 @@ import (
 // before it fails: a cluster that changes (an instance moving, awaiting its
 // state) fails a checkpoint without anything being wrong.
 const savepointAttempts = 5
+
+// minPause is the part of the interval that separates the end of a
+// checkpoint from the start of the next at least: checkpoints start at a
+// fixed rate, so that output waits at most an interval plus a
+// checkpoint's duration to be committed, but one that took nearly the
+// interval or longer does not make them run back to back.
+const minPause = 4 // a quarter
 
 // coordRole is the coordinator's state (meaningful while leader).
 type coordRole struct {
@@ -235,6 +243,13 @@ func (c *checkpointer) tick() {
 	c.coordTrigger()
 }
 
+// tickAt makes the coordinator tick at t, so that the next checkpoint
+// starts then rather than at the ticker's next beat.
+func (c *checkpointer) tickAt(t time.Time) {
+	pid, root := c.self, c.n.system.Root
+	c.n.afterFunc(time.Until(t), func() { root.Send(pid, ckTickMsg{}) })
+}
+
 func keys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -339,7 +354,11 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 	if r.delays != nil {
 		r.delays.Reset()
 	}
-	r.next = time.Now().Add(c.cfg.Interval)
+	r.next = p.started.Add(c.cfg.Interval)
+	if pause := time.Now().Add(c.cfg.Interval / minPause); r.next.Before(pause) {
+		r.next = pause
+	}
+	c.tickAt(r.next)
 	b, err := json.Marshal(meta)
 	if err == nil {
 		// Its members, and members that joined meanwhile (their base, read
@@ -406,6 +425,7 @@ func (c *checkpointer) coordAbort(reason string) {
 		r.delays = backoff.New(c.cfg.Interval, max(c.cfg.Interval, 30*time.Second), 0.2)
 	}
 	r.next = time.Now().Add(r.delays.Next())
+	c.tickAt(r.next)
 	abort := &wire.CheckpointAbort{Id: p.id, Reason: reason}
 	for _, m := range p.members {
 		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), abort)
