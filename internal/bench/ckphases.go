@@ -76,7 +76,7 @@ func phasesNote(ps []CheckpointPhases) string {
 			xs[i] = f(p)
 		}
 		slices.Sort(xs)
-		return fmt.Sprint(xs[len(xs)/2].Round(time.Millisecond))
+		return fmt.Sprint(xs[(len(xs)-1)/2].Round(time.Millisecond)) // as Result.Percentile(50)
 	}
 	return fmt.Sprintf("medians over %d checkpoints, from the trigger: sources injected %s, every instance snapshotted %s, database copied %s, "+
 		"uploaded %s, acknowledged at the coordinator %s, metadata written %s", len(ps),
