@@ -243,6 +243,17 @@ func (c *checkpointer) tick() {
 	c.coordTrigger()
 }
 
+// nextStart returns when the checkpoint after one that started at started
+// and ended at ended starts: an interval after started, and at least
+// interval/minPause after ended.
+func nextStart(started, ended time.Time, interval time.Duration) time.Time {
+	next := started.Add(interval)
+	if pause := ended.Add(interval / minPause); next.Before(pause) {
+		return pause
+	}
+	return next
+}
+
 // tickAt makes the coordinator tick at t, so that the next checkpoint
 // starts then rather than at the ticker's next beat.
 func (c *checkpointer) tickAt(t time.Time) {
@@ -354,10 +365,7 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 	if r.delays != nil {
 		r.delays.Reset()
 	}
-	r.next = p.started.Add(c.cfg.Interval)
-	if pause := time.Now().Add(c.cfg.Interval / minPause); r.next.Before(pause) {
-		r.next = pause
-	}
+	r.next = nextStart(p.started, time.Now(), c.cfg.Interval)
 	c.tickAt(r.next)
 	b, err := json.Marshal(meta)
 	if err == nil {
