@@ -67,6 +67,15 @@ func TestCheckpointsRestoreOnAFreshNode(t *testing.T) {
 	if len(list) == 0 || len(list) > 3 {
 		t.Fatalf("%d checkpoints kept, want 1 to 3", len(list))
 	}
+	for _, m := range list {
+		// Each part times its phases, in order.
+		for _, p := range m.Nodes {
+			ph := p.Phases
+			if ph == nil || ph.Injected < 0 || ph.Snapshotted < ph.Injected || ph.Copied < ph.Snapshotted || ph.Uploaded < ph.Copied || ph.Uploaded == 0 {
+				t.Fatalf("checkpoint %d, node %s: phases %+v, want 0 ≤ injected ≤ snapshotted ≤ copied ≤ uploaded, uploaded > 0", m.ID, p.Node, ph)
+			}
+		}
+	}
 
 	dir2 := t.TempDir()
 	n2 := eoNode(t, dir2, store, records)

@@ -87,6 +87,8 @@ type nodePart struct {
 	groups      []checkpoint.Groups
 	failed      string
 	uploading   bool
+	received    time.Time         // when the trigger reached the node
+	phases      checkpoint.Phases // so far
 }
 
 // Checkpointer messages from this node.
@@ -246,7 +248,7 @@ func (c *checkpointer) onTrigger(m *wire.CheckpointTrigger) {
 	if c.missedRollback(m.Generation, fmt.Sprintf("checkpoint %d", m.Id)) {
 		return
 	}
-	p := &nodePart{id: m.Id, coordinator: m.Coordinator, waiting: make(map[instKey]bool)}
+	p := &nodePart{id: m.Id, coordinator: m.Coordinator, waiting: make(map[instKey]bool), received: time.Now()}
 	c.part = p
 	switch {
 	case m.Generation != c.gen:
@@ -271,6 +273,11 @@ func (c *checkpointer) onTrigger(m *wire.CheckpointTrigger) {
 	}
 	for _, inst := range insts {
 		c.n.system.Root.Send(inst.pid, ckBarrierMsg{id: m.Id})
+	}
+	// What is in the memtable now is flushed while the barriers travel:
+	// the copy, once every instance snapshotted, flushes only the rest.
+	if err := c.n.db.StartFlush(); err != nil {
+		c.n.log.Debug("starting a flush before the checkpoint's copy failed", "checkpoint", m.Id, "error", err)
 	}
 	c.maybeTake()
 }
@@ -317,6 +324,9 @@ func (c *checkpointer) onSnapped(m ckSnappedMsg) {
 		return
 	}
 	delete(p.waiting, m.key)
+	if m.triggered {
+		p.phases.Injected = max(p.phases.Injected, time.Since(p.received))
+	}
 	if m.err != nil && p.failed == "" {
 		p.failed = m.err.Error()
 	}
@@ -341,6 +351,7 @@ func (c *checkpointer) maybeTake() {
 		c.reportPart(p, checkpoint.NodePart{})
 		return
 	}
+	p.phases.Snapshotted = time.Since(p.received)
 	dir := filepath.Join(persistence.CheckpointDir(c.n.cfg.DataDir), strconv.FormatUint(p.id, 10))
 	_ = os.RemoveAll(dir)
 	spans := make([]persistence.Span, len(p.groups))
@@ -356,12 +367,16 @@ func (c *checkpointer) maybeTake() {
 	}
 	c.dirs[p.id] = dir
 	p.uploading = true
+	p.phases.Copied = time.Since(p.received)
 	id, node, groups, base, pid := p.id, c.n.cfg.NodeID, slices.Clone(p.groups), c.latest, c.self
+	phases, received := p.phases, p.received
 	c.n.goFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 		defer cancel()
 		part, err := c.store.UploadPart(ctx, id, node, c.dbID, dir, files, base)
 		part.Groups = groups
+		phases.Uploaded = time.Since(received)
+		part.Phases = &phases
 		c.n.system.Root.Send(pid, ckUploadedMsg{id: id, part: part, err: err})
 	})
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/checkpoint"
@@ -53,12 +54,14 @@ type ckMovedMsg struct {
 }
 
 // ckSnappedMsg reports an instance's snapshot for checkpoint id to the
-// node's checkpointer.
+// node's checkpointer; triggered marks one the trigger made (a source's),
+// not barriers.
 type ckSnappedMsg struct {
-	id     uint64
-	key    instKey
-	groups checkpoint.Groups
-	err    error
+	id        uint64
+	key       instKey
+	groups    checkpoint.Groups
+	err       error
+	triggered bool
 }
 
 // exactlyOnce reports whether the node runs checkpoints.
@@ -86,11 +89,11 @@ func (i *instance) onControl(m *batchMsg) {
 		i.advanceWatermark()
 		switch {
 		case i.ins.aligning != 0 && i.ins.aligned():
-			i.snapshotAt(i.ins.aligning)
+			i.snapshotAt(i.ins.aligning, false)
 		case i.exactlyOnce() && i.ins.triggered > i.ins.last && i.ins.needsTrigger():
 			// Every input ended before its barrier came (a finished
 			// source's barrier follows its end-of-stream).
-			i.snapshotAt(i.ins.triggered)
+			i.snapshotAt(i.ins.triggered, false)
 		}
 	}
 }
@@ -110,7 +113,7 @@ func (i *instance) onBarrier(u upstream, id uint64) {
 	}
 	in.arrived[u] = true
 	if in.aligned() {
-		i.snapshotAt(id)
+		i.snapshotAt(id, false)
 	}
 }
 
@@ -139,15 +142,16 @@ func (i *instance) releaseBlocked() {
 }
 
 // snapshotAt takes the instance's snapshot for checkpoint id, forwards the
-// barrier and reports to the checkpointer.
-func (i *instance) snapshotAt(id uint64) {
+// barrier and reports to the checkpointer (triggered: on the trigger, not
+// on barriers).
+func (i *instance) snapshotAt(id uint64, triggered bool) {
 	in := &i.ins
 	in.last = id
 	in.aligning, in.arrived = 0, nil
 	err := i.prepareCheckpoint(id)
 	i.out.Emit(flow.Control{Kind: flow.Barrier, Checkpoint: id}, i.outputs)
 	i.send(false)
-	i.node.system.Root.Send(i.node.ckpt, ckSnappedMsg{id: id, key: i.key, err: err,
+	i.node.system.Root.Send(i.node.ckpt, ckSnappedMsg{id: id, key: i.key, err: err, triggered: triggered,
 		groups: checkpoint.Groups{Operator: i.key.op, Epoch: i.key.epoch, Index: i.key.index, First: i.lo, End: i.hi}})
 	i.releaseBlocked()
 	i.drain()
@@ -185,7 +189,11 @@ func (i *instance) prepareCheckpoint(id uint64) error {
 		i.end()
 	}
 	i.ckHold = 0
-	i.commit(!i.node.cfg.NoSync)
+	// Without waiting for fsync: the node's copy, which makes this state
+	// part of the checkpoint, flushes it to table files and syncs them;
+	// before the copy, a crash rolls back to an older checkpoint anyway.
+	// Waiting here would delay the barrier by an fsync at every stage.
+	i.commit(false)
 	if err := i.commitErr; err != nil {
 		return fmt.Errorf("operator %s: commit state: %w", i.key, err)
 	}
@@ -217,6 +225,7 @@ func (i *instance) commitSink(id uint64) {
 		return
 	}
 	i.begin(i.lo, i.curEvent)
+	start := time.Now()
 	err := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -233,6 +242,7 @@ func (i *instance) commitSink(id uint64) {
 		return
 	}
 	i.end()
+	i.log.Debug("sink committed", "checkpoint", id, "took", time.Since(start))
 }
 
 // onCheckpointAbort drops what the instance holds for checkpoint id.
@@ -256,10 +266,10 @@ func (i *instance) onTrigger(id uint64) {
 		return
 	}
 	if i.mode != modeActive {
-		i.node.system.Root.Send(i.node.ckpt, ckSnappedMsg{id: id, key: i.key, err: fmt.Errorf("instance %s is %s", i.key, i.stateName())})
+		i.node.system.Root.Send(i.node.ckpt, ckSnappedMsg{id: id, key: i.key, err: fmt.Errorf("instance %s is %s", i.key, i.stateName()), triggered: true})
 		return
 	}
-	i.snapshotAt(id)
+	i.snapshotAt(id, true)
 }
 
 // advanceWatermark recomputes the instance's watermark from its upstreams

@@ -18,8 +18,9 @@ import (
 )
 
 // The coordinator: the checkpointer of the member with the lowest id (the
-// node itself when embedded) triggers checkpoint N every Interval after
-// the previous one ended, collects every member's part, and writes the
+// node itself when embedded) triggers checkpoint N every Interval (from
+// the start of the previous one, and at least minPause of the interval
+// after it ended), collects every member's part, and writes the
 // metadata that completes it; then every node's Committer sinks commit and
 // checkpoints beyond the Keep newest are deleted. A checkpoint that does
 // not complete within Timeout, or during which the cluster changes, is
@@ -36,6 +37,13 @@ import (
 // before it fails: a cluster that changes (an instance moving, awaiting its
 // state) fails a checkpoint without anything being wrong.
 const savepointAttempts = 5
+
+// minPause is the part of the interval that separates the end of a
+// checkpoint from the start of the next at least: checkpoints start at a
+// fixed rate, so that output waits at most an interval plus a
+// checkpoint's duration to be committed, but one that took nearly the
+// interval or longer does not make them run back to back.
+const minPause = 4 // a quarter
 
 // coordRole is the coordinator's state (meaningful while leader).
 type coordRole struct {
@@ -235,6 +243,24 @@ func (c *checkpointer) tick() {
 	c.coordTrigger()
 }
 
+// nextStart returns when the checkpoint after one that started at started
+// and ended at ended starts: an interval after started, and at least
+// interval/minPause after ended.
+func nextStart(started, ended time.Time, interval time.Duration) time.Time {
+	next := started.Add(interval)
+	if pause := ended.Add(interval / minPause); next.Before(pause) {
+		return pause
+	}
+	return next
+}
+
+// tickAt makes the coordinator tick at t, so that the next checkpoint
+// starts then rather than at the ticker's next beat.
+func (c *checkpointer) tickAt(t time.Time) {
+	pid, root := c.self, c.n.system.Root
+	c.n.afterFunc(time.Until(t), func() { root.Send(pid, ckTickMsg{}) })
+}
+
 func keys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -339,7 +365,8 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 	if r.delays != nil {
 		r.delays.Reset()
 	}
-	r.next = time.Now().Add(c.cfg.Interval)
+	r.next = nextStart(p.started, time.Now(), c.cfg.Interval)
+	c.tickAt(r.next)
 	b, err := json.Marshal(meta)
 	if err == nil {
 		// Its members, and members that joined meanwhile (their base, read
@@ -359,7 +386,8 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 	if obs := c.n.checkpointObserver(); obs != nil {
 		obs.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
 	}
-	c.n.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "uploaded", meta.Uploaded(), "size", meta.Size())
+	c.n.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "stored", time.Since(meta.Started),
+		"uploaded", meta.Uploaded(), "size", meta.Size(), "phases", partPhases(meta))
 	keep, store, log := c.cfg.Keep, c.store, c.n.log
 	c.n.goFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -368,6 +396,21 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 			log.Warn("deleting old checkpoints failed; retried after the next one", "error", err)
 		}
 	})
+}
+
+// partPhases describes where each node's part of m spent its time, for
+// the coordinator's log.
+func partPhases(m checkpoint.Meta) string {
+	var b strings.Builder
+	for _, p := range m.Nodes {
+		if p.Phases == nil {
+			continue
+		}
+		ph := p.Phases
+		fmt.Fprintf(&b, "%s: injected %v, snapshotted %v, copied %v, uploaded %v; ", p.Node,
+			ph.Injected.Round(time.Millisecond), ph.Snapshotted.Round(time.Millisecond), ph.Copied.Round(time.Millisecond), ph.Uploaded.Round(time.Millisecond))
+	}
+	return strings.TrimSuffix(b.String(), "; ")
 }
 
 // coordAbort abandons the checkpoint in progress everywhere and schedules
@@ -390,6 +433,7 @@ func (c *checkpointer) coordAbort(reason string) {
 		r.delays = backoff.New(c.cfg.Interval, max(c.cfg.Interval, 30*time.Second), 0.2)
 	}
 	r.next = time.Now().Add(r.delays.Next())
+	c.tickAt(r.next)
 	abort := &wire.CheckpointAbort{Id: p.id, Reason: reason}
 	for _, m := range p.members {
 		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), abort)

@@ -89,8 +89,9 @@ type Config struct {
 type CheckpointConfig struct {
 	// Store keeps the checkpoints; required.
 	Store *checkpoint.Store
-	// Interval is the time between the end of one checkpoint and the
-	// start of the next; 0 means 1 s.
+	// Interval is the time between the starts of two checkpoints (at least
+	// a quarter of it passes between the end of one and the start of the
+	// next); 0 means 1 s.
 	Interval time.Duration
 	// Timeout abandons a checkpoint that has not completed after it; 0
 	// means 1 minute.

@@ -111,6 +111,27 @@ type NodePart struct {
 	// Uploaded is what this part sent to the store (files already there
 	// excluded).
 	Uploaded int64 `json:"uploaded"`
+	// Phases times the part on its node (absent from checkpoints of
+	// versions that did not record it).
+	Phases *Phases `json:"phases,omitempty"`
+}
+
+// Phases is where the time of a node's part of a checkpoint went: each is
+// measured on the node from when the coordinator's trigger reached it, and
+// each includes the ones before.
+type Phases struct {
+	// Injected is when every instance the trigger snapshots directly (the
+	// sources, and operators fed from outside) had snapshotted and sent
+	// its barriers.
+	Injected time.Duration `json:"injected"`
+	// Snapshotted is when every local instance had: the barriers had
+	// reached each on every input edge.
+	Snapshotted time.Duration `json:"snapshotted"`
+	// Copied is when the node had copied its database (a Pebble
+	// checkpoint of the instances' key groups).
+	Copied time.Duration `json:"copied"`
+	// Uploaded is when the copy was in the store.
+	Uploaded time.Duration `json:"uploaded"`
 }
 
 // File is one file of a node's part.

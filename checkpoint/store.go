@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/objstore"
@@ -40,13 +41,20 @@ func nodeKey(id uint64, node, file string) string {
 
 func sharedKey(db, file string) string { return "sst/" + db + "/" + file }
 
+// uploadConcurrency is how many files of a part are uploaded at once: a
+// store's latency (a request to S3, the fsyncs of a directory store) is
+// paid per file, and a part has several (a new table file, the MANIFEST,
+// OPTIONS, the log).
+const uploadConcurrency = 8
+
 // UploadPart uploads node's part of checkpoint id from the checkpoint
 // directory dir: every shared file that base (the newest complete
 // checkpoint, if any) does not reference for database db, and every other
-// file. Files base references are in the store (Retain never deletes the
-// newest checkpoint's). It returns the part with Uploaded set; Groups are
-// the caller's to fill. It writes no metadata: the coordinator completes
-// the checkpoint with Complete once every node has uploaded.
+// file, uploadConcurrency at a time. Files base references are in the
+// store (Retain never deletes the newest checkpoint's). It returns the
+// part with Uploaded set; Groups are the caller's to fill. It writes no
+// metadata: the coordinator completes the checkpoint with Complete once
+// every node has uploaded.
 func (s *Store) UploadPart(ctx context.Context, id uint64, node, db, dir string, files []persistence.CheckpointFile, base *Meta) (NodePart, error) {
 	part := NodePart{Node: node, DB: db}
 	stored := map[string]bool{}
@@ -62,6 +70,11 @@ func (s *Store) UploadPart(ctx context.Context, id uint64, node, db, dir string,
 			}
 		}
 	}
+	type upload struct {
+		f   persistence.CheckpointFile
+		key string
+	}
+	var todo []upload
 	for _, f := range files {
 		part.Files = append(part.Files, File{Name: f.Name, Size: f.Size, Shared: f.Shared})
 		key := nodeKey(id, node, f.Name)
@@ -71,10 +84,38 @@ func (s *Store) UploadPart(ctx context.Context, id uint64, node, db, dir string,
 			}
 			key = sharedKey(db, f.Name)
 		}
-		if err := s.putFile(ctx, key, filepath.Join(dir, f.Name), f.Size, f.Shared); err != nil {
-			return part, fmt.Errorf("checkpoint %d: upload %s: %w", id, f.Name, err)
+		todo = append(todo, upload{f, key})
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(todo))
+	sem := make(chan struct{}, uploadConcurrency)
+	var wg sync.WaitGroup
+	for i, u := range todo {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if errs[i] = s.putFile(ctx, u.key, filepath.Join(dir, u.f.Name), u.f.Size, u.f.Shared); errs[i] != nil {
+				cancel() // the part fails: stop the others
+			}
+		}()
+	}
+	wg.Wait()
+	// The cause, rather than another upload's cancellation by it.
+	var failed error
+	for i, u := range todo {
+		err := errs[i]
+		switch {
+		case err == nil:
+			part.Uploaded += u.f.Size
+		case failed == nil || errors.Is(failed, context.Canceled) && !errors.Is(err, context.Canceled):
+			failed = fmt.Errorf("checkpoint %d: upload %s: %w", id, u.f.Name, err)
 		}
-		part.Uploaded += f.Size
+	}
+	if failed != nil {
+		return part, failed
 	}
 	return part, nil
 }

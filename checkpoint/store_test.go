@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +67,34 @@ func (w *world) take(id uint64, base *checkpoint.Meta) checkpoint.Meta {
 		w.t.Fatal(err)
 	}
 	return m
+}
+
+// A part whose upload fails names the file that failed, not another
+// upload stopped because of it.
+func TestUploadPartNamesTheFailedFile(t *testing.T) {
+	w := newWorld(t)
+	w.write(1000, "v1")
+	dir := filepath.Join(t.TempDir(), "ck")
+	files, err := w.db.Checkpoint(dir, []persistence.Span{persistence.GroupSpan("count", 0, 8)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gone string
+	for _, f := range files {
+		if strings.HasPrefix(f.Name, "OPTIONS") {
+			gone = f.Name
+		}
+	}
+	if gone == "" || len(files) < 3 {
+		t.Fatalf("checkpoint files %v: want several, an OPTIONS file among them", files)
+	}
+	if err := os.Remove(filepath.Join(dir, gone)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = w.store.UploadPart(context.Background(), 1, "n1", "db1", dir, files, nil)
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "upload "+gone) {
+		t.Fatalf("upload without %s: %v; want the file's absence named", gone, err)
+	}
 }
 
 // restored fetches checkpoint m and restores its groups into a fresh

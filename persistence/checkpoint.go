@@ -75,6 +75,24 @@ func (db *DB) Checkpoint(dir string, spans []Span) ([]CheckpointFile, error) {
 	return CheckpointFiles(dir)
 }
 
+// StartFlush starts writing the memtable to a table file in the
+// background: a Checkpoint soon after then has only what was written
+// meanwhile to flush before it can copy.
+func (db *DB) StartFlush() error {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	if err := db.Failed(); err != nil {
+		return err // its commit pipeline is stuck: a flush would wait for ever
+	}
+	if _, err := db.pdb.AsyncFlush(); err != nil {
+		return fmt.Errorf("persistence: start a flush: %w", err)
+	}
+	return nil
+}
+
 // trimLogs cuts each write-ahead log in a checkpoint directory after its
 // last valid record. Pebble reuses log files, and a checkpoint copies a log
 // whole, stale bytes of its previous use included (megabytes, uploaded

@@ -52,14 +52,26 @@ func (t *tabler) eoRows() ([]row, error) {
 		{"sluice keyed word count, exactly-once", human(eoRate), "records/s", fmt.Sprintf("%.2f×", Median(ratios)),
 			fmt.Sprintf("median of pairs' ratios (%.2f–%.2f); checkpoints every 1 s to a directory store; target ≥ 0.90× (Kafka Streams: 0.70–0.85×)", lo, hi)},
 	}
+	return append(rows, checkpointRows(eo)...), nil
+}
+
+// checkpointRows describes the checkpoints of runs: their duration's p50
+// and p99, and the median of each phase.
+func checkpointRows(rs []Result) []row {
 	var ck []time.Duration
-	for _, r := range eo {
+	var phases []CheckpointPhases
+	for _, r := range rs {
 		ck = append(ck, r.Checkpoints...)
+		phases = append(phases, r.CheckpointPhases...)
 	}
-	if len(ck) > 0 {
-		c := Result{Latencies: ck}
-		rows = append(rows, row{"  checkpoint duration p50 / p99", fmt.Sprintf("%v / %v", c.Percentile(50).Round(time.Millisecond), c.Percentile(99).Round(time.Millisecond)), "",
-			"", fmt.Sprintf("%d checkpoints over the runs, trigger to metadata written", len(ck))})
+	if len(ck) == 0 {
+		return nil
 	}
-	return rows, nil
+	c := Result{Latencies: ck}
+	rows := []row{{"  checkpoint duration p50 / p99", fmt.Sprintf("%v / %v", c.Percentile(50).Round(time.Millisecond), c.Percentile(99).Round(time.Millisecond)), "",
+		"", fmt.Sprintf("%d checkpoints over the runs, trigger to every part acknowledged at the coordinator", len(ck))}}
+	if note := phasesNote(phases); note != "" {
+		rows = append(rows, row{"  checkpoint phases", "", "", "", note})
+	}
+	return rows
 }

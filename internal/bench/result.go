@@ -19,6 +19,8 @@ type Result struct {
 	// Checkpoints are the durations of the run's complete checkpoints,
 	// if it ran exactly-once.
 	Checkpoints []time.Duration
+	// CheckpointPhases are the phases of those that recorded them.
+	CheckpointPhases []CheckpointPhases
 	// P99 is a 99th percentile measured elsewhere than in Latencies (a
 	// node process's histograms), if any.
 	P99 time.Duration

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluicehq/sluice/checkpoint"
-	"github.com/sluicehq/sluice/objstore/fsstore"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -95,29 +93,11 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 	r := Result{Ops: int64(cfg.Records), Elapsed: time.Since(src.start), CPU: processCPU() - src.cpu, Latencies: sink.lat,
 		StateBytes: dirSize(dir)}
 	if cfg.ExactlyOnce {
-		if r.Checkpoints, err = checkpointDurations(filepath.Join(dir, "checkpoints")); err != nil {
+		if r.Checkpoints, r.CheckpointPhases, err = checkpointRecords(filepath.Join(dir, "checkpoints")); err != nil {
 			return Result{}, err
 		}
 	}
 	return r, nil
-}
-
-// checkpointDurations returns how long each complete checkpoint in the
-// directory store took.
-func checkpointDurations(dir string) ([]time.Duration, error) {
-	obj, err := fsstore.Open(dir)
-	if err != nil {
-		return nil, fmt.Errorf("bench: open the checkpoint store: %w", err)
-	}
-	metas, err := checkpoint.NewStore(obj).List(context.Background())
-	if err != nil {
-		return nil, fmt.Errorf("bench: list checkpoints: %w", err)
-	}
-	out := make([]time.Duration, len(metas))
-	for i, m := range metas {
-		out[i] = m.Duration()
-	}
-	return out, nil
 }
 
 // wordSource produces n records over keys, optionally rate-limited. It
