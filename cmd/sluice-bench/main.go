@@ -32,6 +32,7 @@ func main() {
 	profile := flag.String("profile", "", "directory to write each run's CPU and allocation profiles to (<scenario>-<run>.cpu.pprof, .allocs.pprof with .allocs-base.pprof to pass as -base; node processes' as <scenario>-<run>.<node>.cpu.pprof)")
 	eoRecords := flag.Int("eo-records", 10_000_000, "records per run of the exactly-once vs no-guarantee comparison")
 	latencyDur := flag.Duration("latency-duration", 3*time.Second, "length of each paced latency run")
+	saturated := flag.Float64("saturated", 0, "records/s the latency rows take as the word count's saturation (0: measure it); fixes the pacing when comparing two builds on a loaded machine")
 	bigKeys := flag.Int("big-keys", 2_000_000, "distinct keys of the large-state scaling row (10 M, beyond Pebble's block cache, took more than 10 minutes on a loaded 2-core machine)")
 	recoveryState := flag.Int64("recovery-state", 1<<30, "bytes of state the recovery scenario builds before its SIGKILL")
 	ysbEvents := flag.Int64("ysb-events", 5_000_000, "events per unthrottled YSB run (a bounded stream)")
@@ -51,7 +52,7 @@ func main() {
 	}
 	want := func(g string) bool { return len(groups) == 0 || slices.Contains(groups, g) }
 	cfg := bench.TableConfig{Runs: *runs, Records: *records, Scenarios: groups, Profile: *profile,
-		EORecords: *eoRecords, LatencyDuration: *latencyDur, BigKeys: *bigKeys, RecoveryState: *recoveryState,
+		EORecords: *eoRecords, LatencyDuration: *latencyDur, Saturated: *saturated, BigKeys: *bigKeys, RecoveryState: *recoveryState,
 		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events, Q8Events: *q8Events}
 	needNode := *cross && (want("cross") || want("mtls") || want("scaling") || want("recovery"))
 	needConsul := *cross && (want("cross") || want("mtls") || want("scaling"))
