@@ -64,7 +64,7 @@ type Node struct {
 	health         atomic.Pointer[Health] // as of the last check (health.go)
 	healthMu       sync.Mutex             // serialises changes of health (checkHealth, fence)
 	pause          atomic.Bool            // unhealthy: instances hold their input
-	failed         chan struct{}          // closed when the database failed (Failed)
+	failed         chan struct{}          // closed when the node cannot go on: database failed or fenced (Failed)
 	spaceErrLogged bool                   // watchHealth's goroutine only
 
 	stopping atomic.Bool
