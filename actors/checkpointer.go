@@ -162,6 +162,10 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		if c.n.vouched(ctx, "RollbackDone", m.Node) {
 			c.coordOnRollbackDone(m)
 		}
+	case *wire.RestartReport:
+		if c.n.vouched(ctx, "RestartReport", m.Node) {
+			c.coordOnRestartReport(m)
+		}
 	case ckStoredMsg:
 		c.coordOnStored(m)
 	case ckGenRecordedMsg:

@@ -48,7 +48,9 @@ const minPause = 4 // a quarter
 // coordRole is the coordinator's state (meaningful while leader).
 type coordRole struct {
 	leader   bool
-	loaded   bool // the newest complete checkpoint was read from the store
+	restart  bool   // rolled back because this process replaced a crashed one unseen (RestartReport)
+	reported string // the node that reported that, heard before this node led
+	loaded   bool   // the newest complete checkpoint was read from the store
 	lastID   uint64
 	next     time.Time // when to trigger the next checkpoint
 	pending  *pendingCheckpoint
@@ -158,6 +160,7 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 	r := &c.coord
 	r.leader = leaderOf(v.members) == c.n.cfg.NodeID
 	if !r.leader {
+		c.reportLeaderRestart(v)
 		// Even one whose metadata is being stored: the new coordinator may
 		// be rolling back past it, so it must not be announced from here.
 		// If the write lands, the store holds a checkpoint no node heard
@@ -175,6 +178,10 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 	}
 	if len(v.crashed) > 0 {
 		c.coordRollback(fmt.Sprintf("node(s) %v crashed", v.crashed))
+		return
+	}
+	if r.reported != "" && !r.restart {
+		c.coordRestarted()
 		return
 	}
 	if rb := r.rollback; rb != nil && !sameMembers(old.members, v.members) {
@@ -484,4 +491,42 @@ func (c *checkpointer) status() CheckpointStats {
 		s.Last, s.LastTime = c.latest.ID, c.latest.Completed
 	}
 	return s
+}
+
+// reportLeaderRestart tells the coordinator of view v that it restarted, if
+// v found it so (its incarnation changed): only the others can tell.
+func (c *checkpointer) reportLeaderRestart(v ckView) {
+	leader := leaderOf(v.members)
+	if !slices.Contains(v.crashed, leader) {
+		return
+	}
+	for _, m := range v.members {
+		if m.ID == leader {
+			c.n.log.Info("telling the checkpoint coordinator it restarted before it was seen gone", "coordinator", leader)
+			c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName),
+				&wire.RestartReport{Node: c.n.cfg.NodeID, Restarted: leader, Incarnation: m.Meta[metaIncarnation]})
+		}
+	}
+}
+
+// coordOnRestartReport rolls every node back once when another node
+// reports that this process replaced a crashed one under the same id
+// before anyone saw it gone: the crashed process's instances, state and
+// records in flight are gone, as after any crash.
+func (c *checkpointer) coordOnRestartReport(m *wire.RestartReport) {
+	r := &c.coord
+	if r.restart || m.Restarted != c.n.cfg.NodeID || m.Incarnation != c.n.incarnation {
+		return
+	}
+	r.reported = m.Node
+	if r.leader {
+		c.coordRestarted()
+	}
+}
+
+// coordRestarted rolls back for a RestartReport heard (coordOnRestartReport).
+func (c *checkpointer) coordRestarted() {
+	r := &c.coord
+	r.restart = true
+	c.coordRollback(fmt.Sprintf("this node restarted before it was seen gone (reported by %s)", r.reported))
 }

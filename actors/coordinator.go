@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"crypto/rand"
 	"fmt"
 	"slices"
 	"time"
@@ -221,6 +222,8 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		ctx.Respond(c.onChunk(m))
 	case exportDone:
 		c.onExportDone(m)
+	case rolledBackMsg:
+		c.forgetStale(m)
 	case *wire.Leaving:
 		if !c.n.vouched(ctx, "Leaving", m.Node) {
 			return
@@ -242,12 +245,39 @@ func (c *coordinator) Receive(ctx actor.Context) {
 }
 
 // reportChanges emits membership events for the difference of two views.
+//
+// A member whose incarnation changed (a node restarted under the same id
+// before the others saw it gone: a fast supervisor) left and joined again:
+// its old process crashed, with what was in flight to it, and the
+// acquisitions that asked the old process ask the new one.
 func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 	was := make(map[string]bool)
+	inc := make(map[string]string)
 	for _, m := range old {
 		was[m.ID] = true
+		inc[m.ID] = m.Meta[metaIncarnation]
 	}
 	for _, m := range cur {
+		if was[m.ID] && inc[m.ID] != "" && m.Meta[metaIncarnation] != "" && inc[m.ID] != m.Meta[metaIncarnation] {
+			c.n.log.Warn("a node restarted before it was seen gone", "node", m.ID, "address", m.Address)
+			c.n.memberEvent(EventMemberLeft, m.ID)
+			c.crashed = append(c.crashed, m.ID)
+			if c.n.cfg.AtLeastOnce {
+				for _, li := range c.local {
+					c.n.system.Root.Send(li.inst.pid, rewindMsg{})
+				}
+			}
+			delete(c.leaving, m.ID)
+			for _, a := range c.acq {
+				if _, asked := a.addrs[m.ID]; asked {
+					a.addrs[m.ID] = m.Address
+					if _, waits := a.waiting[m.ID]; waits {
+						c.ask(a, m.ID)
+					}
+				}
+			}
+			was[m.ID] = false
+		}
 		if !was[m.ID] {
 			c.n.memberEvent(EventMemberJoined, m.ID)
 		}
@@ -533,3 +563,11 @@ func (c *coordinator) purge() {
 		}
 	}
 }
+
+// metaIncarnation is the member metadata key of a node process's
+// incarnation: random, new every time the node starts, so that the others
+// can tell a restart under the same id from the same process.
+const metaIncarnation = "incarnation"
+
+// newIncarnation returns a fresh incarnation.
+func newIncarnation() string { return rand.Text() }

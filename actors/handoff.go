@@ -6,6 +6,7 @@ package actors
 // the coordinator for when acquisitions start and what the answers mean.
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -193,9 +194,12 @@ func (c *coordinator) onExportDone(m exportDone) {
 			}
 		}
 	}
-	if m.err != nil {
+	switch {
+	case errors.Is(m.err, errRolledBack):
+		c.n.log.Info("state handoff stopped by a rollback", "operator", m.req.Operator, "to", m.req.Requester, "error", m.err)
+	case m.err != nil:
 		c.n.log.Warn("state handoff failed; will retry when asked again", "operator", m.req.Operator, "to", m.req.Requester, "error", m.err)
-	} else {
+	default:
 		c.n.log.Info("state handed off", "operator", m.req.Operator, "to", m.req.Requester, "groups", shipped)
 		c.reply(m.req, wire.HandoffReply_DONE, shipped)
 	}
@@ -262,7 +266,18 @@ func (c *coordinator) onReply(m *wire.HandoffReply) {
 }
 
 // onChunk writes shipped state to this node's database.
+//
+// A chunk read in another rollback generation than this node's is refused:
+// if the sender's is older, this node rolled back since and restores these
+// key groups from the checkpoint (or did already; writing the chunk now
+// would put state from after the checkpoint under an instance that replays
+// from it); if newer, this node's rollback is on its way and will.
 func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
+	if gen := c.n.gen.Load(); m.Generation != gen {
+		c.n.log.Info("refused a handoff chunk of another rollback generation", "operator", m.Operator,
+			"first", m.FirstGroup, "end", m.EndGroup, "chunk generation", m.Generation, "generation", gen)
+		return &wire.HandoffAck{Error: fmt.Sprintf("%v: chunk of generation %d, receiver in %d", errRolledBack, m.Generation, gen)}
+	}
 	kvs := make([]persistence.KV, len(m.Kvs))
 	for i, kv := range m.Kvs {
 		kvs[i] = persistence.KV{Key: kv.Key, Value: kv.Value}
@@ -361,11 +376,20 @@ const handoffChunkTimeout = 30 * time.Second
 // requester, one acknowledged chunk at a time, then deletes it here. A run
 // without data is still sent, as one empty chunk, so that the requester
 // drops whatever stale data it had for those groups.
+//
+// Under exactly-once a rollback stops an export (errRolledBack): the
+// rollback restores every key group from a checkpoint, so what was read
+// before it is stale; the chunks carry the generation they were read in
+// and a receiver in another generation refuses them.
 func (n *Node) export(req *wire.HandoffRequest, runs [][2]int) error {
+	gen := n.gen.Load()
 	for _, r := range runs {
 		first := true
 		send := func(kvs []persistence.KV) error {
-			chunk := &wire.HandoffChunk{Operator: req.Operator, FirstGroup: int32(r[0]), EndGroup: int32(r[1]), Replace: first}
+			if now := n.gen.Load(); now != gen {
+				return fmt.Errorf("%w: generation %d, read in %d", errRolledBack, now, gen)
+			}
+			chunk := &wire.HandoffChunk{Operator: req.Operator, FirstGroup: int32(r[0]), EndGroup: int32(r[1]), Replace: first, Generation: gen}
 			first = false
 			chunk.Kvs = make([]*wire.KV, len(kvs))
 			for i, kv := range kvs {
@@ -392,12 +416,18 @@ func (n *Node) export(req *wire.HandoffRequest, runs [][2]int) error {
 				return err
 			}
 		}
+		if now := n.gen.Load(); now != gen {
+			return fmt.Errorf("%w: generation %d, read in %d", errRolledBack, now, gen)
+		}
 		if err := n.db.DeleteGroups(req.Operator, r[0], r[1]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// errRolledBack stops an export that a rollback made stale.
+var errRolledBack = errors.New("rolled back during the handoff")
 
 // takeStartup reports whether some of op's key groups [first, end) were
 // held when the node started and not restored since, and forgets them.
@@ -411,4 +441,48 @@ func (c *coordinator) takeStartup(op string, first, end int) bool {
 		}
 	}
 	return found
+}
+
+// rolledBackMsg tells the coordinator which key groups this node's
+// rollback to a checkpoint restored (op → runs), those of the instances
+// placed here.
+type rolledBackMsg struct {
+	gen      uint64
+	restored map[string][][2]int
+}
+
+// forgetStale drops the key groups this node held but did not restore in
+// a rollback (those of instances released here, waiting to be shipped or
+// being shipped): their data is from after the checkpoint the cluster went
+// back to, so it must not be handed to anyone. A node that asks for them
+// is told nothing is here, and restores them from the checkpoint.
+func (c *coordinator) forgetStale(m rolledBackMsg) {
+	for op, held := range c.held {
+		keep := make([]bool, len(held))
+		for _, r := range m.restored[op] {
+			for g := r[0]; g < r[1] && g < len(keep); g++ {
+				keep[g] = true
+			}
+		}
+		var stale [][2]int
+		for g, h := range held {
+			if !h || keep[g] {
+				continue
+			}
+			held[g] = false
+			if len(stale) > 0 && stale[len(stale)-1][1] == g {
+				stale[len(stale)-1][1] = g + 1
+			} else {
+				stale = append(stale, [2]int{g, g + 1})
+			}
+		}
+		for _, r := range stale {
+			c.n.log.Info("dropping key groups left from before the rollback", "operator", op, "first", r[0], "end", r[1], "generation", m.gen)
+			if err := c.n.db.DeleteGroups(op, r[0], r[1]); err != nil {
+				// Not held any more, so never shipped or used; a later
+				// acquisition here restores them from a checkpoint.
+				c.n.log.Warn("deleting stale key groups failed", "operator", op, "first", r[0], "end", r[1], "error", err)
+			}
+		}
+	}
 }

@@ -31,15 +31,16 @@ import (
 // A Node is created by Start and stopped by Stop. Its methods are safe for
 // concurrent use.
 type Node struct {
-	cfg       Config
-	log       *slog.Logger
-	system    *actor.ActorSystem
-	remote    *remote.Remote // nil when embedded
-	transport *transport     // nil without transport TLS
-	db        *persistence.DB
-	store     topology.Store
-	addr      string // actor address of this node
-	kinds     map[string]core.Factory
+	cfg         Config
+	log         *slog.Logger
+	system      *actor.ActorSystem
+	remote      *remote.Remote // nil when embedded
+	transport   *transport     // nil without transport TLS
+	db          *persistence.DB
+	store       topology.Store
+	addr        string // actor address of this node
+	incarnation string // this process's, in its member record (see metaIncarnation)
+	kinds       map[string]core.Factory
 
 	table    atomic.Pointer[flow.Table]
 	topo     atomic.Pointer[topology.Topology] // as last applied by the coordinator
@@ -232,7 +233,9 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	n.logDanglingInputs(topo)
 
-	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(sortedKinds(kinds), cfg.Announce...), n.tailKind())}
+	n.incarnation = newIncarnation()
+	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(sortedKinds(kinds), cfg.Announce...), n.tailKind()),
+		Meta: map[string]string{metaIncarnation: n.incarnation}}
 	runCtx := n.life
 	topoCh := n.store.Watch(runCtx)
 	n.goFunc(func() {

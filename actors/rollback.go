@@ -229,14 +229,17 @@ func (c *checkpointer) maybeRestore() {
 		return
 	}
 	topo := c.n.topology()
+	restored := make(map[string][][2]int)
 	for _, inst := range c.n.instances() {
 		spec, ok := topo.Find(inst.key.op)
 		if !ok || spec.Epoch != inst.key.epoch || InstanceState(inst.stateName()) == StateReleased {
 			continue
 		}
 		rb.restoring[inst.key] = true
+		restored[inst.key.op] = append(restored[inst.key.op], [2]int{inst.lo, inst.hi})
 		c.n.system.Root.Send(inst.pid, restoreMsg{gen: rb.gen, meta: rb.meta})
 	}
+	c.n.system.Root.Send(c.n.coord, rolledBackMsg{gen: rb.gen, restored: restored})
 	c.maybeFinishRollback()
 }
 

@@ -940,12 +940,16 @@ func (x *Peer) GetAddress() string {
 // It is sent as a request; the receiver answers with HandoffAck once the
 // chunk is durable.
 type HandoffChunk struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Operator      string                 `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
-	FirstGroup    int32                  `protobuf:"varint,2,opt,name=first_group,json=firstGroup,proto3" json:"first_group,omitempty"`
-	EndGroup      int32                  `protobuf:"varint,3,opt,name=end_group,json=endGroup,proto3" json:"end_group,omitempty"`
-	Replace       bool                   `protobuf:"varint,4,opt,name=replace,proto3" json:"replace,omitempty"`
-	Kvs           []*KV                  `protobuf:"bytes,5,rep,name=kvs,proto3" json:"kvs,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Operator   string                 `protobuf:"bytes,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	FirstGroup int32                  `protobuf:"varint,2,opt,name=first_group,json=firstGroup,proto3" json:"first_group,omitempty"`
+	EndGroup   int32                  `protobuf:"varint,3,opt,name=end_group,json=endGroup,proto3" json:"end_group,omitempty"`
+	Replace    bool                   `protobuf:"varint,4,opt,name=replace,proto3" json:"replace,omitempty"`
+	Kvs        []*KV                  `protobuf:"bytes,5,rep,name=kvs,proto3" json:"kvs,omitempty"`
+	// The sender's rollback generation when it read the data (exactly-once):
+	// a receiver in another generation refuses the chunk, since a rollback
+	// in between restores these key groups from a checkpoint instead.
+	Generation    uint64 `protobuf:"varint,6,opt,name=generation,proto3" json:"generation,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1013,6 +1017,13 @@ func (x *HandoffChunk) GetKvs() []*KV {
 		return x.Kvs
 	}
 	return nil
+}
+
+func (x *HandoffChunk) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
 }
 
 // HandoffAck acknowledges a durable HandoffChunk.
@@ -1494,6 +1505,71 @@ func (x *RollbackDone) GetError() string {
 	return ""
 }
 
+// RestartReport tells the checkpoint coordinator that node saw it restart:
+// its member record changed incarnation (a new process under the same id)
+// before anyone saw the old one gone. The new process cannot know the old
+// one crashed, so it hears it from the others and rolls every node back, as
+// after any crash. incarnation is the new one, as node saw it.
+type RestartReport struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Restarted     string                 `protobuf:"bytes,2,opt,name=restarted,proto3" json:"restarted,omitempty"`
+	Incarnation   string                 `protobuf:"bytes,3,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestartReport) Reset() {
+	*x = RestartReport{}
+	mi := &file_wire_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestartReport) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestartReport) ProtoMessage() {}
+
+func (x *RestartReport) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestartReport.ProtoReflect.Descriptor instead.
+func (*RestartReport) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *RestartReport) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RestartReport) GetRestarted() string {
+	if x != nil {
+		return x.Restarted
+	}
+	return ""
+}
+
+func (x *RestartReport) GetIncarnation() string {
+	if x != nil {
+		return x.Incarnation
+	}
+	return ""
+}
+
 // CheckpointRequest asks the coordinator, from another node, for a
 // checkpoint now (a savepoint); it answers the sender with a
 // CheckpointReply once the checkpoint completed or failed.
@@ -1507,7 +1583,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1519,7 +1595,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[20]
+	mi := &file_wire_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1532,7 +1608,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{20}
+	return file_wire_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckpointRequest) GetNode() string {
@@ -1562,7 +1638,7 @@ type CheckpointReply struct {
 
 func (x *CheckpointReply) Reset() {
 	*x = CheckpointReply{}
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1574,7 +1650,7 @@ func (x *CheckpointReply) String() string {
 func (*CheckpointReply) ProtoMessage() {}
 
 func (x *CheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1587,7 +1663,7 @@ func (x *CheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointReply.ProtoReflect.Descriptor instead.
 func (*CheckpointReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{21}
+	return file_wire_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckpointReply) GetId() uint64 {
@@ -1693,14 +1769,17 @@ const file_wire_proto_rawDesc = "" +
 	"\aNOT_YET\x10\x01\"0\n" +
 	"\x04Peer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
-	"\aaddress\x18\x02 \x01(\tR\aaddress\"\xa5\x01\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\"\xc5\x01\n" +
 	"\fHandoffChunk\x12\x1a\n" +
 	"\boperator\x18\x01 \x01(\tR\boperator\x12\x1f\n" +
 	"\vfirst_group\x18\x02 \x01(\x05R\n" +
 	"firstGroup\x12\x1b\n" +
 	"\tend_group\x18\x03 \x01(\x05R\bendGroup\x12\x18\n" +
 	"\areplace\x18\x04 \x01(\bR\areplace\x12!\n" +
-	"\x03kvs\x18\x05 \x03(\v2\x0f.sluice.wire.KVR\x03kvs\"\"\n" +
+	"\x03kvs\x18\x05 \x03(\v2\x0f.sluice.wire.KVR\x03kvs\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x06 \x01(\x04R\n" +
+	"generation\"\"\n" +
 	"\n" +
 	"HandoffAck\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\"\x1d\n" +
@@ -1741,7 +1820,11 @@ const file_wire_proto_rawDesc = "" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\"9\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"c\n" +
+	"\rRestartReport\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
+	"\trestarted\x18\x02 \x01(\tR\trestarted\x12 \n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\"9\n" +
 	"\x11CheckpointRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\"I\n" +
@@ -1763,7 +1846,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_wire_proto_goTypes = []any{
 	(HandoffReply_Status)(0),   // 0: sluice.wire.HandoffReply.Status
 	(*Header)(nil),             // 1: sluice.wire.Header
@@ -1786,21 +1869,22 @@ var file_wire_proto_goTypes = []any{
 	(*CheckpointAbort)(nil),    // 18: sluice.wire.CheckpointAbort
 	(*Rollback)(nil),           // 19: sluice.wire.Rollback
 	(*RollbackDone)(nil),       // 20: sluice.wire.RollbackDone
-	(*CheckpointRequest)(nil),  // 21: sluice.wire.CheckpointRequest
-	(*CheckpointReply)(nil),    // 22: sluice.wire.CheckpointReply
-	(*actor.PID)(nil),          // 23: actor.PID
+	(*RestartReport)(nil),      // 21: sluice.wire.RestartReport
+	(*CheckpointRequest)(nil),  // 22: sluice.wire.CheckpointRequest
+	(*CheckpointReply)(nil),    // 23: sluice.wire.CheckpointReply
+	(*actor.PID)(nil),          // 24: actor.PID
 }
 var file_wire_proto_depIdxs = []int32{
 	1,  // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
-	23, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
+	24, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
 	4,  // 2: sluice.wire.RecordBatch.control:type_name -> sluice.wire.Control
 	4,  // 3: sluice.wire.Bounce.control:type_name -> sluice.wire.Control
-	23, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
+	24, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
 	0,  // 5: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
 	11, // 6: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
 	8,  // 7: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
-	23, // 8: sluice.wire.CheckpointTrigger.coordinator:type_name -> actor.PID
-	23, // 9: sluice.wire.Rollback.coordinator:type_name -> actor.PID
+	24, // 8: sluice.wire.CheckpointTrigger.coordinator:type_name -> actor.PID
+	24, // 9: sluice.wire.Rollback.coordinator:type_name -> actor.PID
 	10, // [10:10] is the sub-list for method output_type
 	10, // [10:10] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
@@ -1819,7 +1903,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

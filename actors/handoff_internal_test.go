@@ -1,0 +1,124 @@
+package actors
+
+import (
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/persistence"
+	"github.com/sluicehq/sluice/topology"
+)
+
+// handoffNode returns a node with only what the coordinator's handoff code
+// uses here: a state database, a log and a rollback generation.
+func handoffNode(t *testing.T, gen uint64) *Node {
+	t.Helper()
+	db, err := persistence.Open(t.TempDir(), persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	n := &Node{db: db, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	n.gen.Store(gen)
+	return n
+}
+
+// fillGroups writes one key into each of op's key groups [first, end).
+func fillGroups(t *testing.T, db *persistence.DB, op string, first, end int) {
+	t.Helper()
+	s := db.NewStore(op)
+	for g := first; g < end; g++ {
+		s.Set(g, []byte("k"), []byte("v"))
+	}
+	if err := s.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groupsWithData returns the key groups of op in [0, end) holding data.
+func groupsWithData(t *testing.T, db *persistence.DB, op string, end int) []int {
+	t.Helper()
+	var out []int
+	err := db.NewStore(op).Scan(0, end, nil, func(kg int, _, _ []byte) error {
+		out = append(out, kg)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A handoff chunk read before a rollback must not land after it: the
+// receiver restores those key groups from the checkpoint, and state from
+// after the checkpoint under an instance that replays from it counts twice.
+func TestHandoffChunkOfAnotherGenerationIsRefused(t *testing.T) {
+	src := handoffNode(t, 0)
+	fillGroups(t, src.db, "count", 0, 4)
+	var kvs []*wire.KV
+	if err := src.db.ExportGroups("count", 0, 4, 1<<20, func(b []persistence.KV) error {
+		for _, kv := range b {
+			kvs = append(kvs, &wire.KV{Key: kv.Key, Value: kv.Value})
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(kvs) != 4 {
+		t.Fatalf("exported %d keys, want 4", len(kvs))
+	}
+	dst := handoffNode(t, 7)
+	c := newCoordinator(dst, "b", topology.Topology{}, nil)
+	for _, gen := range []uint64{6, 8} {
+		ack := c.onChunk(&wire.HandoffChunk{Operator: "count", FirstGroup: 0, EndGroup: 4, Replace: true, Kvs: kvs, Generation: gen})
+		if !strings.Contains(ack.Error, "rolled back") {
+			t.Fatalf("chunk of generation %d at a node in 7: ack %q, want a refusal", gen, ack.Error)
+		}
+		if got := groupsWithData(t, dst.db, "count", 8); len(got) > 0 {
+			t.Fatalf("a refused chunk wrote key groups %v", got)
+		}
+		if c.heldRuns("count", 0, 8) != nil {
+			t.Fatalf("a refused chunk marked key groups held: %v", c.heldRuns("count", 0, 8))
+		}
+	}
+	if ack := c.onChunk(&wire.HandoffChunk{Operator: "count", FirstGroup: 0, EndGroup: 4, Replace: true, Kvs: kvs, Generation: 7}); ack.Error != "" {
+		t.Fatalf("chunk of the receiver's generation refused: %s", ack.Error)
+	}
+	if got := groupsWithData(t, dst.db, "count", 8); len(got) != 4 {
+		t.Fatalf("key groups with data after the chunk: %v, want 0-3", got)
+	}
+}
+
+// After a rollback a node holds only the key groups of the instances it
+// restored: what it kept for instances released here (waiting to be asked
+// for, or being shipped) is from after the checkpoint and is dropped, so
+// that a node asking for it is told nothing is here and restores it from
+// the checkpoint.
+func TestRollbackForgetsKeyGroupsItDidNotRestore(t *testing.T) {
+	n := handoffNode(t, 3)
+	fillGroups(t, n.db, "count", 0, 8)
+	fillGroups(t, n.db, "gen", 0, 2)
+	c := newCoordinator(n, "a", topology.Topology{}, nil)
+	for g := 0; g < 8; g++ {
+		c.groups(c.held, "count")[g] = true
+	}
+	for g := 0; g < 2; g++ {
+		c.groups(c.held, "gen")[g] = true
+	}
+	c.forgetStale(rolledBackMsg{gen: 3, restored: map[string][][2]int{"count": {{0, 2}, {6, 8}}}})
+	if got, want := c.heldRuns("count", 0, 8), [][2]int{{0, 2}, {6, 8}}; !slices.Equal(got, want) {
+		t.Fatalf("held count groups after the rollback: %v, want %v", got, want)
+	}
+	if got := c.heldRuns("gen", 0, 2); got != nil {
+		t.Fatalf("held gen groups after the rollback: %v, want none", got)
+	}
+	if got, want := groupsWithData(t, n.db, "count", 8), []int{0, 1, 6, 7}; !slices.Equal(got, want) {
+		t.Fatalf("count groups with data after the rollback: %v, want %v", got, want)
+	}
+	if got := groupsWithData(t, n.db, "gen", 2); len(got) > 0 {
+		t.Fatalf("gen groups with data after the rollback: %v, want none", got)
+	}
+}
