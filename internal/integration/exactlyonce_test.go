@@ -69,20 +69,7 @@ func TestExactlyOnceStateThroughSIGKILLs(t *testing.T) {
 	c, ids := startCounting(t, records, keys)
 	c.killAtRandom(ids, kills, 2, 300*time.Millisecond, 1800*time.Millisecond)
 	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
-	// Stop the nodes one by one: each hands its state to the others, so
-	// the last one holds every count.
-	c.stop("n1")
-	c.stop("n2")
-	c.stop("n3")
-	counts := readCounts(t, c.dir+"/n3/data")
-	if len(counts) != keys {
-		t.Fatalf("%d keys counted, want %d", len(counts), keys)
-	}
-	for k, n := range counts {
-		if n != records/keys {
-			t.Fatalf("key %s counted %d times, want %d", k, n, records/keys)
-		}
-	}
+	c.stopAndCheckCounts(records, keys)
 	t.Logf("%d records through %d SIGKILLs: every key counted exactly %d times", records, kills, records/keys)
 }
 
@@ -157,22 +144,7 @@ func TestExactlyOnceStateThroughPausedNodes(t *testing.T) {
 		t.Logf("pause %d: %s paused until the others counted %d without it, fenced itself on resuming (%v), restarted", k+1, victim, before+2000, err)
 	}
 	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
-	c.stop("n1")
-	c.stop("n2")
-	c.stop("n3")
-	counts := readCounts(t, c.dir+"/n3/data")
-	wrong := 0
-	for k, n := range counts {
-		if n != records/keys {
-			if wrong < 10 {
-				t.Errorf("key %s counted %d times, want %d", k, n, records/keys)
-			}
-			wrong++
-		}
-	}
-	if len(counts) != keys || wrong > 0 {
-		t.Fatalf("%d keys counted (want %d), %d with a wrong count", len(counts), keys, wrong)
-	}
+	c.stopAndCheckCounts(records, keys)
 	t.Logf("%d records through 2 pauses: every key counted exactly %d times", records, records/keys)
 }
 
@@ -221,22 +193,7 @@ func TestExactlyOnceStateThroughCrashesDuringHandoffs(t *testing.T) {
 		t.Fatalf("no crash hit a pending handoff in 10 attempts: the test did not test what it is for")
 	}
 	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
-	c.stop("n1")
-	c.stop("n2")
-	c.stop("n3")
-	counts := readCounts(t, c.dir+"/n3/data")
-	wrong := 0
-	for k, n := range counts {
-		if n != records/keys {
-			if wrong < 10 {
-				t.Errorf("key %s counted %d times, want %d", k, n, records/keys)
-			}
-			wrong++
-		}
-	}
-	if len(counts) != keys || wrong > 0 {
-		t.Fatalf("%d keys counted (want %d), %d with a wrong count", len(counts), keys, wrong)
-	}
+	c.stopAndCheckCounts(records, keys)
 	t.Logf("%d records through %d crashes during handoffs: every key counted exactly %d times", records, hits, records/keys)
 }
 
@@ -266,23 +223,31 @@ func TestExactlyOnceStateThroughFastRestarts(t *testing.T) {
 		t.Logf("restart %d: %s SIGKILLed at %d counted and restarted at once", k, victim, before)
 	}
 	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
+	c.stopAndCheckCounts(records, keys)
+	t.Logf("%d records through %d fast restarts: every key counted exactly %d times", records, restarts, records/keys)
+}
+
+// stopAndCheckCounts stops n1, n2 and n3 in turn (each hands its state to
+// the others, so the last holds every count) and fails the test unless
+// each of keys keys was counted exactly records/keys times.
+func (c *cluster) stopAndCheckCounts(records, keys int) {
+	c.t.Helper()
 	c.stop("n1")
 	c.stop("n2")
 	c.stop("n3")
-	counts := readCounts(t, c.dir+"/n3/data")
+	counts := readCounts(c.t, c.dir+"/n3/data")
 	wrong := 0
 	for k, n := range counts {
-		if n != records/keys {
+		if n != int64(records/keys) {
 			if wrong < 10 {
-				t.Errorf("key %s counted %d times, want %d", k, n, records/keys)
+				c.t.Errorf("key %s counted %d times, want %d", k, n, records/keys)
 			}
 			wrong++
 		}
 	}
 	if len(counts) != keys || wrong > 0 {
-		t.Fatalf("%d keys counted (want %d), %d with a wrong count", len(counts), keys, wrong)
+		c.t.Fatalf("%d keys counted (want %d), %d with a wrong count", len(counts), keys, wrong)
 	}
-	t.Logf("%d records through %d fast restarts: every key counted exactly %d times", records, restarts, records/keys)
 }
 
 // noneSees reports whether no running node lists id as a member.
