@@ -106,8 +106,10 @@ func (i *instance) onBarrier(u upstream, id uint64) {
 	}
 	if id > in.aligning {
 		if in.aligning != 0 {
+			i.log.Debug("checkpoint alignment overtaken", "checkpoint", in.aligning, "by", id)
 			i.abandonAlignment() // a newer checkpoint overtook it
 		}
+		i.log.Debug("aligning", "checkpoint", id, "first", fmt.Sprintf("%s/%d", u.op, u.index))
 		in.aligning = id
 		in.arrived = make(map[upstream]bool)
 	}
@@ -148,6 +150,7 @@ func (i *instance) snapshotAt(id uint64, triggered bool) {
 	in := &i.ins
 	in.last = id
 	in.aligning, in.arrived = 0, nil
+	i.log.Debug("snapshot", "checkpoint", id, "triggered", triggered, "blocked", len(in.blocked))
 	err := i.prepareCheckpoint(id)
 	i.out.Emit(flow.Control{Kind: flow.Barrier, Checkpoint: id}, i.outputs)
 	i.send(false)
@@ -245,12 +248,17 @@ func (i *instance) commitSink(id uint64) {
 	i.log.Debug("sink committed", "checkpoint", id, "took", time.Since(start))
 }
 
-// onCheckpointAbort drops what the instance holds for checkpoint id.
+// onCheckpointAbort drops what the instance holds for checkpoint id. Its
+// barriers still on their way are stale from now on: one arriving later
+// must not start an alignment that holds input for a checkpoint nobody
+// waits for (until a newer checkpoint's barriers overtake it).
 func (i *instance) onCheckpointAbort(id uint64) {
 	if i.ins.aligning != 0 && i.ins.aligning <= id {
+		i.log.Debug("checkpoint alignment abandoned", "checkpoint", i.ins.aligning, "aborted", id)
 		i.abandonAlignment()
 		i.drain()
 	}
+	i.ins.last = max(i.ins.last, id)
 	i.onCheckpointTaken(id)
 }
 
