@@ -261,13 +261,8 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 		if was[m.ID] && inc[m.ID] != "" && m.Meta[metaIncarnation] != "" && inc[m.ID] != m.Meta[metaIncarnation] {
 			c.n.log.Warn("a node restarted before it was seen gone", "node", m.ID, "address", m.Address)
 			c.n.memberEvent(EventMemberLeft, m.ID)
-			c.crashed = append(c.crashed, m.ID)
-			if c.n.cfg.AtLeastOnce {
-				for _, li := range c.local {
-					c.n.system.Root.Send(li.inst.pid, rewindMsg{})
-				}
-			}
 			delete(c.leaving, m.ID)
+			c.memberCrashed(m.ID)
 			for _, a := range c.acq {
 				if _, asked := a.addrs[m.ID]; asked {
 					a.addrs[m.ID] = m.Address
@@ -286,15 +281,21 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 	for id := range was {
 		c.n.memberEvent(EventMemberLeft, id)
 		if !c.leaving[id] {
-			c.crashed = append(c.crashed, id)
+			c.memberCrashed(id)
 		}
-		if !c.leaving[id] && c.n.cfg.AtLeastOnce {
-			// A crash: what was in flight to it, and its instances'
-			// uncommitted work, is lost; sources replay.
-			c.n.log.Warn("a node crashed; rewinding replayable sources", "node", id)
-			for _, li := range c.local {
-				c.n.system.Root.Send(li.inst.pid, rewindMsg{})
-			}
+	}
+}
+
+// memberCrashed records that member id left without announcing it: the
+// checkpointer hears of it (exactly-once rolls back), and under
+// at-least-once what was in flight to it, and its instances' uncommitted
+// work, is lost, so sources replay.
+func (c *coordinator) memberCrashed(id string) {
+	c.crashed = append(c.crashed, id)
+	if c.n.cfg.AtLeastOnce {
+		c.n.log.Warn("a node crashed; rewinding replayable sources", "node", id)
+		for _, li := range c.local {
+			c.n.system.Root.Send(li.inst.pid, rewindMsg{})
 		}
 	}
 }
