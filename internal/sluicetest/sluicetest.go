@@ -170,15 +170,33 @@ func Must(t testing.TB, err error) {
 }
 
 // Logger returns a logger that writes to the test's log at Warn and above,
-// so that runtime warnings show up with the failing test only.
+// so that runtime warnings show up with the failing test only. Lines
+// logged once the test's cleanups have run are dropped: a goroutine of a
+// library can outlive a stopped node by moments (grpc finishing a
+// connection attempt calls the node's transport credentials, which log),
+// and testing panics on a log after the test completed.
 func Logger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	w := &testWriter{t: t}
+	t.Cleanup(func() {
+		w.mu.Lock()
+		w.done = true
+		w.mu.Unlock()
+	})
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type testWriter struct{ t testing.TB }
+type testWriter struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool // the test's cleanups ran
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
+func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.done {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
 	return len(p), nil
 }
