@@ -455,9 +455,14 @@ type rolledBackMsg struct {
 // a rollback (those of instances released here, waiting to be shipped or
 // being shipped): their data is from after the checkpoint the cluster went
 // back to, so it must not be handed to anyone. A node that asks for them
-// is told nothing is here, and restores them from the checkpoint.
+// is told nothing is here, and restores them from the checkpoint. The state
+// of an operator no longer deployed (killed without purge) is no instance's
+// and did not change since the kill: it stays for a redeploy.
 func (c *coordinator) forgetStale(m rolledBackMsg) {
 	for op, held := range c.held {
+		if _, deployed := c.topo.Find(op); !deployed {
+			continue
+		}
 		keep := make([]bool, len(held))
 		for _, r := range m.restored[op] {
 			for g := r[0]; g < r[1] && g < len(keep); g++ {

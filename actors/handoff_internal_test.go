@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -101,14 +102,27 @@ func TestRollbackForgetsKeyGroupsItDidNotRestore(t *testing.T) {
 	n := handoffNode(t, 3)
 	fillGroups(t, n.db, "count", 0, 8)
 	fillGroups(t, n.db, "gen", 0, 2)
-	c := newCoordinator(n, "a", topology.Topology{}, nil)
+	fillGroups(t, n.db, "killed", 0, 2)
+	topo := topology.Topology{Operators: []topology.OperatorSpec{
+		{Kind: "count", Meta: core.Metadata{Name: "count", Parallelism: 2}},
+		{Kind: "gen", Meta: core.Metadata{Name: "gen", Parallelism: 1}},
+	}}
+	c := newCoordinator(n, "a", topo, nil)
 	for g := 0; g < 8; g++ {
 		c.groups(c.held, "count")[g] = true
 	}
 	for g := 0; g < 2; g++ {
 		c.groups(c.held, "gen")[g] = true
+		c.groups(c.held, "killed")[g] = true
 	}
 	c.forgetStale(rolledBackMsg{gen: 3, restored: map[string][][2]int{"count": {{0, 2}, {6, 8}}}})
+	// An operator killed without purge keeps its state for a redeploy.
+	if got, want := c.heldRuns("killed", 0, 2), [][2]int{{0, 2}}; !slices.Equal(got, want) {
+		t.Fatalf("held groups of a killed operator after the rollback: %v, want %v", got, want)
+	}
+	if got := groupsWithData(t, n.db, "killed", 2); len(got) != 2 {
+		t.Fatalf("a killed operator's groups with data after the rollback: %v, want 0-1", got)
+	}
 	if got, want := c.heldRuns("count", 0, 8), [][2]int{{0, 2}, {6, 8}}; !slices.Equal(got, want) {
 		t.Fatalf("held count groups after the rollback: %v, want %v", got, want)
 	}
