@@ -151,6 +151,8 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		c.onRollback(m)
 	case ckResetMsg:
 		c.onReset(m)
+	case ckRestoringMsg:
+		c.onRestoring(m)
 	case ckRestoredMsg:
 		c.onRestored(m)
 	// The coordinator's messages (ckcoord.go).

@@ -30,7 +30,7 @@ const coordinatorName = "sluice-coordinator"
 // behind), and DONE once it has shipped every overlapping key group it
 // held, as HandoffChunks that the requester writes to its own database.
 // So an instance is never active on two nodes at once, and its state moves
-// with it. A member that leaves the membership (crash) counts as DONE: what
+// with it (a rollback keeps that: see onRolledBack). A member that leaves the membership (crash) counts as DONE: what
 // it held is lost, and the instance starts from what this node has.
 type coordinator struct {
 	n      *Node
@@ -56,6 +56,11 @@ type coordinator struct {
 	exporting map[string]bool // requester|op|first|end of exports in progress
 
 	nextAcq uint64 // id of the last acquisition started
+	// gen is the rollback generation whose stale state this node has
+	// dropped (onRolledBack): while the node's generation is newer, a
+	// rollback is under way here and what it holds may be from after the
+	// checkpoint, so it neither ships nor takes state, nor activates.
+	gen uint64
 
 	ready  chan struct{} // closed after the first placement
 	ticker *time.Ticker
@@ -131,6 +136,7 @@ func newCoordinator(n *Node, selfID string, topo topology.Topology, held map[str
 		purged:    make(map[string]bool),
 		exporting: make(map[string]bool),
 		ready:     make(chan struct{}),
+		gen:       n.gen.Load(),
 	}
 }
 
@@ -223,7 +229,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 	case exportDone:
 		c.onExportDone(m)
 	case rolledBackMsg:
-		c.forgetStale(m)
+		c.onRolledBack(m)
 	case *wire.Leaving:
 		if !c.n.vouched(ctx, "Leaving", m.Node) {
 			return

@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicehq/sluice/actors/wire"
+	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/placement"
 )
@@ -33,7 +34,7 @@ type acquisition struct {
 	notYet    map[string]bool
 	abandoned time.Time // when it was abandoned; zero while live
 	shipped   int       // key groups other members shipped
-	heldHere  bool      // this node held some of the key groups already
+	gen       uint64    // the coordinator's generation when it started
 }
 
 // abandonedTimeout bounds how long an abandoned acquisition waits for
@@ -44,15 +45,9 @@ const abandonedTimeout = 30 * time.Second
 // k's key groups.
 func (c *coordinator) startAcquisition(k instKey, li *localInst) {
 	c.abandon(k)
-	heldHere := false
-	for g := li.inst.lo; g < li.inst.hi; g++ {
-		if h := c.held[k.op]; h != nil && h[g] {
-			heldHere = true
-		}
-	}
 	c.nextAcq++
 	a := &acquisition{id: c.nextAcq, li: li, waiting: make(map[string]time.Time), notYet: make(map[string]bool),
-		answered: make(map[string]bool), addrs: make(map[string]string), heldHere: heldHere}
+		answered: make(map[string]bool), addrs: make(map[string]string), gen: c.gen}
 	c.acq[a.id] = a
 	c.current[k] = a
 	c.n.log.Debug("acquiring", "instance", k.String(), "acq", a.id, "members", len(c.members))
@@ -116,6 +111,13 @@ func (c *coordinator) ownerOf(k instKey) string {
 func (c *coordinator) serve(req *wire.HandoffRequest) {
 	first, end := int(req.FirstGroup), int(req.EndGroup)
 	reqKey := instKey{op: req.Operator, epoch: req.Epoch, index: int(req.Index)}
+	if c.rollingBack() {
+		// What this node holds may be from after the checkpoint the
+		// cluster goes back to: answer once onRolledBack dropped that.
+		c.n.log.Debug("request waits for the rollback", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition)
+		c.waiting = append(c.waiting, req)
+		return
+	}
 	// Answer only a requester that owns the instance in this node's view
 	// too: state goes only where both agree it belongs, and a requester
 	// whose view is behind (or ahead) waits until the views agree.
@@ -173,9 +175,9 @@ func (c *coordinator) serve(req *wire.HandoffRequest) {
 			sh[g] = true
 		}
 	}
-	n := c.n
+	n, gen := c.n, c.gen
 	n.goFunc(func() {
-		err := n.export(req, runs)
+		err := n.export(req, runs, gen)
 		n.system.Root.Send(actor.NewPID(n.addr, coordinatorName), exportDone{req: req, runs: runs, err: err, key: key})
 	})
 }
@@ -272,8 +274,12 @@ func (c *coordinator) onReply(m *wire.HandoffReply) {
 // key groups from the checkpoint (or did already; writing the chunk now
 // would put state from after the checkpoint under an instance that replays
 // from it); if newer, this node's rollback is on its way and will.
+//
+// So is any chunk while this node rolls back: the groups it writes would
+// be dropped as stale when the rollback ends here (the sender keeps them
+// and ships them again when asked again).
 func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
-	if gen := c.n.gen.Load(); m.Generation != gen {
+	if gen := c.n.gen.Load(); m.Generation != gen || c.rollingBack() {
 		c.n.log.Info("refused a handoff chunk of another rollback generation", "operator", m.Operator,
 			"first", m.FirstGroup, "end", m.EndGroup, "chunk generation", m.Generation, "generation", gen)
 		return &wire.HandoffAck{Error: fmt.Sprintf("%v: chunk of generation %d, receiver in %d", errRolledBack, m.Generation, gen)}
@@ -315,27 +321,39 @@ func (c *coordinator) askedOf(peer string, m *wire.HandoffChunk) bool {
 }
 
 // checkAll activates instances whose requests have all been answered.
+//
+// Whether the instance has its state is read from the held groups when it
+// activates, not counted from its acquisition's answers: state may have
+// landed for an earlier acquisition of the same groups, abandoned since.
 func (c *coordinator) checkAll() {
+	if c.rollingBack() {
+		return // onRolledBack asks again for what the rollback left
+	}
 	for k, a := range c.current {
-		if len(a.waiting) > 0 || a.li.state != lsAwaiting {
+		if len(a.waiting) > 0 || a.li.state != lsAwaiting || a.gen != c.gen {
 			continue
 		}
 		delete(c.current, k)
 		delete(c.acq, a.id)
 		held := c.groups(c.held, k.op)
+		have := slices.Contains(held[a.li.inst.lo:a.li.inst.hi], true)
 		for g := a.li.inst.lo; g < a.li.inst.hi; g++ {
 			held[g] = true
 		}
 		a.li.state = lsActive
-		restore := c.n.cfg.StateLog != nil && a.shipped == 0 && !a.heldHere
+		restore := c.n.cfg.StateLog != nil && !have
 		// Exactly-once: state no live member handed over restores from the
 		// base checkpoint; so does what this node held when it started (it
 		// may be ahead of the newest complete checkpoint).
-		fromCk := c.n.cfg.Checkpoints != nil && a.shipped == 0 && (!a.heldHere || c.takeStartup(k.op, a.li.inst.lo, a.li.inst.hi))
-		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore, "checkpoint", fromCk)
-		c.n.system.Root.Send(a.li.inst.pid, activateMsg{restore: restore, checkpoint: fromCk})
+		fromCk := c.n.cfg.Checkpoints != nil && (!have || a.shipped == 0 && c.takeStartup(k.op, a.li.inst.lo, a.li.inst.hi))
+		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore, "checkpoint", fromCk, "shipped", a.shipped)
+		c.n.system.Root.Send(a.li.inst.pid, activateMsg{gen: c.gen, restore: restore, checkpoint: fromCk})
 	}
 }
+
+// rollingBack reports whether this node is rolling back: its generation
+// moved on and onRolledBack has not run for it yet.
+func (c *coordinator) rollingBack() bool { return c.n.gen.Load() != c.gen }
 
 // groups returns the per-group flags of op in m, creating them.
 func (c *coordinator) groups(m map[string][]bool, op string) []bool {
@@ -379,10 +397,9 @@ const handoffChunkTimeout = 30 * time.Second
 //
 // Under exactly-once a rollback stops an export (errRolledBack): the
 // rollback restores every key group from a checkpoint, so what was read
-// before it is stale; the chunks carry the generation they were read in
-// and a receiver in another generation refuses them.
-func (n *Node) export(req *wire.HandoffRequest, runs [][2]int) error {
-	gen := n.gen.Load()
+// before it is stale; the chunks carry the generation gen they were read
+// in and a receiver in another generation refuses them.
+func (n *Node) export(req *wire.HandoffRequest, runs [][2]int, gen uint64) error {
 	for _, r := range runs {
 		first := true
 		send := func(kvs []persistence.KV) error {
@@ -443,28 +460,75 @@ func (c *coordinator) takeStartup(op string, first, end int) bool {
 	return found
 }
 
-// rolledBackMsg tells the coordinator which key groups this node's
-// rollback to a checkpoint restored (op → runs), those of the instances
-// placed here.
+// rolledBackMsg tells the coordinator that every instance of this node
+// was reset for the rollback to checkpoint meta (nil: none) in generation
+// gen.
 type rolledBackMsg struct {
-	gen      uint64
-	restored map[string][][2]int
+	gen  uint64
+	meta *checkpoint.Meta
 }
 
-// forgetStale drops the key groups this node held but did not restore in
-// a rollback (those of instances released here, waiting to be shipped or
+// onRolledBack restores the instances that were active here from the
+// rollback's checkpoint, drops the rest of what this node held, and asks
+// again for the state of the instances that were awaiting it.
+//
+// Only the active ones are restored by the rollback: an awaiting instance
+// activated now could be active on two nodes at once (the node it waits
+// for may run it still, in a view that differs) or have state shipped to
+// it under its feet. It stays awaiting, and its acquisition starts again:
+// the answers to the old one may carry state from before the rollback.
+// When every member has answered the new one, it activates with what was
+// shipped in this generation or, if nothing was, restores from the
+// checkpoint (the node's base).
+func (c *coordinator) onRolledBack(m rolledBackMsg) {
+	if m.gen < c.gen {
+		return // superseded by a later rollback
+	}
+	c.gen = m.gen
+	restored := make(map[string][][2]int)
+	var keys []instKey
+	for k, li := range c.local {
+		if spec, ok := c.topo.Find(k.op); li.state != lsActive || !ok || spec.Epoch != k.epoch {
+			continue
+		}
+		keys = append(keys, k)
+		restored[k.op] = append(restored[k.op], [2]int{li.inst.lo, li.inst.hi})
+	}
+	c.forgetStale(m.gen, restored)
+	// The checkpointer hears which instances restore before any of them
+	// reports (local sends are queued in order).
+	c.n.system.Root.Send(c.n.ckpt, ckRestoringMsg{gen: m.gen, keys: keys})
+	for _, k := range keys {
+		c.n.system.Root.Send(c.local[k].inst.pid, restoreMsg{gen: m.gen, meta: m.meta})
+	}
+	var again []instKey
+	for k, a := range c.current {
+		if a.gen != c.gen {
+			again = append(again, k)
+		}
+	}
+	for _, k := range again {
+		c.n.log.Debug("asking again for state after the rollback", "instance", k.String(), "generation", m.gen)
+		c.startAcquisition(k, c.current[k].li)
+	}
+	c.serveWaiting()
+	c.checkAll()
+}
+
+// forgetStale drops the key groups this node held but does not restore in
+// the rollback to generation gen (those of instances released here, waiting to be shipped or
 // being shipped): their data is from after the checkpoint the cluster went
 // back to, so it must not be handed to anyone. A node that asks for them
 // is told nothing is here, and restores them from the checkpoint. The state
 // of an operator no longer deployed (killed without purge) is no instance's
 // and did not change since the kill: it stays for a redeploy.
-func (c *coordinator) forgetStale(m rolledBackMsg) {
+func (c *coordinator) forgetStale(gen uint64, restored map[string][][2]int) {
 	for op, held := range c.held {
 		if _, deployed := c.topo.Find(op); !deployed {
 			continue
 		}
 		keep := make([]bool, len(held))
-		for _, r := range m.restored[op] {
+		for _, r := range restored[op] {
 			for g := r[0]; g < r[1] && g < len(keep); g++ {
 				keep[g] = true
 			}
@@ -482,7 +546,7 @@ func (c *coordinator) forgetStale(m rolledBackMsg) {
 			}
 		}
 		for _, r := range stale {
-			c.n.log.Info("dropping key groups left from before the rollback", "operator", op, "first", r[0], "end", r[1], "generation", m.gen)
+			c.n.log.Info("dropping key groups left from before the rollback", "operator", op, "first", r[0], "end", r[1], "generation", gen)
 			if err := c.n.db.DeleteGroups(op, r[0], r[1]); err != nil {
 				// Not held any more, so never shipped or used; a later
 				// acquisition here restores them from a checkpoint.

@@ -115,7 +115,7 @@ func TestRollbackForgetsKeyGroupsItDidNotRestore(t *testing.T) {
 		c.groups(c.held, "gen")[g] = true
 		c.groups(c.held, "killed")[g] = true
 	}
-	c.forgetStale(rolledBackMsg{gen: 3, restored: map[string][][2]int{"count": {{0, 2}, {6, 8}}}})
+	c.forgetStale(3, map[string][][2]int{"count": {{0, 2}, {6, 8}}})
 	// An operator killed without purge keeps its state for a redeploy.
 	if got, want := c.heldRuns("killed", 0, 2), [][2]int{{0, 2}}; !slices.Equal(got, want) {
 		t.Fatalf("held groups of a killed operator after the rollback: %v, want %v", got, want)
@@ -134,5 +134,35 @@ func TestRollbackForgetsKeyGroupsItDidNotRestore(t *testing.T) {
 	}
 	if got := groupsWithData(t, n.db, "gen", 2); len(got) > 0 {
 		t.Fatalf("gen groups with data after the rollback: %v, want none", got)
+	}
+}
+
+// While a node rolls back (its generation moved on, its stale state not yet
+// dropped) it neither takes state nor ships it: a chunk would be dropped as
+// stale when the rollback ends, and what it holds may be from after the
+// checkpoint. Requests wait for the rollback's end.
+func TestNodeRollingBackNeitherTakesNorShipsState(t *testing.T) {
+	n := handoffNode(t, 5)
+	fillGroups(t, n.db, "count", 0, 4)
+	topo := topology.Topology{Operators: []topology.OperatorSpec{
+		{Kind: "count", Meta: core.Metadata{Name: "count", Parallelism: 1}},
+	}}
+	c := newCoordinator(n, "a", topo, map[string][]bool{"count": slices.Repeat([]bool{true}, maxKeyGroups)})
+	n.gen.Store(6) // the rollback to generation 6 has begun here
+	ack := c.onChunk(&wire.HandoffChunk{Operator: "count", FirstGroup: 4, EndGroup: 8, Replace: true, Generation: 6})
+	if !strings.Contains(ack.Error, "rolled back") {
+		t.Fatalf("chunk while rolling back: ack %q, want a refusal", ack.Error)
+	}
+	c.serve(&wire.HandoffRequest{Operator: "count", Epoch: 0, Index: 0, FirstGroup: 0, EndGroup: 4, Requester: "b", Acquisition: 1})
+	if len(c.waiting) != 1 || len(c.exporting) != 0 {
+		t.Fatalf("request while rolling back: %d waiting, %d exporting; want it waiting", len(c.waiting), len(c.exporting))
+	}
+	c.forgetStale(6, nil)
+	c.gen = 6
+	if c.rollingBack() {
+		t.Fatal("still rolling back after the stale state was dropped")
+	}
+	if ack := c.onChunk(&wire.HandoffChunk{Operator: "count", FirstGroup: 4, EndGroup: 8, Replace: true, Generation: 6}); ack.Error != "" {
+		t.Fatalf("chunk after the rollback refused: %s", ack.Error)
 	}
 }

@@ -290,6 +290,12 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 			i.observedCommit(!i.node.cfg.NoSync)
 		}
 	case activateMsg:
+		if m.gen != i.gen {
+			// Sent before a rollback that reset this instance since: the
+			// coordinator restores it or asks for its state again.
+			i.log.Debug("ignoring an activation from before a rollback", "sent in", m.gen, "generation", i.gen)
+			return
+		}
 		base := i.node.base.Load()
 		if m.checkpoint && i.mode == modeAwaiting {
 			base = i.node.restoreBase(base)

@@ -64,8 +64,9 @@ type (
 	// activateMsg starts an instance's timers and polling once every
 	// instance of the node exists.
 	activateMsg struct {
-		restore    bool // no node handed the state over: restore it from the state log
-		checkpoint bool // restore it from the base checkpoint (exactly-once)
+		gen        uint64 // the rollback generation it was sent in: a reset instance ignores older ones
+		restore    bool   // no node handed the state over: restore it from the state log
+		checkpoint bool   // restore it from the base checkpoint (exactly-once)
 	}
 	// quiesceMsg asks an instance whether it holds unsent output or
 	// unprocessed input; the answer goes to reply: empty when it holds

@@ -27,9 +27,10 @@ import (
 // yet sent is discarded, uncommitted state writes and the operator value
 // go; batches of earlier generations arriving later are dropped, and those
 // of G that arrive before an instance reset wait for it. Then every
-// instance placed on the node restores its key groups from C (from the
-// node's own copy of C when it held them, else fetched from the store)
-// and starts again: sources produce again from the positions in C, and
+// instance that was active on the node restores its key groups from C
+// (from the node's own copy of C when it held them, else fetched from the
+// store) and starts again, and those awaiting their state ask for it again
+// (coordinator.onRolledBack): sources produce again from the positions in C, and
 // Committer sinks commit what C had prepared and discard the rest. With
 // no complete checkpoint (C = 0) every key group starts empty.
 
@@ -46,6 +47,12 @@ type (
 		gen  uint64
 		meta *checkpoint.Meta
 	}
+	// ckRestoringMsg tells the checkpointer which instances the
+	// coordinator made restore for the rollback in generation gen.
+	ckRestoringMsg struct {
+		gen  uint64
+		keys []instKey
+	}
 	// ckRestoredMsg reports an instance's restore.
 	ckRestoredMsg struct {
 		key instKey
@@ -60,6 +67,8 @@ type nodeRollback struct {
 	meta        *checkpoint.Meta
 	coordinator *actor.PID
 	resetting   map[instKey]*instance
+	reported    bool // every instance reset, and the coordinator told so
+	placed      bool // the coordinator said which instances restore
 	restoring   map[instKey]bool
 	failed      error
 }
@@ -222,24 +231,27 @@ func (c *checkpointer) onReset(m ckResetMsg) {
 	c.maybeRestore()
 }
 
-// maybeRestore starts the restores once every instance reset.
+// maybeRestore tells the coordinator once every instance reset: it makes
+// those that were active restore (onRolledBack) and says which.
 func (c *checkpointer) maybeRestore() {
 	rb := c.rb
-	if rb == nil || len(rb.resetting) > 0 || len(rb.restoring) > 0 {
+	if rb == nil || rb.reported || len(rb.resetting) > 0 {
 		return
 	}
-	topo := c.n.topology()
-	restored := make(map[string][][2]int)
-	for _, inst := range c.n.instances() {
-		spec, ok := topo.Find(inst.key.op)
-		if !ok || spec.Epoch != inst.key.epoch || InstanceState(inst.stateName()) == StateReleased {
-			continue
-		}
-		rb.restoring[inst.key] = true
-		restored[inst.key.op] = append(restored[inst.key.op], [2]int{inst.lo, inst.hi})
-		c.n.system.Root.Send(inst.pid, restoreMsg{gen: rb.gen, meta: rb.meta})
+	rb.reported = true
+	c.n.system.Root.Send(c.n.coord, rolledBackMsg{gen: rb.gen, meta: rb.meta})
+}
+
+// onRestoring records which instances restore for the rollback.
+func (c *checkpointer) onRestoring(m ckRestoringMsg) {
+	rb := c.rb
+	if rb == nil || m.gen != rb.gen || rb.placed {
+		return
 	}
-	c.n.system.Root.Send(c.n.coord, rolledBackMsg{gen: rb.gen, restored: restored})
+	rb.placed = true
+	for _, k := range m.keys {
+		rb.restoring[k] = true
+	}
 	c.maybeFinishRollback()
 }
 
@@ -259,7 +271,7 @@ func (c *checkpointer) onRestored(m ckRestoredMsg) {
 // maybeFinishRollback reports the rollback once every instance restored.
 func (c *checkpointer) maybeFinishRollback() {
 	rb := c.rb
-	if rb == nil || len(rb.resetting) > 0 || len(rb.restoring) > 0 {
+	if rb == nil || !rb.placed || len(rb.resetting) > 0 || len(rb.restoring) > 0 {
 		return
 	}
 	c.rb = nil
@@ -360,6 +372,8 @@ type restorer struct {
 	n     *Node
 	mu    sync.Mutex
 	snaps map[string]*persistence.Snapshot // by directory
+	users int                              // restores in progress
+	close bool                             // closeAll was asked while some were
 }
 
 // restoreGroups replaces the node's data of op's key groups [first, end)
@@ -369,6 +383,8 @@ func (n *Node) restoreGroups(meta *checkpoint.Meta, op string, first, end int) e
 	if meta == nil {
 		return n.db.DeleteGroups(op, first, end)
 	}
+	n.restorer.begin()
+	defer n.restorer.end()
 	// Each part restored replaces its groups whole (RestoreGroups excises
 	// them); the groups no part covers are emptied here. (A range deletion
 	// over the restored groups too would make each restore wait for the
@@ -439,10 +455,37 @@ func (r *restorer) open(meta *checkpoint.Meta, node string) (*persistence.Snapsh
 	return s, nil
 }
 
-// closeAll closes the opened copies and deletes the fetched ones.
+// begin and end bracket a restore: the copies it uses stay open until it
+// ends (an instance activated outside a rollback may restore while one
+// finishes).
+func (r *restorer) begin() {
+	r.mu.Lock()
+	r.users++
+	r.mu.Unlock()
+}
+
+func (r *restorer) end() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.users--; r.users == 0 && r.close {
+		r.closeLocked()
+	}
+}
+
+// closeAll closes the opened copies and deletes the fetched ones, once no
+// restore uses them.
 func (r *restorer) closeAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.users > 0 {
+		r.close = true
+		return
+	}
+	r.closeLocked()
+}
+
+func (r *restorer) closeLocked() {
+	r.close = false
 	for dir, s := range r.snaps {
 		_ = s.Close()
 		delete(r.snaps, dir)
