@@ -62,6 +62,11 @@ type checkpointer struct {
 
 	part *nodePart // this node's part of the checkpoint in progress
 	dirs map[uint64]string
+	// The newest checkpoint triggered here, its coordinator, and whether
+	// a lost barrier of it was reported (onLost).
+	trigID    uint64
+	trigCoord *actor.PID
+	lostSaid  bool
 
 	coord coordRole // the coordinator's state (ckcoord.go)
 	rb    *nodeRollback
@@ -139,6 +144,8 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		c.onTrigger(m)
 	case ckSnappedMsg:
 		c.onSnapped(m)
+	case ckLostMsg:
+		c.onLost(m)
 	case ckUploadedMsg:
 		c.onUploaded(m)
 	case ckMovedMsg:
@@ -256,6 +263,7 @@ func (c *checkpointer) onTrigger(m *wire.CheckpointTrigger) {
 	}
 	p := &nodePart{id: m.Id, coordinator: m.Coordinator, waiting: make(map[instKey]bool), received: time.Now()}
 	c.part = p
+	c.trigID, c.trigCoord, c.lostSaid = m.Id, m.Coordinator, false
 	switch {
 	case m.Generation != c.gen:
 		p.failed = fmt.Sprintf("%s: node %s is in rollback generation %d, not %d", errGeneration, c.n.cfg.NodeID, c.gen, m.Generation)
@@ -392,6 +400,22 @@ func (c *checkpointer) releaseHolds(id uint64) {
 	for _, inst := range c.n.instances() {
 		c.n.system.Root.Send(inst.pid, ckTakenMsg{id: id})
 	}
+}
+
+// onLost abandons checkpoint m.id at once: one of its barriers will not
+// reach an instance, which would hold its other inputs until the
+// checkpoint timed out. The coordinator hears of it even if this node's
+// part is done: the part that cannot complete may be another node's.
+func (c *checkpointer) onLost(m ckLostMsg) {
+	if m.id != c.trigID || c.trigCoord == nil || c.lostSaid {
+		return // an older checkpoint (over already), or said
+	}
+	c.lostSaid = true
+	c.n.log.Info("checkpoint abandoned: a barrier was lost", "checkpoint", m.id, "reason", m.reason)
+	if p := c.part; p != nil && p.id == m.id && !p.uploading {
+		c.failPart(m.reason)
+	}
+	c.n.system.Root.Send(c.trigCoord, &wire.CheckpointPart{Id: m.id, Node: c.n.cfg.NodeID, Error: m.reason})
 }
 
 // onMoved fails this node's part of checkpoint m.id: an instance moved

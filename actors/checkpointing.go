@@ -44,6 +44,16 @@ type ckCompleteMsg struct {
 // ckAbortMsg tells an instance that checkpoint id was abandoned.
 type ckAbortMsg struct{ id uint64 }
 
+// ckLostMsg tells the node's checkpointer that a barrier of checkpoint id
+// will not reach a destination (an output changing its layout did not
+// take it, or it came back bounced): the instances downstream would wait
+// for it until the checkpoint times out, holding their other inputs, so
+// the checkpoint is abandoned now.
+type ckLostMsg struct {
+	id     uint64
+	reason string
+}
+
 // ckMovedMsg tells the node's checkpointer that an instance holding
 // commits for checkpoint id moves away and commits what it wrote after the
 // barrier: the node's copy for id, if not taken before that commit, would
@@ -152,7 +162,10 @@ func (i *instance) snapshotAt(id uint64, triggered bool) {
 	in.aligning, in.arrived = 0, nil
 	i.log.Debug("snapshot", "checkpoint", id, "triggered", triggered, "blocked", len(in.blocked))
 	err := i.prepareCheckpoint(id)
-	i.out.Emit(flow.Control{Kind: flow.Barrier, Checkpoint: id}, i.outputs)
+	if n := i.out.Emit(flow.Control{Kind: flow.Barrier, Checkpoint: id}, i.outputs); n > 0 {
+		i.node.system.Root.Send(i.node.ckpt, ckLostMsg{id: id,
+			reason: fmt.Sprintf("operator %s: %d output(s) changing layout (an instance moved) did not take barrier %d", i.key, n, id)})
+	}
 	i.send(false)
 	i.node.system.Root.Send(i.node.ckpt, ckSnappedMsg{id: id, key: i.key, err: err, triggered: triggered,
 		groups: checkpoint.Groups{Operator: i.key.op, Epoch: i.key.epoch, Index: i.key.index, First: i.lo, End: i.hi}})

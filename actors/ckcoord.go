@@ -298,7 +298,13 @@ func (c *checkpointer) coordTrigger() {
 // coordOnPart records a member's part.
 func (c *checkpointer) coordOnPart(m *wire.CheckpointPart) {
 	p := c.coord.pending
-	if p == nil || p.id != m.Id || !p.waiting[m.Node] {
+	if p == nil || p.id != m.Id {
+		return
+	}
+	// An error counts even from a node whose part came in already: a
+	// barrier its instances sent was lost (checkpointer.onLost); not once
+	// every part is in (they all got their barriers) and it completes.
+	if !p.waiting[m.Node] && (m.Error == "" || p.completing) {
 		return
 	}
 	if m.Error != "" {

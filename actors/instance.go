@@ -470,6 +470,10 @@ func (i *instance) stateName() string {
 
 // onBounce takes back records a destination did not process.
 func (i *instance) onBounce(slot int32, seq uint64, recs []core.Record, c *flow.Control) {
+	if c != nil && c.Kind == flow.Barrier && i.exactlyOnce() {
+		i.node.system.Root.Send(i.node.ckpt, ckLostMsg{id: c.Checkpoint,
+			reason: fmt.Sprintf("operator %s: barrier %d came back from an instance that moved", i.key, c.Checkpoint)})
+	}
 	if b := i.out.Bounce(slot, recs, c); b != nil && i.node.cfg.AtLeastOnce {
 		i.dropSnapshotsOn(b, seq)
 	}

@@ -328,23 +328,27 @@ func (p *Producer) maybeThaw(so *subOut) {
 
 // Emit sends control c on every edge of the given streams (the producer's
 // outputs), after every record produced to them so far. A subscription in
-// the middle of a layout change gets it once the change is through
-// (barriers excepted: the change aborts the checkpoint). Call it between
-// attempts.
-func (p *Producer) Emit(c Control, streams []string) {
+// the middle of a layout change gets it once the change is through,
+// barriers excepted: the checkpoint cannot complete, and Emit returns how
+// many subscriptions did not get the barrier, so that the caller has it
+// abandoned. Call it between attempts.
+func (p *Producer) Emit(c Control, streams []string) (dropped int) {
 	for _, stream := range streams {
 		for _, so := range p.streams[stream] {
-			p.emitTo(so, c)
+			if !p.emitTo(so, c) {
+				dropped++
+			}
 		}
 	}
+	return dropped
 }
 
 // emitTo appends c to every buffer of so's layout, or holds it while so is
-// frozen.
-func (p *Producer) emitTo(so *subOut, c Control) {
+// frozen; it reports false for a barrier that so, frozen, will not send.
+func (p *Producer) emitTo(so *subOut, c Control) bool {
 	if so.frozen {
 		so.hold(c)
-		return
+		return c.Kind != Barrier
 	}
 	for _, b := range so.bufs {
 		if !b.isDirty {
@@ -355,6 +359,7 @@ func (p *Producer) emitTo(so *subOut, c Control) {
 		b.recs.Close(c)
 		p.anyReady = true
 	}
+	return true
 }
 
 // Produce routes rec to every operator subscribed to stream; a record of a
@@ -622,7 +627,7 @@ func (p *Producer) Bounce(slot int32, recs []core.Record, c *Control) *Buf {
 			p.route(so, rec)
 		}
 		if c != nil && c.Kind != Barrier {
-			p.emitTo(so, *c)
+			_ = p.emitTo(so, *c) // not a barrier: always taken
 		}
 		return b
 	}

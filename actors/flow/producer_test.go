@@ -388,8 +388,13 @@ func TestControlsHeldAcrossALayoutChange(t *testing.T) {
 	h.table.Store(table(2, core.GroupBy, moved, "a", "b"))
 	p.Begin()
 	p.Produce("s", rec(1))
-	p.Emit(Control{Kind: Watermark, Watermark: time.Unix(1, 0)}, []string{"s"})
-	p.Emit(Control{Kind: Barrier, Checkpoint: 3}, []string{"s"})
+	if n := p.Emit(Control{Kind: Watermark, Watermark: time.Unix(1, 0)}, []string{"s"}); n != 0 {
+		t.Fatalf("a watermark emitted while frozen: %d dropped, want 0 (held)", n)
+	}
+	// A barrier is not held: Emit says so, for the checkpoint to be abandoned.
+	if n := p.Emit(Control{Kind: Barrier, Checkpoint: 3}, []string{"s"}); n != 1 {
+		t.Fatalf("a barrier emitted while frozen: %d dropped, want 1", n)
+	}
 	p.Emit(Control{Kind: Watermark, Watermark: time.Unix(2, 0)}, []string{"s"})
 	p.Emit(Control{Kind: EndOfStream}, []string{"s"})
 	p.Emit(Control{Kind: Watermark, Watermark: time.Unix(3, 0)}, []string{"s"}) // after the end: ignored
