@@ -293,8 +293,12 @@ func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
 		return &wire.HandoffAck{Error: err.Error()}
 	}
 	held := c.groups(c.held, m.Operator)
+	startup := c.startup[m.Operator] // what it replaces is not what this node started with
 	for g := int(m.FirstGroup); g < int(m.EndGroup) && g < len(held); g++ {
 		held[g] = true
+		if startup != nil {
+			startup[g] = false
+		}
 	}
 	return &wire.HandoffAck{}
 }
