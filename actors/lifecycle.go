@@ -30,8 +30,16 @@ func (i *instance) saveCounters() {
 }
 
 // commit writes the instance's state, unless a checkpoint holds commits
-// (see checkpointing.go).
-func (i *instance) commit(sync bool) {
+// (see checkpointing.go). The state is in Pebble when it returns.
+func (i *instance) commit(sync bool) { i.commitState(sync, false) }
+
+// commitState is commit; with background, the periodic commit, Pebble
+// applies the batch (and syncs the WAL) off the instance's goroutine where
+// nothing waits for the commit to be durable: without a guarantee, and
+// under exactly-once, where a checkpoint's own commit (prepareCheckpoint)
+// is synchronous and waits for this one. At-least-once and the state log
+// take a durability point right after the commit, so they wait for it.
+func (i *instance) commitState(sync, background bool) {
 	if i.ckHold != 0 {
 		return
 	}
@@ -39,9 +47,12 @@ func (i *instance) commit(sync bool) {
 	i.saveWatermark()
 	flushed := i.flushOperator()
 	var err error
-	if i.node.cfg.StateLog != nil {
+	switch {
+	case i.node.cfg.StateLog != nil:
 		err = i.store.CommitLogged(sync, &i.logBacklog)
-	} else {
+	case background && !i.node.cfg.AtLeastOnce:
+		err = i.store.CommitAsync(sync)
+	default:
 		err = i.store.Commit(sync)
 	}
 	repeated := errors.Is(err, persistence.ErrFailed) && errors.Is(i.commitErr, persistence.ErrFailed)

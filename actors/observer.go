@@ -98,15 +98,17 @@ func (i *instance) observeStages(obs Observer, rec *core.Record, m *batchMsg, st
 	}
 }
 
-// observedCommit is commit(sync), timed for a StageObserver.
+// observedCommit is the periodic commit (in the background where it can
+// be: commitState), timed for a StageObserver: the time the instance
+// spent on it.
 func (i *instance) observedCommit(sync bool) {
 	so, ok := i.node.cfg.Observer.(StageObserver)
 	if !ok || i.ckHold != 0 {
-		i.commit(sync)
+		i.commitState(sync, true)
 		return
 	}
 	start := time.Now()
-	i.commit(sync)
+	i.commitState(sync, true)
 	so.Stage(i.key.op, i.key.index, StageCommit, time.Since(start))
 }
 

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 )
 
 // Store is one operator instance's view of the DB: state and timers of the
@@ -14,23 +16,33 @@ import (
 // read cache and an undo log for the current attempt.
 //
 // A Store is not safe for concurrent use: it belongs to one instance and is
-// used only from that instance's goroutine.
+// used only from that instance's goroutine (CommitAsync's goroutine touches
+// only the batch it is given).
 type Store struct {
 	db     *DB
 	prefix []byte
 
-	slots map[string]*slot // known keys: uncommitted writes and cached reads
-	dirty []*slot          // slots written since the last commit (may repeat)
-	undo  []undoEntry      // changes made by the current attempt
-	buf   []byte           // scratch for building keys
+	slots    map[string]*slot // known keys: uncommitted writes and cached reads
+	dirty    []*slot          // slots written since the last commit (may repeat)
+	undo     []undoEntry      // changes made by the current attempt
+	buf      []byte           // scratch for building keys
+	inflight *inflight        // the commit CommitAsync started, until Wait
 }
 
 // slot is the latest known value of one full key. A nil value means the key
 // is absent (deleted, or known to be missing from Pebble).
 type slot struct {
-	key   string
-	value []byte
-	dirty bool // written since the last commit
+	key    string
+	value  []byte
+	dirty  bool // written since the last commit
+	pinned bool // in the commit in flight: stays cached until it lands
+}
+
+// inflight is a commit applied by a goroutine of its own (CommitAsync).
+type inflight struct {
+	done  chan struct{} // closed when it landed or failed
+	err   error         // set before done is closed
+	slots []*slot       // what it writes
 }
 
 // undoEntry restores a slot to what it held before a write.
@@ -98,14 +110,18 @@ func (s *Store) add(key string, v []byte) *slot {
 func (s *Store) evict() {
 	capacity := s.db.opts.StoreCacheEntries
 	target := capacity * 3 / 4
-	if len(s.slots)-len(s.dirty) < capacity/4 { // len(s.dirty) ≥ the number of dirty slots
+	busy := len(s.dirty) // ≥ the number of dirty slots
+	if f := s.inflight; f != nil {
+		busy += len(f.slots)
+	}
+	if len(s.slots)-busy < capacity/4 {
 		return
 	}
 	for k, sl := range s.slots {
 		if len(s.slots) <= target {
 			return
 		}
-		if !sl.dirty {
+		if !sl.dirty && !sl.pinned {
 			delete(s.slots, k)
 		}
 	}
@@ -153,6 +169,9 @@ func (s *Store) Scan(first, end int, prefix []byte, fn func(kg int, key, value [
 // scanGroup merges the committed keys of one key group and class with the
 // dirty overlay.
 func (s *Store) scanGroup(kg int, class byte, prefix []byte, fn func(kg int, key, value []byte) error) error {
+	// What a commit in flight writes must be in Pebble, or (if it failed)
+	// dirty again and so in the overlay; its error is the next commit's.
+	_ = s.Wait()
 	lo := append([]byte(nil), s.key(kg, class, prefix)...)
 	hi := prefixEnd(lo)
 	// Collect the uncommitted writes in range, sorted.
@@ -320,6 +339,9 @@ func (s *Store) CommitLogged(sync bool, log *[]KV) error {
 }
 
 func (s *Store) commit(sync bool, log *[]KV) error {
+	if err := s.Wait(); err != nil && s.db.Failed() != nil {
+		return err // else its writes are dirty again, and go in this batch
+	}
 	clear(s.undo)
 	s.undo = s.undo[:0]
 	if len(s.dirty) == 0 {
@@ -329,32 +351,20 @@ func (s *Store) commit(sync bool, log *[]KV) error {
 	if log != nil {
 		mark = len(*log)
 	}
-	b := s.db.pdb.NewBatch()
-	defer b.Close()
-	n := 0
-	for _, sl := range s.dirty {
-		if !sl.dirty {
-			continue // rolled back, or listed twice
-		}
-		var err error
-		if sl.value == nil {
-			err = b.Delete([]byte(sl.key), nil)
-		} else {
-			err = b.Set([]byte(sl.key), sl.value, nil)
-		}
-		if err != nil {
-			return fmt.Errorf("persistence: commit: %w", err)
-		}
-		sl.dirty = false
-		n++
+	b, n, err := s.batch(func(sl *slot) {
 		if log != nil {
 			*log = append(*log, KV{Key: []byte(sl.key), Value: sl.value})
 		}
-	}
-	if err := s.db.commit(b, sync); err != nil {
-		for _, sl := range s.dirty {
-			sl.dirty = true // still to be written
+	})
+	if err != nil {
+		if log != nil {
+			*log = (*log)[:mark]
 		}
+		return err
+	}
+	defer b.Close()
+	if err := s.db.commit(b, sync); err != nil {
+		s.redirty()
 		if log != nil {
 			*log = (*log)[:mark]
 		}
@@ -368,9 +378,111 @@ func (s *Store) commit(sync bool, log *[]KV) error {
 	return nil
 }
 
+// batch writes the dirty slots into a new batch and marks them clean,
+// calling each for every slot written; on an error they are dirty again.
+func (s *Store) batch(each func(*slot)) (*pebble.Batch, int, error) {
+	b := s.db.pdb.NewBatch()
+	n := 0
+	for _, sl := range s.dirty {
+		if !sl.dirty {
+			continue // rolled back, or listed twice
+		}
+		var err error
+		if sl.value == nil {
+			err = b.Delete([]byte(sl.key), nil)
+		} else {
+			err = b.Set([]byte(sl.key), sl.value, nil)
+		}
+		if err != nil {
+			_ = b.Close()
+			s.redirty()
+			return nil, 0, fmt.Errorf("persistence: commit: %w", err)
+		}
+		sl.dirty = false
+		n++
+		each(sl)
+	}
+	return b, n, nil
+}
+
+// redirty marks every slot of the dirty list as still to be written.
+func (s *Store) redirty() {
+	for _, sl := range s.dirty {
+		sl.dirty = true
+	}
+}
+
+// CommitAsync is Commit without waiting for Pebble: a goroutine applies
+// the batch (and waits for the WAL sync when sync is true) while the Store
+// goes on, serving the batch's writes from its cache. Scans, DropCache,
+// Discard and the next commit wait for it first; Wait waits for it and
+// reports its error, after which its writes are uncommitted again. It
+// ends the current attempt, as Commit does. It returns the error of the
+// previous asynchronous commit, whose writes this one retries, or of
+// building the batch.
+//
+// Whoever reads this Store's key groups from Pebble directly (a handoff,
+// a checkpoint copy) must see a synchronous Commit first.
+func (s *Store) CommitAsync(sync bool) error {
+	prev := s.Wait()
+	if prev != nil && s.db.Failed() != nil {
+		return prev
+	}
+	clear(s.undo)
+	s.undo = s.undo[:0]
+	if len(s.dirty) == 0 {
+		return prev
+	}
+	f := &inflight{done: make(chan struct{}), slots: make([]*slot, 0, len(s.dirty))}
+	b, _, err := s.batch(func(sl *slot) { f.slots = append(f.slots, sl) })
+	if err != nil {
+		return err
+	}
+	for _, sl := range f.slots {
+		sl.pinned = true
+	}
+	clear(s.dirty)
+	s.dirty = s.dirty[:0]
+	s.inflight = f
+	db := s.db
+	go func() {
+		defer close(f.done)
+		defer b.Close()
+		f.err = db.commit(b, sync)
+	}()
+	return prev
+}
+
+// Wait waits for the commit CommitAsync started, if any, and returns its
+// error; the writes of a failed one are uncommitted again (unless written
+// since), so that the next commit retries them.
+func (s *Store) Wait() error {
+	f := s.inflight
+	if f == nil {
+		return nil
+	}
+	<-f.done
+	s.inflight = nil
+	for _, sl := range f.slots {
+		sl.pinned = false
+		if f.err != nil && !sl.dirty {
+			sl.dirty = true
+			s.dirty = append(s.dirty, sl)
+		}
+	}
+	if f.err != nil {
+		return fmt.Errorf("persistence: commit %d writes: %w", len(f.slots), f.err)
+	}
+	if len(s.slots) > s.db.opts.StoreCacheEntries {
+		s.evict()
+	}
+	return nil
+}
+
 // DropCache forgets cached committed values, so later reads go to Pebble.
 // Uncommitted writes are kept.
 func (s *Store) DropCache() {
+	_ = s.Wait() // as in scanGroup
 	for k, sl := range s.slots {
 		if !sl.dirty {
 			delete(s.slots, k)
@@ -381,6 +493,7 @@ func (s *Store) DropCache() {
 // Discard forgets every uncommitted write and cached value, as if the
 // Store were new (a rollback restores the committed state instead).
 func (s *Store) Discard() {
+	_ = s.Wait() // it must not land after whatever replaces the state
 	clear(s.slots)
 	clear(s.dirty)
 	s.dirty = s.dirty[:0]

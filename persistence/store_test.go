@@ -267,3 +267,93 @@ func TestEventTimersKeySpaceOfTheirOwn(t *testing.T) {
 		t.Fatalf("moved event timers = %+v (err %v), want x in group 4", moved, err)
 	}
 }
+
+// An asynchronous commit: while it is in flight the Store serves its writes
+// from its cache (whatever the cache's bound), and a write made meanwhile
+// stays for the next commit; then Pebble has them. One that fails leaves
+// its writes uncommitted, and the next commit writes them.
+func TestCommitAsync(t *testing.T) {
+	db := open(t, t.TempDir()) // a cache of 64 entries
+	s := db.NewStore("count")
+	k := func(i int) []byte { return []byte(fmt.Sprint("k", i)) }
+	for i := range 200 {
+		s.Set(1, k(i), []byte(fmt.Sprint(i)))
+	}
+	// The commit's goroutine waits for db.mu: in flight until unlock. A
+	// failure while it is held unlocks it first (Close needs it).
+	locked := false
+	lock := func() { db.mu.Lock(); locked = true }
+	unlock := func() { locked = false; db.mu.Unlock() }
+	t.Cleanup(func() {
+		if locked {
+			unlock()
+		}
+	})
+	lock()
+	if err := s.CommitAsync(false); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Pending(); n != 0 {
+		t.Fatalf("%d writes pending after CommitAsync, want 0", n)
+	}
+	for i := range 200 { // from the cache: a read from Pebble would wait for db.mu
+		if v, ok := mustGet(t, s, 1, string(k(i))); !ok || v != fmt.Sprint(i) {
+			t.Fatalf("in flight: k%d = %q,%v, want %d", i, v, ok, i)
+		}
+	}
+	s.Set(1, k(0), []byte("new"))
+	for i := range 100 { // new keys make the cache evict: not what is in flight
+		s.Set(2, k(i), []byte("y"))
+	}
+	pinned := 0
+	for _, sl := range s.slots {
+		if sl.pinned {
+			pinned++
+		}
+	}
+	if pinned != 200 {
+		t.Fatalf("%d of the 200 writes in flight left in the cache, want all", pinned)
+	}
+	unlock()
+	if err := s.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Pending(); n != 101 {
+		t.Fatalf("%d writes pending after the commit landed, want 101 (k0 written again, 100 new)", n)
+	}
+	fresh := db.NewStore("count")
+	for i := range 200 {
+		if v, ok := mustGet(t, fresh, 1, string(k(i))); !ok || v != fmt.Sprint(i) {
+			t.Fatalf("landed: k%d = %q,%v in Pebble, want %d", i, v, ok, i)
+		}
+	}
+	if len(s.slots) > 64+s.Pending() { // uncommitted writes stay whatever the bound
+		t.Fatalf("cache has %d entries after the commit landed, want ≤ 64 + %d pending", len(s.slots), s.Pending())
+	}
+
+	s.Set(1, k(5), []byte("x"))
+	lock()
+	if err := s.CommitAsync(false); err != nil {
+		t.Fatal(err)
+	}
+	db.closed = true // the commit fails
+	unlock()
+	if err := s.Wait(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Wait after a failed commit: %v, want ErrClosed", err)
+	}
+	if n := s.Pending(); n != 102 {
+		t.Fatalf("%d writes pending after a failed commit, want 102 (k0, k5 and 100 new)", n)
+	}
+	lock()
+	db.closed = false
+	unlock()
+	if err := s.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	fresh = db.NewStore("count")
+	for key, want := range map[int]string{0: "new", 5: "x"} {
+		if v, _ := mustGet(t, fresh, 1, string(k(key))); v != want {
+			t.Fatalf("after the retry: k%d = %q in Pebble, want %q", key, v, want)
+		}
+	}
+}
