@@ -279,10 +279,10 @@ func (c *coordinator) onReply(m *wire.HandoffReply) {
 // be dropped as stale when the rollback ends here (the sender keeps them
 // and ships them again when asked again).
 func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
-	if gen := c.n.gen.Load(); m.Generation != gen || c.rollingBack() {
-		c.n.log.Info("refused a handoff chunk of another rollback generation", "operator", m.Operator,
-			"first", m.FirstGroup, "end", m.EndGroup, "chunk generation", m.Generation, "generation", gen)
-		return &wire.HandoffAck{Error: fmt.Sprintf("%v: chunk of generation %d, receiver in %d", errRolledBack, m.Generation, gen)}
+	if gen, rolling := c.n.gen.Load(), c.rollingBack(); m.Generation != gen || rolling {
+		c.n.log.Info("refused a handoff chunk of another rollback generation, or during a rollback", "operator", m.Operator,
+			"first", m.FirstGroup, "end", m.EndGroup, "chunk generation", m.Generation, "generation", gen, "rolling back", rolling)
+		return &wire.HandoffAck{Error: fmt.Sprintf("%v: chunk of generation %d, receiver in %d (rolling back: %t)", errRolledBack, m.Generation, gen, rolling)}
 	}
 	kvs := make([]persistence.KV, len(m.Kvs))
 	for i, kv := range m.Kvs {
