@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/sluicehq/sluice/objstore"
 	"github.com/sluicehq/sluice/objstore/internal/exactsize"
@@ -171,10 +172,15 @@ func (s *Store) PutLink(ctx context.Context, key, path string) (err error) {
 
 // createTemp creates a new temporary file in dir, creating dir (and
 // fsyncing new directories' parents) first. A concurrent Delete may prune
-// dir or a parent meanwhile; then it tries again.
+// dir or a parent meanwhile (another node sharing the directory, deleting
+// in a loop); then it tries again, after a growing pause from the third
+// time, so that the two fall out of step.
 func (s *Store) createTemp(dir string) (*os.File, error) {
 	var last error
-	for range 10 {
+	for attempt := range createTempAttempts {
+		if attempt >= 2 {
+			time.Sleep(time.Duration(attempt) * 50 * time.Microsecond)
+		}
 		if err := s.mkdirAllSync(dir); errors.Is(err, fs.ErrNotExist) {
 			last = err // a parent pruned meanwhile
 			continue
@@ -195,6 +201,10 @@ func (s *Store) createTemp(dir string) (*os.File, error) {
 	}
 	return nil, last
 }
+
+// createTempAttempts bounds createTemp's tries (the pauses add up to
+// about 0.25 s).
+const createTempAttempts = 100
 
 // mkdirAllSync creates dir and its missing parents below the root, and
 // fsyncs the parent of each directory it creates, so that a file renamed
