@@ -369,11 +369,11 @@ func (i *instance) admit(b *batchMsg) bool {
 // opened copies between the instances of one rollback. It is safe for
 // concurrent use.
 type restorer struct {
-	n     *Node
-	mu    sync.Mutex
-	snaps map[string]*persistence.Snapshot // by directory
-	users int                              // restores in progress
-	close bool                             // closeAll was asked while some were
+	n             *Node
+	mu            sync.Mutex
+	snaps         map[string]*persistence.Snapshot // by directory
+	users         int                              // restores in progress
+	closeWhenIdle bool                             // closeAll was asked while some were
 }
 
 // restoreGroups replaces the node's data of op's key groups [first, end)
@@ -467,7 +467,7 @@ func (r *restorer) begin() {
 func (r *restorer) end() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.users--; r.users == 0 && r.close {
+	if r.users--; r.users == 0 && r.closeWhenIdle {
 		r.closeLocked()
 	}
 }
@@ -478,14 +478,14 @@ func (r *restorer) closeAll() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.users > 0 {
-		r.close = true
+		r.closeWhenIdle = true
 		return
 	}
 	r.closeLocked()
 }
 
 func (r *restorer) closeLocked() {
-	r.close = false
+	r.closeWhenIdle = false
 	for dir, s := range r.snaps {
 		_ = s.Close()
 		delete(r.snaps, dir)
