@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/placement"
 )
@@ -53,6 +54,8 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	if m.Control != nil {
 		i.onControl(m)
 	}
+	flow.Recycle(m.Records) // nothing keeps a batch's records once processed
+	m.Records = nil
 }
 
 // dequeued takes batch m, processed or bounced, off the queued counters

@@ -47,6 +47,8 @@ func (d *remoteDest) Send(b *flow.Batch) {
 		wb.SentUnixNano = b.Sent.UnixNano()
 	}
 	d.n.system.Root.Send(d.dispatcher, wb)
+	flow.Recycle(b.Records) // encoded: nothing reads them any more
+	b.Records = nil
 }
 
 // newDest returns the destination of the instance with actor id id on the

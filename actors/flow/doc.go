@@ -17,6 +17,13 @@
 // actors/instance.go: full buffers after every record, all of them when the
 // instance has caught up with its mailbox).
 //
+// A buffer's records are kept in chunks, one per future batch, sized
+// like the last batch that left (so a trickle of records does not pay for
+// a full batch each time) and taken from arrays of batches already
+// processed: the receiving instance hands a batch's records back with
+// Recycle once it is done with them, and a remote destination once it has
+// encoded them.
+//
 // # Credits
 //
 // A Producer may have Credits unacknowledged batches per destination; Ack
