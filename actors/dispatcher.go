@@ -54,7 +54,7 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 	if m.From != nil {
 		from = flow.Endpoint{Addr: m.From.Address, ID: m.From.Id}
 	}
-	recs, err := wire.DecodeRecords(m.Records)
+	recs, err := wire.AppendDecoded(flow.NewChunk(n.cfg.BatchSize), m.Records)
 	if err != nil {
 		// A corrupt batch from a peer: nothing can be salvaged, and the
 		// producer's credit is returned so that it does not stall.
@@ -64,6 +64,7 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 	}
 	inst := n.lookup(m.Target)
 	if inst == nil {
+		flow.Recycle(recs)
 		n.replyWire(from, &wire.Bounce{Slot: m.Slot, Seq: m.Seq, Records: m.Records, Target: from.ID, Control: m.Control})
 		return
 	}

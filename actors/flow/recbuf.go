@@ -47,10 +47,16 @@ func (b *recBuf) Empty() bool { return len(b.chunks) == 0 }
 func (b *recBuf) Add(rec core.Record) {
 	last := len(b.chunks) - 1
 	if last < 0 || len(b.chunks[last].recs) == b.size || b.chunks[last].ctl != nil {
-		b.chunks = append(b.chunks, chunk{recs: newChunk(min(b.size, max(minChunk, 2*b.last)))})
+		b.chunks = append(b.chunks, chunk{recs: NewChunk(min(b.size, max(minChunk, 2*b.last)))})
 		last++
 	}
-	b.chunks[last].recs = append(b.chunks[last].recs, rec)
+	c := &b.chunks[last]
+	if len(c.recs) == cap(c.recs) { // grow from the pool, and give the old array back
+		grown := append(NewChunk(min(b.size, 2*cap(c.recs))), c.recs...)
+		Recycle(c.recs)
+		c.recs = grown
+	}
+	c.recs = append(c.recs, rec)
 	b.n++
 }
 
@@ -132,9 +138,9 @@ func (b *recBuf) Drain() ([]core.Record, []Control) {
 // allocated one.
 var chunkPools [17]sync.Pool
 
-// newChunk returns an empty record slice of capacity ≥ n, recycled when
-// one is at hand.
-func newChunk(n int) []core.Record {
+// NewChunk returns an empty record slice of capacity ≥ n, recycled when
+// one is at hand (see Recycle).
+func NewChunk(n int) []core.Record {
 	k := bits.Len(uint(n - 1)) // the least k with 1<<k ≥ n
 	if k < len(chunkPools) {
 		if v, ok := chunkPools[k].Get().(*[]core.Record); ok {

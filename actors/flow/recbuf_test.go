@@ -45,8 +45,8 @@ func TestChunksFollowTheBatchesThatLeave(t *testing.T) {
 		}
 	}
 	for _, n := range []int{1, 16, 17, 100, 256, 1000, 1 << 16, 1<<16 + 1, 1 << 20} {
-		if c := newChunk(n); len(c) != 0 || cap(c) < n {
-			t.Fatalf("newChunk(%d): len %d cap %d", n, len(c), cap(c))
+		if c := NewChunk(n); len(c) != 0 || cap(c) < n {
+			t.Fatalf("NewChunk(%d): len %d cap %d", n, len(c), cap(c))
 		}
 	}
 	Recycle(make([]core.Record, 3))        // too small to keep: ignored

@@ -51,9 +51,12 @@ func AppendRecords(dst []byte, recs []core.Record) []byte {
 
 // DecodeRecords decodes a packed record sequence. Keys and values alias b,
 // which the caller must not modify afterwards.
-func DecodeRecords(b []byte) ([]core.Record, error) {
+func DecodeRecords(b []byte) ([]core.Record, error) { return AppendDecoded(nil, b) }
+
+// AppendDecoded is DecodeRecords appending to out (a receiver passes a
+// recycled chunk, so that a batch does not grow a slice of its own).
+func AppendDecoded(out []core.Record, b []byte) ([]core.Record, error) {
 	d := decoder{b: b}
-	var out []core.Record
 	for len(d.b) > 0 {
 		var r core.Record
 		r.Key = d.bytes()
