@@ -13,11 +13,13 @@ import (
 // it has credit, however few records it holds, and later records start a
 // new chunk.
 //
-// A chunk is allocated for as many records as the last one taken held
-// (twice that, at least minChunk, at most size) and grows when more come:
-// at a low rate batches leave with a few records each, and a full-size
-// chunk per batch was most of what a pipeline allocated there (word count
-// at 10 % load: 830 bytes a record, a GC cycle every 60 ms).
+// A chunk starts with room for twice the records of the last one taken
+// (at least minChunk, at most size) and grows when more come, its arrays
+// taken from and given back to the pool of recycled ones (NewChunk,
+// Recycle): at a low rate batches leave with a few records each, and a
+// full-size chunk allocated per batch was most of what a pipeline
+// allocated there (word count at 10 % load: 830 bytes a record, a GC
+// cycle every 60 ms).
 type recBuf struct {
 	size   int     // records per chunk
 	chunks []chunk // all full or closed but the last
@@ -141,6 +143,7 @@ var chunkPools [17]sync.Pool
 // NewChunk returns an empty record slice of capacity ≥ n, recycled when
 // one is at hand (see Recycle).
 func NewChunk(n int) []core.Record {
+	n = max(n, 1)
 	k := bits.Len(uint(n - 1)) // the least k with 1<<k ≥ n
 	if k < len(chunkPools) {
 		if v, ok := chunkPools[k].Get().(*[]core.Record); ok {
@@ -153,8 +156,9 @@ func NewChunk(n int) []core.Record {
 
 // Recycle hands back the records of a batch that is done with: nothing
 // may read or keep recs (or a slice of it) after the call. The receiving
-// instance calls it once it has processed a batch; a slice that did not
-// come from a chunk (a decoded remote batch) is welcome too.
+// instance calls it once it has processed a batch, and a remote
+// destination once it has encoded one; any record slice is welcome, from
+// NewChunk or not.
 func Recycle(recs []core.Record) {
 	c := cap(recs)
 	if c < minChunk {

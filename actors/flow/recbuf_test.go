@@ -44,8 +44,8 @@ func TestChunksFollowTheBatchesThatLeave(t *testing.T) {
 			t.Fatalf("recycled record %d still holds its key %q", j, r.Key)
 		}
 	}
-	for _, n := range []int{1, 16, 17, 100, 256, 1000, 1 << 16, 1<<16 + 1, 1 << 20} {
-		if c := NewChunk(n); len(c) != 0 || cap(c) < n {
+	for _, n := range []int{-1, 0, 1, 16, 17, 100, 256, 1000, 1 << 16, 1<<16 + 1, 1 << 20} {
+		if c := NewChunk(n); len(c) != 0 || cap(c) < max(n, 1) {
 			t.Fatalf("NewChunk(%d): len %d cap %d", n, len(c), cap(c))
 		}
 	}
