@@ -170,7 +170,8 @@ func (s *Store) Scan(first, end int, prefix []byte, fn func(kg int, key, value [
 // dirty overlay.
 func (s *Store) scanGroup(kg int, class byte, prefix []byte, fn func(kg int, key, value []byte) error) error {
 	// What a commit in flight writes must be in Pebble, or (if it failed)
-	// dirty again and so in the overlay; its error is the next commit's.
+	// dirty again and so in the overlay. Its error is not kept: the next
+	// commit writes those slots again and reports its own.
 	_ = s.Wait()
 	lo := append([]byte(nil), s.key(kg, class, prefix)...)
 	hi := prefixEnd(lo)
