@@ -23,6 +23,7 @@ type Store struct {
 	prefix []byte
 
 	slots    map[string]*slot // known keys: uncommitted writes and cached reads
+	last     *slot            // the slot get or write used last, while in slots
 	dirty    []*slot          // slots written since the last commit (may repeat)
 	undo     []undoEntry      // changes made by the current attempt
 	buf      []byte           // scratch for building keys
@@ -80,13 +81,14 @@ func (s *Store) Get(kg int, k []byte) (value []byte, found bool, err error) {
 
 func (s *Store) get(full []byte) ([]byte, bool, error) {
 	if sl := s.slots[string(full)]; sl != nil {
+		s.last = sl
 		return sl.value, sl.value != nil, nil
 	}
 	v, found, err := s.db.get(full)
 	if err != nil {
 		return nil, false, fmt.Errorf("persistence: get: %w", err)
 	}
-	s.add(string(full), v) // nil remembers absence
+	s.last = s.add(string(full), v) // nil remembers absence
 	return v, found, nil
 }
 
@@ -117,6 +119,7 @@ func (s *Store) evict() {
 	if len(s.slots)-busy < capacity/4 {
 		return
 	}
+	s.last = nil
 	for k, sl := range s.slots {
 		if len(s.slots) <= target {
 			return
@@ -140,12 +143,19 @@ func (s *Store) Delete(kg int, k []byte) {
 }
 
 // write records value (nil: deletion) for full.
+//
+// A read-modify-write (Get, then Set of the same key) finds the slot as
+// s.last, sparing a second lookup in the map.
 func (s *Store) write(full []byte, value []byte) {
-	sl := s.slots[string(full)]
+	sl := s.last
+	if sl == nil || sl.key != string(full) {
+		sl = s.slots[string(full)]
+	}
 	created := sl == nil
 	if created {
 		sl = s.add(string(full), nil)
 	}
+	s.last = sl
 	s.undo = append(s.undo, undoEntry{s: sl, prevValue: sl.value, prevDirty: sl.dirty, created: created})
 	sl.value = value
 	if !sl.dirty {
@@ -305,6 +315,7 @@ func (s *Store) Begin() { s.undo = s.undo[:0] }
 
 // Rollback undoes the writes made since Begin.
 func (s *Store) Rollback() {
+	s.last = nil // it may be a slot created by the attempt
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		u := s.undo[i]
 		u.s.value, u.s.dirty = u.prevValue, u.prevDirty
@@ -484,6 +495,7 @@ func (s *Store) Wait() error {
 // Uncommitted writes are kept.
 func (s *Store) DropCache() {
 	_ = s.Wait() // as in scanGroup
+	s.last = nil
 	for k, sl := range s.slots {
 		if !sl.dirty {
 			delete(s.slots, k)
@@ -495,6 +507,7 @@ func (s *Store) DropCache() {
 // Store were new (a rollback restores the committed state instead).
 func (s *Store) Discard() {
 	_ = s.Wait() // it must not land after whatever replaces the state
+	s.last = nil
 	clear(s.slots)
 	clear(s.dirty)
 	s.dirty = s.dirty[:0]

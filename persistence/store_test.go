@@ -107,6 +107,71 @@ func TestStoreRollback(t *testing.T) {
 	}
 }
 
+// TestReadModifyWriteAfterSlotsGo checks the Get-then-Set fast path (the
+// slot Get used last) when that slot has left the cache between the two:
+// rolled back, evicted, dropped or discarded. A write to a slot no longer
+// in the cache would be lost to reads, or committed twice.
+func TestReadModifyWriteAfterSlotsGo(t *testing.T) {
+	db := open(t, t.TempDir()) // a cache of 64 entries
+	s := db.NewStore("op")
+	commit := func() {
+		t.Helper()
+		if err := s.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(k, v string) {
+		t.Helper()
+		if got, ok := mustGet(t, s, 0, k); !ok || got != v {
+			t.Fatalf("%s = %q,%v, want %q", k, got, ok, v)
+		}
+	}
+
+	// Rolled back: the attempt created the slot.
+	s.Begin()
+	s.Set(0, []byte("a"), []byte("1"))
+	s.Rollback()
+	s.Set(0, []byte("a"), []byte("2"))
+	want("a", "2")
+	commit()
+
+	// Evicted by a commit between Get and Set: 100 writes fill the cache
+	// past its limit, and the commit evicts clean slots in map order, so
+	// over the rounds "a" is evicted in some.
+	for round := range 20 {
+		for i := range 100 {
+			s.Set(0, []byte(fmt.Sprint("k", round, "-", i)), []byte("x"))
+		}
+		mustGet(t, s, 0, "a")
+		commit()
+		v := fmt.Sprint("r", round)
+		s.Set(0, []byte("a"), []byte(v))
+		want("a", v)
+		commit()
+	}
+
+	// Dropped, then discarded.
+	mustGet(t, s, 0, "a")
+	s.DropCache()
+	s.Set(0, []byte("a"), []byte("4"))
+	want("a", "4")
+	commit()
+	mustGet(t, s, 0, "a")
+	s.Discard()
+	s.Set(0, []byte("a"), []byte("5"))
+	want("a", "5")
+	commit()
+
+	// Read back from Pebble alone.
+	s2 := db.NewStore("op")
+	if got, ok := mustGet(t, s2, 0, "a"); !ok || got != "5" {
+		t.Fatalf("committed a = %q,%v, want 5", got, ok)
+	}
+	if got, ok := mustGet(t, s2, 0, "k19-99"); !ok || got != "x" {
+		t.Fatalf("committed k19-99 = %q,%v, want x", got, ok)
+	}
+}
+
 func TestStoreScanMergesOverlay(t *testing.T) {
 	db := open(t, t.TempDir())
 	s := db.NewStore("op")
