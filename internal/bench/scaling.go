@@ -120,7 +120,7 @@ func dirSize(dir string) int64 {
 // hosts both; two host the generator on one and the counter on the
 // other; three the generator on one and the counter on the other two. The
 // rate is taken between the first and the last counted record (the
-// counting nodes polled every 5 ms); Result.P99 is the counter's
+// counting nodes polled as nextPoll says); Result.P99 is the counter's
 // end-to-end p99 from the nodes' own histograms (Prometheus, bucket
 // bound). nodeFlags adds flags per node id.
 func NodesWordCount(nodeBin, consulAddr, dataDir string, n, nodes int, nodeFlags func(id string) []string) (Result, error) {
@@ -150,8 +150,9 @@ func NodesWordCount(nodeBin, consulAddr, dataDir string, n, nodes int, nodeFlags
 	}
 	var t0 time.Time
 	var c0 int64
-	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		var c int64
+	var c int64
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(nextPoll(t0, c0, c, int64(n))) {
+		c = 0
 		ok := true
 		for _, a := range counters {
 			st, err := nodeStatus(a)

@@ -125,14 +125,17 @@ func runBounded(exactly bool, sink string, fs []sdk.Factory) (end time.Time, cpu
 
 // waitSinkFinished polls the runtime until every instance of the operator
 // named sink has finished (end-of-stream reached it after every record:
-// nothing more will come), or the timeout passes.
+// nothing more will come), or the timeout passes. It polls every 20 ms: a
+// status costs the runtime a disk-usage estimate per instance (polled
+// every 2 ms, 3.5 % of a q5 run's CPU), and a run takes seconds, so the
+// end is seen late by under 1 %.
 func waitSinkFinished(rt *sdk.Runtime, sink string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if sinkFinished(rt, sink) {
 			return nil
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("the sink did not finish within %v", timeout)
 }
