@@ -105,6 +105,32 @@ func (i *instance) observeRecord(obs Observer, rec *core.Record, m *batchMsg) {
 	}
 }
 
+// sampleBlock is how many of its records a source instance reserves at a
+// time for sampling decisions (Observer.Sample). Reserved records an
+// instance does not produce (it stopped, or moved) are never sampled, so
+// fewer than one in N of an operator's records may start a trace, by at
+// most sampleBlock per instance stopped.
+const sampleBlock = 64
+
+// sampleSource reports whether the record a source instance produces now
+// starts a trace, reserving records from obs sampleBlock at a time.
+func (i *instance) sampleSource(obs Observer) bool {
+	if i.smpLeft == 0 {
+		first, every := obs.Sample(i.key.op, sampleBlock)
+		i.smpLeft, i.smpNext, i.smpEvery = sampleBlock, first, every
+		if every == 0 {
+			i.smpNext = sampleBlock // none
+		}
+	}
+	pos := sampleBlock - i.smpLeft
+	i.smpLeft--
+	if pos != i.smpNext {
+		return false
+	}
+	i.smpNext += i.smpEvery
+	return true
+}
+
 // begin starts an attempt in key group kg.
 func (i *instance) begin(kg int, event time.Time) {
 	i.curGroup = kg

@@ -44,7 +44,7 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 	if obs := i.node.cfg.Observer; obs != nil {
 		if i.curTrace != "" {
 			rec = withTrace(rec, i.curTrace) // carry the trace on
-		} else if i.cur.kind == workPoll && obs.Sample(i.key.op) {
+		} else if i.cur.kind == workPoll && i.sampleSource(obs) {
 			tp, end := obs.StartSpan(SpanInfo{Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID, Start: time.Now()})
 			end(nil)
 			rec = withTrace(rec, tp)

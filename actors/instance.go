@@ -121,6 +121,10 @@ type instance struct {
 	curTrace   string           // trace header for records produced now ("": untraced)
 	curEnd     func(err error)  // ends the current span, if any
 	sampleN    int              // records since the last Observer.Processed
+	// A source's reservation of records for sampling (sampleSource): how
+	// many are left, the offset of the next that starts a trace, and the
+	// distance between those that do.
+	smpLeft, smpNext, smpEvery int
 }
 
 // metaProcessed and metaProduced name the stored processed- and

@@ -19,9 +19,13 @@ import (
 // records cost the runtime a scan of their (usually empty) headers and no
 // allocation.
 type Observer interface {
-	// Sample reports whether a record a source instance produces now
-	// starts a trace.
-	Sample(operator string) bool
+	// Sample reserves the next n records of source operator's (counted
+	// per operator on this node) for one of its instances, and tells
+	// which of them start a trace: those at offsets first, first+every,
+	// first+2·every, … below n; every is 0 when none does. An instance
+	// reserves sampleBlock records at a time, so that a decision costs it
+	// a comparison instead of a call per record.
+	Sample(operator string, n int) (first, every int)
 	// StartSpan starts a span: of an operator processing a traced record
 	// (info.Parent is the record's trace header), or of a source producing
 	// a sampled record (info.Parent is ""). It returns the trace header

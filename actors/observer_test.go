@@ -27,7 +27,12 @@ type fakeObserver struct {
 	restarts    atomic.Int64
 }
 
-func (f *fakeObserver) Sample(string) bool { return f.produced.Add(1)%f.sampleEvery == 1 }
+// Sample samples the first of every sampleEvery records, counting
+// reservations in produced.
+func (f *fakeObserver) Sample(_ string, n int) (first, every int) {
+	base := f.produced.Add(int64(n)) - int64(n)
+	return int((f.sampleEvery - base%f.sampleEvery) % f.sampleEvery), int(f.sampleEvery)
+}
 func (f *fakeObserver) StartSpan(info actors.SpanInfo) (string, func(error)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

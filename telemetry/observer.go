@@ -42,9 +42,12 @@ var _ actors.Observer = (*observer)(nil)
 var noEnd = func(error) {}
 
 // Sample implements actors.Observer: one record in N of each source
-// operator's, per Config.Sampling; never when the node records no spans.
-func (o *observer) Sample(operator string) bool {
-	return o.tracer != nil && o.sampler.sample(operator)
+// operator's, per Config.Sampling; none when the node records no spans.
+func (o *observer) Sample(operator string, n int) (first, every int) {
+	if o.tracer == nil {
+		return 0, 0
+	}
+	return o.sampler.reserve(operator, n)
 }
 
 // StartSpan implements actors.Observer. A record whose parent is invalid

@@ -34,8 +34,8 @@ func TestSpansChainThroughOperators(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tel := newTest(t, Config{SpanExporter: exp, Sampling: Sampling{Every: 1}})
 	obs := tel.Observer()
-	if !obs.Sample("gen") {
-		t.Fatal("Sample: false with every record sampled")
+	if first, every := obs.Sample("gen", 4); first != 0 || every != 1 {
+		t.Fatalf("Sample = %d, %d with every record sampled, want 0, 1", first, every)
 	}
 	start := time.Now()
 	root, end := obs.StartSpan(actors.SpanInfo{Operator: "gen", Instance: 1, Node: "n1", Start: start})
@@ -139,8 +139,8 @@ func TestStartSpanLeavesOtherHeadersAlone(t *testing.T) {
 	if n := len(exp.GetSpans()); n != 0 {
 		t.Fatalf("%d spans exported for unsampled or invalid parents, want 0", n)
 	}
-	if metricsOnly.Observer().Sample("gen") {
-		t.Fatal("a node that records no spans sampled a record")
+	if _, every := metricsOnly.Observer().Sample("gen", 64); every != 0 {
+		t.Fatal("a node that records no spans sampled records")
 	}
 }
 

@@ -7,9 +7,10 @@ import (
 
 // sampler makes the sampling decisions: one counter per source operator,
 // so that exactly one record in N of each operator's records (on this
-// node) starts a trace, the first one included. A decision is a scan of
-// the (few) source operators' names, an atomic add and a division; it
-// never allocates once the operator has a counter.
+// node) starts a trace, the first one included. Source instances reserve
+// their records from the counter in blocks (reserve); a reservation is a
+// scan of the (few) source operators' names, an atomic add and a
+// division, and never allocates once the operator has a counter.
 type sampler struct {
 	every     uint64            // global rate; 0: off
 	overrides map[string]uint64 // per operator; immutable
@@ -37,11 +38,13 @@ func newSampler(s Sampling) *sampler {
 	return sm
 }
 
-// sample reports whether operator's next record starts a trace. Safe for
+// reserve reserves operator's next n records and returns the offset
+// among them of the first that starts a trace and the distance between
+// those that do (every 0: none does; first may be ≥ n). Safe for
 // concurrent use.
-func (s *sampler) sample(operator string) bool {
-	if s.off {
-		return false
+func (s *sampler) reserve(operator string, n int) (first, every int) {
+	if s.off || n <= 0 {
+		return 0, 0
 	}
 	// A source passes the same string each time, so that the comparison
 	// that matches is a pointer comparison; a node has few sources.
@@ -56,9 +59,10 @@ func (s *sampler) sample(operator string) bool {
 		c = s.add(operator)
 	}
 	if c.every == 0 {
-		return false
+		return 0, 0
 	}
-	return (c.n.Add(1)-1)%c.every == 0
+	base := c.n.Add(uint64(n)) - uint64(n)
+	return int((c.every - base%c.every) % c.every), int(c.every)
 }
 
 // add creates operator's counter (once).

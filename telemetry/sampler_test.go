@@ -2,8 +2,72 @@ package telemetry
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 )
+
+// sample reports whether operator's next record starts a trace: a
+// reservation of one record.
+func sample(s *sampler, operator string) bool {
+	first, every := s.reserve(operator, 1)
+	return every > 0 && first == 0
+}
+
+// TestReservationsSampleOneInN checks that reservations of any sizes, from
+// concurrent instances, sample exactly the records a record-by-record
+// count would: every Nth of the operator's, the first included.
+func TestReservationsSampleOneInN(t *testing.T) {
+	s := newSampler(Sampling{Every: 10})
+	var sampled atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 200 {
+				n := []int{1, 7, 64, 3}[(g+r)%4]
+				first, every := s.reserve("gen", n)
+				if every != 10 {
+					t.Errorf("reserve: every = %d, want 10", every)
+					return
+				}
+				for off := first; off < n; off += every {
+					sampled.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// 4 goroutines × 50 × (1+7+64+3) = 15,000 records, reserved in
+	// blocks that partition the operator's count.
+	total := 4 * 50 * (1 + 7 + 64 + 3)
+	if got := sampled.Load(); got != int64(total/10) {
+		t.Fatalf("sampled %d of %d records, want %d", got, total, total/10)
+	}
+	// Sequentially, the decisions are exactly every 10th position.
+	seq := newSampler(Sampling{Every: 10})
+	var pos []int
+	at := 0
+	for r := range 100 {
+		n := []int{1, 7, 64, 3, 10, 20}[r%6]
+		first, every := seq.reserve("gen", n)
+		for off := first; off < n; off += every {
+			pos = append(pos, at+off)
+		}
+		at += n
+	}
+	for j, p := range pos {
+		if p != 10*j {
+			t.Fatalf("sampled positions %v…, want 0, 10, 20, …", pos[:min(len(pos), j+2)])
+		}
+	}
+	if want := (at + 9) / 10; len(pos) != want {
+		t.Fatalf("sampled %d of %d records, want %d", len(pos), at, want)
+	}
+	if first, every := seq.reserve("gen", 0); first != 0 || every != 0 {
+		t.Fatalf("reserve of 0 records = %d, %d, want 0, 0", first, every)
+	}
+}
 
 func TestSamplingDecisions(t *testing.T) {
 	for _, tc := range []struct {
@@ -25,7 +89,7 @@ func TestSamplingDecisions(t *testing.T) {
 			s := newSampler(tc.sampling)
 			var got []int
 			for i := range tc.records {
-				if s.sample(tc.operator) {
+				if sample(s, tc.operator) {
 					got = append(got, i)
 				}
 			}
@@ -45,10 +109,10 @@ func TestSamplingCountsPerOperator(t *testing.T) {
 	s := newSampler(Sampling{Every: 10})
 	a, b := 0, 0
 	for range 100 {
-		if s.sample("a") {
+		if sample(s, "a") {
 			a++
 		}
-		if s.sample("b") {
+		if sample(s, "b") {
 			b++
 		}
 	}
@@ -70,7 +134,7 @@ func TestSamplingIsExactUnderConcurrency(t *testing.T) {
 				op = "other"
 			}
 			for range 10_000 {
-				if s.sample(op) {
+				if sample(s, op) {
 					counts[g]++
 				}
 			}
@@ -88,19 +152,21 @@ func TestSamplingIsExactUnderConcurrency(t *testing.T) {
 
 func TestSamplingDoesNotAllocate(t *testing.T) {
 	s := newSampler(Sampling{Every: 1000, Operators: map[string]int{"clicks": 10}})
-	s.sample("gen") // creates gen's counter
-	if n := testing.AllocsPerRun(1000, func() { s.sample("gen"); s.sample("clicks") }); n > 0 {
+	s.reserve("gen", 64) // creates gen's counter
+	if n := testing.AllocsPerRun(1000, func() { s.reserve("gen", 64); s.reserve("clicks", 64) }); n > 0 {
 		t.Fatalf("%v allocations per decision, want 0", n)
 	}
 	off := newSampler(Sampling{})
-	if n := testing.AllocsPerRun(1000, func() { off.sample("gen") }); n > 0 {
+	if n := testing.AllocsPerRun(1000, func() { off.reserve("gen", 64) }); n > 0 {
 		t.Fatalf("%v allocations per decision with sampling off, want 0", n)
 	}
 }
 
-func BenchmarkSample(b *testing.B) {
+// BenchmarkReserve measures one reservation, of a source instance's
+// block of records (the runtime's is 64).
+func BenchmarkReserve(b *testing.B) {
 	s := newSampler(Sampling{Every: 1000})
 	for b.Loop() {
-		s.sample("gen")
+		s.reserve("gen", 64)
 	}
 }
