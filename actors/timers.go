@@ -1,9 +1,6 @@
 package actors
 
-import (
-	"container/heap"
-	"time"
-)
+import "time"
 
 // timerItem is one timer of an instance.
 type timerItem struct {
@@ -47,7 +44,7 @@ func (q *timerQueue) set(group int, key string, at time.Time) {
 	q.gen++
 	t := timerItem{group: group, key: key, at: at, gen: q.gen}
 	q.live[timerID{group, key}] = t
-	heap.Push(&q.h, t)
+	q.h.push(t)
 }
 
 // remove deletes a timer if present.
@@ -83,7 +80,7 @@ func (q *timerQueue) peek() (timerItem, bool) {
 		if cur, ok := q.live[timerID{t.group, t.key}]; ok && cur.gen == t.gen {
 			return t, true
 		}
-		heap.Pop(&q.h)
+		q.h.pop()
 	}
 	return timerItem{}, false
 }
@@ -94,7 +91,7 @@ func (q *timerQueue) popDue(now time.Time) (timerItem, bool) {
 	if !ok || t.at.After(now) {
 		return timerItem{}, false
 	}
-	heap.Pop(&q.h)
+	q.h.pop()
 	delete(q.live, timerID{t.group, t.key})
 	return t, true
 }
@@ -129,15 +126,44 @@ func (q *timerQueue) stop() {
 // len returns the number of live timers.
 func (q *timerQueue) len() int { return len(q.live) }
 
+// timerHeap is a min-heap of timers by due time. It is container/heap's
+// algorithm on the concrete type: going through heap.Interface boxed every
+// item pushed and popped (two allocations per timer that fires).
 type timerHeap []timerItem
 
-func (h timerHeap) Len() int           { return len(h) }
-func (h timerHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timerItem)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	t := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return t
+// push adds t.
+func (h *timerHeap) push(t timerItem) {
+	*h = append(*h, t)
+	s := *h
+	for j := len(s) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !s[j].at.Before(s[i].at) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		j = i
+	}
+}
+
+// pop removes the earliest timer (the heap must not be empty).
+func (h *timerHeap) pop() {
+	s := *h
+	n := len(s) - 1
+	s[0], s[n] = s[n], s[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && s[j2].at.Before(s[j].at) {
+			j = j2
+		}
+		if !s[j].at.Before(s[i].at) {
+			break
+		}
+		s[i], s[j] = s[j], s[i]
+		i = j
+	}
+	s[n] = timerItem{} // drop its key string
+	*h = s[:n]
 }
