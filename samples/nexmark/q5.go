@@ -70,7 +70,9 @@ func Q5(c Config) ([]sdk.Factory, error) {
 		Windows: window.Hopping(Q5Size, Q5Slide), Parallelism: c.Parallelism,
 		// Regroup by window: key the window's end, value "auction count".
 		Result: func(rec sdk.Record, _, end time.Time) sdk.Record {
-			return sdk.Record{Key: strconv.AppendInt(nil, end.UnixNano(), 10), Value: fmt.Appendf(nil, "%s %s", rec.Key, rec.Value)}
+			v := make([]byte, 0, len(rec.Key)+1+len(rec.Value))
+			v = append(append(append(v, rec.Key...), ' '), rec.Value...)
+			return sdk.Record{Key: strconv.AppendInt(nil, end.UnixNano(), 10), Value: v}
 		}}, window.Count())
 	if err != nil {
 		return nil, err
