@@ -24,7 +24,12 @@ type Config struct {
 	// Logger receives the runtime's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// CommitInterval is the longest time an instance's state writes stay
-	// uncommitted; 0 means 200 ms.
+	// uncommitted; 0 means 200 ms, or with Checkpoints (exactly-once) the
+	// checkpoint interval, at most MaxExactlyOnceCommitInterval: a crash
+	// then rolls back to a checkpoint, and every checkpoint commits the
+	// state anyway, so commits in between only bound the memory that
+	// uncommitted writes take, and each commit writes to Pebble every key
+	// changed since the last.
 	CommitInterval time.Duration
 	// BatchSize is the number of records sent between two instances in one
 	// message when there is enough traffic; 0 means 256.
@@ -167,6 +172,10 @@ const (
 // String returns the kind's name.
 func (k EventKind) String() string { return string(k) }
 
+// MaxExactlyOnceCommitInterval bounds the default CommitInterval under
+// exactly-once.
+const MaxExactlyOnceCommitInterval = time.Second
+
 // DefaultConfig returns the configuration used for zero fields.
 func DefaultConfig() Config {
 	host, _ := os.Hostname()
@@ -199,9 +208,6 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = d.Logger
 	}
-	if c.CommitInterval == 0 {
-		c.CommitInterval = d.CommitInterval
-	}
 	if c.BatchSize == 0 {
 		c.BatchSize = d.BatchSize
 	}
@@ -230,6 +236,12 @@ func (c Config) withDefaults() Config {
 			cc.Keep = 3
 		}
 		c.Checkpoints = &cc
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = d.CommitInterval
+		if c.Checkpoints != nil {
+			c.CommitInterval = min(c.Checkpoints.Interval, MaxExactlyOnceCommitInterval)
+		}
 	}
 	if c.Cluster != nil {
 		cc := *c.Cluster

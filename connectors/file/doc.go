@@ -17,8 +17,9 @@
 // produced, in its instance's state, written in the same attempt (Poll) as
 // the records of those lines: a failed attempt discards both. The runtime
 // commits state at least every commit interval (sdk.Config.CommitInterval,
-// 200 ms by default) and when it stops, independently of what happened to
-// the records downstream. Hence:
+// 200 ms by default, the checkpoint interval up to 1 s under exactly-once)
+// and when it stops, independently of what happened to the records
+// downstream. Hence:
 //
 //   - Clean stop (Runtime.Stop, SIGTERM with sdk.Run) and start on the same
 //     data directory: the runtime stops polling, processes the records in
