@@ -23,8 +23,8 @@ type Observer interface {
 	// per operator on this node) for one of its instances, and tells
 	// which of them start a trace: those at offsets first, first+every,
 	// first+2·every, … below n; every is 0 when none does. An instance
-	// reserves sampleBlock records at a time, so that a decision costs it
-	// a comparison instead of a call per record.
+	// reserves 64 records at a time, so that a decision costs it a
+	// comparison instead of a call per record.
 	Sample(operator string, n int) (first, every int)
 	// StartSpan starts a span: of an operator processing a traced record
 	// (info.Parent is the record's trace header), or of a source producing
