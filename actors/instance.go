@@ -294,10 +294,18 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 			i.observedCommit(!i.node.cfg.NoSync)
 		}
 	case activateMsg:
-		if m.gen != i.gen {
+		if m.gen < i.gen {
 			// Sent before a rollback that reset this instance since: the
 			// coordinator restores it or asks for its state again.
 			i.log.Debug("ignoring an activation from before a rollback", "sent in", m.gen, "generation", i.gen)
+			return
+		}
+		if m.gen > i.gen {
+			// Every instance is reset into a generation before the
+			// coordinator activates anything in it (spawn resets one added
+			// during a rollback): this one missed its reset.
+			i.log.Error("ignoring an activation from a generation this instance was not reset into", "sent in", m.gen, "generation", i.gen)
+			i.setLastError(fmt.Sprintf("activation of generation %d ignored in generation %d", m.gen, i.gen))
 			return
 		}
 		base := i.node.base.Load()
@@ -350,8 +358,12 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 		i.onCheckpointAbort(m.id)
 		i.settle()
 	case resetMsg:
-		i.reset(m.gen)
-		i.node.system.Root.Send(i.node.ckpt, ckResetMsg{key: i.key})
+		if m.gen > i.gen {
+			i.reset(m.gen)
+		}
+		if i.node.ckpt != nil { // a node without checkpoints rolls back only in tests
+			i.node.system.Root.Send(i.node.ckpt, ckResetMsg{key: i.key, gen: m.gen})
+		}
 	case restoreMsg:
 		err := i.restoreAndStart(m.gen, m.meta)
 		i.node.system.Root.Send(i.node.ckpt, ckRestoredMsg{key: i.key, gen: m.gen, err: err})

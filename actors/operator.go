@@ -53,21 +53,38 @@ func (op *operator) spawn(ctx context.Context, spec topology.OperatorSpec, index
 	lo, hi := placement.GroupRange(index, m.KeyGroups, m.Parallelism)
 	key := instKey{op: m.Name, epoch: spec.Epoch, index: index}
 	inst := newInstance(op, spec, key, lo, hi, actor.NewPID(op.node.addr, key.pidID()))
+	if err := op.start(ctx, inst); err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// start creates the actor of inst, made by newInstance, and adds it to the
+// operator's instances.
+func (op *operator) start(ctx context.Context, inst *instance) error {
 	done := make(chan error, 1)
 	op.node.system.Root.Send(op.supPID, spawnMsg{inst: inst, done: done})
 	select {
 	case err := <-done:
 		if err != nil {
-			return nil, err
+			return err
 		}
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	op.mu.Lock()
-	op.instances[key] = inst
+	op.instances[inst.key] = inst
 	op.mu.Unlock()
 	op.node.register(inst, true)
-	return inst, nil
+	// A rollback that began after newInstance read the generation and
+	// listed the node's instances before this one was added did not reset
+	// it: it would wait for its state in the old generation, and ignore
+	// its activation in the new one. The generation is stored before the
+	// list is taken, so read after the add it is the new one.
+	if g := op.node.gen.Load(); g != inst.gen {
+		op.node.system.Root.Send(inst.pid, resetMsg{gen: g})
+	}
+	return nil
 }
 
 // remove stops an instance's actor and forgets it.

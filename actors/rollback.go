@@ -37,10 +37,15 @@ import (
 // Rollback messages of this node.
 type (
 	// resetMsg makes an instance drop everything in flight and wait for
-	// its state (generation gen).
+	// its state (generation gen); an instance in gen already (created in
+	// it, or reset twice) keeps what it has.
 	resetMsg struct{ gen uint64 }
-	// ckResetMsg reports an instance's reset to the checkpointer.
-	ckResetMsg struct{ key instKey }
+	// ckResetMsg reports an instance's reset into generation gen to the
+	// checkpointer.
+	ckResetMsg struct {
+		key instKey
+		gen uint64
+	}
 	// restoreMsg makes a reset instance restore its key groups from meta
 	// (nil: none) and start again.
 	restoreMsg struct {
@@ -224,7 +229,7 @@ func (c *checkpointer) onRollback(m *wire.Rollback) {
 
 // onReset records an instance's reset.
 func (c *checkpointer) onReset(m ckResetMsg) {
-	if c.rb == nil {
+	if c.rb == nil || m.gen != c.rb.gen {
 		return
 	}
 	delete(c.rb.resetting, m.key)
