@@ -29,7 +29,7 @@ const (
 	// excluded); counter, {record}.
 	MetricProduced = "sluice.operator.produced.records"
 	// MetricProcessDuration is the time ProcessRecord took, for one record
-	// in actors.ProcessedSampleEvery (16); histogram, s.
+	// in actors.ProcessedSampleEvery (64); histogram, s.
 	MetricProcessDuration = "sluice.operator.process.duration"
 	// MetricEndToEnd is the time from a record's event time to the end of
 	// its processing by this operator, for the same sample; histogram, s.
@@ -167,11 +167,11 @@ func (m *metrics) Produce(context.Context) ([]metricdata.ScopeMetrics, error) {
 	out := m.stagesProduced(now)
 	if len(process.DataPoints) > 0 {
 		out = append(out, metricdata.Metrics{Name: MetricProcessDuration, Unit: "s",
-			Description: "Time ProcessRecord took, for one record in 16.", Data: process})
+			Description: sampleNote("Time ProcessRecord took"), Data: process})
 	}
 	if len(endToEnd.DataPoints) > 0 {
 		out = append(out, metricdata.Metrics{Name: MetricEndToEnd, Unit: "s",
-			Description: "Time from a record's event time to the end of its processing by the operator, for one record in 16.", Data: endToEnd})
+			Description: sampleNote("Time from a record's event time to the end of its processing by the operator"), Data: endToEnd})
 	}
 	if len(out) == 0 {
 		return nil, nil

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -28,9 +29,14 @@ var _ actors.StageObserver = (*observer)(nil)
 
 // stageMetrics names and describes each stage's histogram, by actors.Stage.
 var stageMetrics = [...]struct{ name, desc string }{
-	actors.StageSent:   {MetricSentDuration, "Time from a record's event time to its batch leaving the producer that sent it here, for one record in 16."},
-	actors.StageQueue:  {MetricQueueDuration, "Time from a batch leaving its producer to the record's processing starting, for one record in 16."},
+	actors.StageSent:   {MetricSentDuration, sampleNote("Time from a record's event time to its batch leaving the producer that sent it here")},
+	actors.StageQueue:  {MetricQueueDuration, sampleNote("Time from a batch leaving its producer to the record's processing starting")},
 	actors.StageCommit: {MetricCommitDuration, "Time each periodic state commit of the instance took."},
+}
+
+// sampleNote returns the description of a histogram of sampled records.
+func sampleNote(what string) string {
+	return fmt.Sprintf("%s, for one record in %d.", what, actors.ProcessedSampleEvery)
 }
 
 // Stage implements actors.StageObserver.
