@@ -1,6 +1,7 @@
 package proctest
 
 import (
+	"errors"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -64,6 +65,17 @@ func (r *Runs) Signal(sig syscall.Signal) bool {
 		r.proc.Signal(sig)
 	}
 	return r.proc != nil
+}
+
+// Pause stops the current run's process group and waits until all of it
+// has stopped (Service.Pause). It fails without a run.
+func (r *Runs) Pause(timeout time.Duration) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc == nil {
+		return errors.New("proctest: pause: not running")
+	}
+	return r.proc.Pause(timeout)
 }
 
 // Stop stops the current run (SIGCONT in case it is paused, SIGTERM, then

@@ -158,10 +158,13 @@ func (s *Server) Start() {
 // cleanup resume a paused server first.
 func (s *Server) Pause() {
 	s.t.Helper()
-	if !s.runs.Signal(syscall.SIGSTOP) {
-		s.t.Fatalf("s3test: Pause on a stopped server")
+	if err := s.runs.Pause(pauseTimeout); err != nil {
+		s.t.Fatalf("s3test: %v", err)
 	}
 }
+
+// pauseTimeout bounds the wait for every thread of a paused server to stop.
+const pauseTimeout = 10 * time.Second
 
 // Resume continues a paused server (SIGCONT).
 func (s *Server) Resume() {
