@@ -36,31 +36,18 @@ func (s *Service) Pause(timeout time.Duration) error {
 // groupRunning returns a thread of process group pgid that has not stopped
 // ("pid/tid"), or "" when all have.
 func groupRunning(pgid int) (string, error) {
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return "", err
+	pids := ProcessGroups()[pgid]
+	if len(pids) == 0 {
+		return "", fmt.Errorf("no process in group %d", pgid)
 	}
-	found := false
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
-		}
-		st, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+	for _, pid := range pids {
+		dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+		tasks, err := os.ReadDir(dir)
 		if err != nil {
 			continue // gone meanwhile
 		}
-		_, pg, ok := parseStat(st)
-		if !ok || pg != pgid {
-			continue
-		}
-		found = true
-		tasks, err := os.ReadDir(filepath.Join("/proc", p.Name(), "task"))
-		if err != nil {
-			continue
-		}
 		for _, t := range tasks {
-			st, err := os.ReadFile(filepath.Join("/proc", p.Name(), "task", t.Name(), "stat"))
+			st, err := os.ReadFile(filepath.Join(dir, t.Name(), "stat"))
 			if err != nil {
 				continue // exited thread
 			}
@@ -70,10 +57,31 @@ func groupRunning(pgid int) (string, error) {
 			}
 		}
 	}
-	if !found {
-		return "", fmt.Errorf("no process in group %d", pgid)
-	}
 	return "", nil
+}
+
+// ProcessGroups maps the process group IDs of the processes running now to
+// the processes in them (from /proc).
+func ProcessGroups() map[int][]int {
+	out := map[int][]int{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if _, pgrp, ok := parseStat(b); ok {
+			out[pgrp] = append(out[pgrp], pid)
+		}
+	}
+	return out
 }
 
 // parseStat returns the state and process group of a /proc stat line:

@@ -1,7 +1,6 @@
 package proctest
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -38,7 +37,7 @@ func TestPauseStopsTheWholeGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(svc.Kill)
-	sluicetest.WaitFor(t, 30*time.Second, "the shell and its child in the group", func() bool { return groupSize(svc.Pid()) == 2 })
+	sluicetest.WaitFor(t, 30*time.Second, "the shell and its child in the group", func() bool { return len(ProcessGroups()[svc.Pid()]) == 2 })
 	if err := svc.Pause(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -50,20 +49,4 @@ func TestPauseStopsTheWholeGroup(t *testing.T) {
 		running, err := groupRunning(svc.Pid())
 		return err == nil && running != ""
 	})
-}
-
-// groupSize counts the processes of group pgid.
-func groupSize(pgid int) int {
-	n := 0
-	matches, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, m := range matches {
-		b, err := os.ReadFile(m)
-		if err != nil {
-			continue
-		}
-		if _, pg, ok := parseStat(b); ok && pg == pgid {
-			n++
-		}
-	}
-	return n
 }

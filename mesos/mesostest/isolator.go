@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/proctest"
 )
 
 // The network/ports isolator with --enforce_container_ports
@@ -67,7 +69,7 @@ func (m *Master) checkPorts() {
 		m.logf("mesostest: ports isolator: %v", err)
 		return
 	}
-	groups := processGroups()
+	groups := proctest.ProcessGroups()
 	for _, w := range watched {
 		var used rangeSet
 		for _, pid := range groups[w.pgid] {
@@ -129,39 +131,6 @@ func listeningPorts() (map[uint64]uint64, error) {
 		}
 	}
 	return out, nil
-}
-
-// processGroups maps process group IDs to the processes in them.
-func processGroups() map[int][]int {
-	out := map[int][]int{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...; comm may contain spaces.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 3 {
-			continue
-		}
-		if pgrp, err := strconv.Atoi(f[2]); err == nil {
-			out[pgrp] = append(out[pgrp], pid)
-		}
-	}
-	return out
 }
 
 // socketInodes returns the inodes of the sockets process pid has open.
