@@ -78,8 +78,8 @@ type InstanceStatus struct {
 	// StateBytes estimates the disk space of the instance's key groups.
 	StateBytes int64
 	// TransientErrors counts the transient failures (core.ErrTransient)
-	// of the instance's Poll and Flush, e.g. while an external system is
-	// unreachable: they are retried, not restarts.
+	// of the instance's Poll, Flush and state log appends, e.g. while an
+	// external system is unreachable: they are retried, not restarts.
 	TransientErrors int64
 	// Watermark is the instance's event-time watermark (zero before any;
 	// the end of time, year 2262, once its input ended).

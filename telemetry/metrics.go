@@ -43,9 +43,10 @@ const (
 	// MetricDeadLetters counts records and timers an instance sent to its
 	// dead-letter stream; counter, {record}.
 	MetricDeadLetters = "sluice.operator.dead_letters"
-	// MetricTransientErrors counts an instance's transient failures (Poll
-	// or Flush reporting sdk.ErrTransient, e.g. Kafka brokers unreachable),
-	// which are retried rather than restarts; counter, {error}.
+	// MetricTransientErrors counts an instance's transient failures (Poll,
+	// Flush or a state log append reporting sdk.ErrTransient, e.g. Kafka
+	// brokers unreachable), which are retried rather than restarts;
+	// counter, {error}.
 	MetricTransientErrors = "sluice.operator.transient_errors"
 	// MetricStateSize estimates the disk space of an instance's state;
 	// updowncounter, By.
@@ -121,7 +122,7 @@ func (m *metrics) register(meter metric.Meter) error {
 	m.produced = counter(MetricProduced, "{record}", "Records the instance produced (dead letters excluded).")
 	m.restarts = counter(MetricRestarts, "{restart}", "Restarts of the instance on this node.")
 	m.deadLetters = counter(MetricDeadLetters, "{record}", "Records and timers sent to the dead-letter stream.")
-	m.transient = counter(MetricTransientErrors, "{error}", "Transient failures of Poll and Flush (retried, e.g. brokers unreachable).")
+	m.transient = counter(MetricTransientErrors, "{error}", "Transient failures of Poll, Flush and state log appends (retried, e.g. brokers unreachable).")
 	m.mailbox = gauge(MetricMailbox, "{record}", "Records delivered to the instance and not yet processed.")
 	m.stateSize = gauge(MetricStateSize, "By", "Estimated disk space of the instance's state.")
 	m.buffered = gauge(MetricBuffered, "{record}", "Records held in the node's output buffers.")
