@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -57,6 +58,40 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 		p.kill()
 		return nil, "", fmt.Errorf("bench: %s %v: not ready after 60s", bin, args)
 	}
+}
+
+// cpu returns the CPU time (user and system, all threads) the process
+// has used so far, from /proc/<pid>/stat in clock ticks of 10 ms (Linux's
+// USER_HZ), or an error.
+func (p *proc) cpu() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, fmt.Errorf("bench: cpu of %d: %w", p.cmd.Process.Pid, err)
+	}
+	return statCPU(string(b))
+}
+
+// statCPU parses utime + stime out of a /proc/<pid>/stat line.
+func statCPU(stat string) (time.Duration, error) {
+	// The command in parentheses may hold spaces: fields are counted
+	// after its closing parenthesis, which starts field 3 (state).
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("bench: /proc stat line %q: no command", stat)
+	}
+	f := strings.Fields(stat[i+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("bench: /proc stat line %q: too short", stat)
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // fields 14 (utime) and 15 (stime)
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench: /proc stat line %q: %w", stat, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
 // kill ends the process group and waits.

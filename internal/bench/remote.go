@@ -21,6 +21,8 @@ import (
 // sends n small protobuf messages (a record-sized wire.Record each) with
 // plain Send to an actor in another process (nodeBin in -raw-sink mode),
 // one message per record, no batching. It is the baseline for CrossNode.
+// Result.SideCPU holds this process's CPU time over the run (the sender)
+// and the sink process's.
 func RemoteRaw(nodeBin string, n int) (Result, error) {
 	p, ready, err := startProc(nodeBin, []string{"-bind", "127.0.0.1:0", "-raw-sink", strconv.Itoa(n)}, nil)
 	if err != nil {
@@ -38,6 +40,10 @@ func RemoteRaw(nodeBin string, n int) (Result, error) {
 		system.Shutdown()
 	}()
 	sink := actor.NewPID(addr, "sink")
+	sendCPU, recvCPU := processCPU(), time.Duration(0)
+	if recvCPU, err = p.cpu(); err != nil {
+		return Result{}, err
+	}
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		system.Root.Send(sink, &wire.Record{Key: []byte("k" + strconv.Itoa(i%10000)), Value: strconv.AppendInt(nil, int64(i), 10), EventTimeUnixNano: start.UnixNano()})
@@ -50,14 +56,21 @@ func RemoteRaw(nodeBin string, n int) (Result, error) {
 	case <-time.After(5 * time.Minute):
 		return Result{}, fmt.Errorf("bench: raw remote: sink did not receive %d messages", n)
 	}
-	return Result{Ops: int64(n), Elapsed: time.Since(start)}, nil
+	res := Result{Ops: int64(n), Elapsed: time.Since(start)}
+	recvEnd, err := p.cpu()
+	if err != nil {
+		return Result{}, err
+	}
+	res.SideCPU = [2]time.Duration{processCPU() - sendCPU, recvEnd - recvCPU}
+	return res, nil
 }
 
 // CrossNode measures Sluice records/s between two node processes joined
 // through Consul: node "far" hosts a group-by counter (4 instances), node
 // "near" a generator of n records; every record crosses the nodes in
 // batches. The rate is taken between the far node's first and last counted
-// record (polled as nextPoll says). nodeFlags, when not nil, adds flags of each
+// record (polled as nextPoll says), and so is each node's CPU time
+// (Result.SideCPU: near, far). nodeFlags, when not nil, adds flags of each
 // node by id (see NodeTLSFlags).
 func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id string) []string) (Result, error) {
 	common := []string{"-consul", consulAddr, "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36),
@@ -82,6 +95,7 @@ func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id str
 	defer near.stop(10 * time.Second)
 	var t0 time.Time
 	var c0 int64
+	var cpu0 [2]time.Duration // near's and far's CPU time at t0
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
 		st, err := nodeStatus(farHTTP)
@@ -89,9 +103,18 @@ func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id str
 			c := processed(st, "count")
 			if t0.IsZero() && c > 0 {
 				t0, c0 = time.Now(), c
+				if cpu0, err = procsCPU(near, far); err != nil {
+					return Result{}, err
+				}
 			}
 			if c >= int64(n) {
-				return Result{Ops: int64(n) - c0, Elapsed: time.Since(t0)}, nil
+				r := Result{Ops: int64(n) - c0, Elapsed: time.Since(t0)}
+				cpu, err := procsCPU(near, far)
+				if err != nil {
+					return Result{}, err
+				}
+				r.SideCPU = [2]time.Duration{cpu[0] - cpu0[0], cpu[1] - cpu0[1]}
+				return r, nil
 			}
 			time.Sleep(nextPoll(t0, c0, c, int64(n)))
 			continue
@@ -99,6 +122,17 @@ func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id str
 		time.Sleep(5 * time.Millisecond)
 	}
 	return Result{}, fmt.Errorf("bench: cross-node: far node did not count %d records in 5 minutes", n)
+}
+
+// procsCPU returns the CPU time used so far by a sending and a receiving
+// process.
+func procsCPU(send, recv *proc) ([2]time.Duration, error) {
+	s, err := send.cpu()
+	if err != nil {
+		return [2]time.Duration{}, err
+	}
+	r, err := recv.cpu()
+	return [2]time.Duration{s, r}, err
 }
 
 // nextPoll returns how long to wait before polling a node's count c again

@@ -27,6 +27,18 @@ type Result struct {
 	// StateBytes is the size of the run's data directory at its end, if
 	// measured.
 	StateBytes int64
+	// SideCPU is, for a run between two processes, the CPU time over
+	// Elapsed of the sending side ([0]) and of the receiving side ([1]),
+	// if measured.
+	SideCPU [2]time.Duration
+}
+
+// SideCPUPerOp returns SideCPU[i] per op, in µs (0 if not measured).
+func (r Result) SideCPUPerOp(i int) float64 {
+	if r.Ops <= 0 {
+		return 0
+	}
+	return float64(r.SideCPU[i]) / 1e3 / float64(r.Ops)
 }
 
 // PerSec returns Ops per second.

@@ -60,7 +60,7 @@ var Groups = []string{"core", "eo", "latency", "telemetry", "cross", "mtls", "ka
 // GroupsHelp describes Groups for a flag's usage.
 const GroupsHelp = `core (in-process throughput and latency), eo (exactly-once vs no guarantee), ` +
 	`latency (p50/p99/p99.9 at 10, 50 and 90 % of saturation, with the runtime's latency breakdown), ` +
-	`telemetry (off vs on), cross (cross-node; needs the node binary and Consul), mtls (cross-node plaintext vs mutual TLS; same), ` +
+	`telemetry (off vs on), cross (cross-node against raw protoactor remote, alternating, with CPU per record on each side; needs the node binary and Consul), mtls (cross-node plaintext vs mutual TLS; same), ` +
 	`kafka (Goka vs Sluice on kfake), kafka-eo (exactly-once output latency to a read_committed consumer), ` +
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
@@ -280,33 +280,45 @@ func (t *tabler) telemetryRows() ([]row, error) {
 	return rows, nil
 }
 
-// crossRows: protoactor remote one-way against Sluice cross-node.
+// crossRows: protoactor remote one-way against Sluice cross-node, runs
+// alternating, with the CPU time per record of each side.
 func (t *tabler) crossRows() ([]row, error) {
 	cfg := t.cfg
 	if cfg.NodeBinary == "" || cfg.ConsulAddr == "" {
 		return nil, nil
 	}
-	raw, err := t.measure("protoactor remote one-way", func() (Result, error) { return RemoteRaw(cfg.NodeBinary, cfg.Records) })
-	if err != nil {
-		return nil, err
-	}
-	rawRate := medianRate(raw)
-	run := 0
-	const name = "sluice cross-node"
-	cross, err := t.measure(name, func() (Result, error) {
+	names := [2]string{"protoactor remote one-way", "sluice cross-node"}
+	run := 0 // sluice runs so far: their index, for the node processes' profiles
+	raw, cross, err := t.alternate(names, func(sluice bool) (Result, error) {
+		if !sluice {
+			return RemoteRaw(cfg.NodeBinary, cfg.Records)
+		}
 		i := run
 		run++
-		return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, run), cfg.Records,
-			func(id string) []string { return t.prof.nodeFlags(name, i, id) })
+		return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, i), cfg.Records,
+			func(id string) []string { return t.prof.nodeFlags(names[1], i, id) })
+	}, func(r Result) string {
+		return fmt.Sprintf(", CPU per record %.2f + %.2f µs", r.SideCPUPerOp(0), r.SideCPUPerOp(1))
 	})
 	if err != nil {
 		return nil, err
 	}
-	crossRate := medianRate(cross)
+	rawRate, crossRate := medianRate(raw), medianRate(cross)
+	side := func(rs []Result, i int) float64 {
+		xs := make([]float64, len(rs))
+		for j, r := range rs {
+			xs[j] = r.SideCPUPerOp(i)
+		}
+		return Median(xs)
+	}
+	rawSend, rawRecv, near, far := side(raw, 0), side(raw, 1), side(cross, 0), side(cross, 1)
 	return []row{
-		{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes"},
+		{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes; runs alternate with the next row"},
+		{"  CPU per message, sender / receiver", fmt.Sprintf("%.2f / %.2f", rawSend, rawRecv), "µs", "1.00×", "each process's CPU time over the run"},
 		{"sluice cross-node, group-by on far node", human(crossRate), "records/s", fmt.Sprintf("%.2f×", crossRate/rawRate),
 			"2 node processes via Consul, batched, target ≥ 3.00×"},
+		{"  CPU per record, near / far node", fmt.Sprintf("%.2f / %.2f", near, far), "µs", fmt.Sprintf("%.2f×", (near+far)/(rawSend+rawRecv)),
+			"each node's CPU time from the far node's first counted record to its last; ratio: both sides' sum to the baseline's"},
 	}, nil
 }
 

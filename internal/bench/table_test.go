@@ -2,12 +2,14 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/proctest"
 )
@@ -97,4 +99,31 @@ func TestRecoverySIGKILL(t *testing.T) {
 		t.Fatalf("%+v: want ≥ 3 MB of state, a rate before, and phases within the total", r)
 	}
 	t.Logf("%+v", r)
+}
+
+// The cross group runs against real node processes and a Consul agent,
+// alternating the baseline and Sluice, and reports each side's CPU time
+// per record (read from /proc): both sides of both scenarios used some.
+func TestCrossRowsReportCPUPerSide(t *testing.T) {
+	bin, err := proctest.Build(t.TempDir(), "github.com/sluicehq/sluice/internal/testnode", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = Table(&out, TableConfig{Runs: 1, Records: 200_000, TempDir: t.TempDir(), Scenarios: []string{"cross"},
+		NodeBinary: bin, ConsulAddr: consultest.Start(t).Addr()})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	s := out.String()
+	for _, name := range []string{"CPU per message, sender / receiver", "CPU per record, near / far node"} {
+		i := strings.Index(s, name)
+		if i < 0 {
+			t.Fatalf("no row %q in\n%s", name, s)
+		}
+		var a, b float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(s[i+len(name):]), "%f / %f", &a, &b); err != nil || a <= 0 || b <= 0 {
+			t.Errorf("row %q: %v, sides %v and %v; want both > 0 in\n%s", name, err, a, b, s)
+		}
+	}
 }

@@ -1,0 +1,48 @@
+package bench
+
+import (
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestStatCPU(t *testing.T) {
+	// utime 250 and stime 17 ticks; the command holds a space and a ')'.
+	line := "4242 (a b) c) S 1 4242 4242 0 -1 4194560 3000 0 0 0 250 17 0 0 20 0 9 0 1234 5678 90 18446744073709551615"
+	got, err := statCPU(line)
+	if err != nil || got != 2670*time.Millisecond {
+		t.Fatalf("statCPU = %v, %v; want 2.67s", got, err)
+	}
+	for _, bad := range []string{"", "4242 no parenthesis", "4242 (x) S 1 2", "4242 (x) S 1 2 3 4 5 6 7 8 9 10 u s"} {
+		if _, err := statCPU(bad); err == nil {
+			t.Errorf("statCPU(%q): no error", bad)
+		}
+	}
+}
+
+// A busy child's CPU time, read from /proc, grows.
+func TestProcCPU(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as startProc: kill ends the group
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(p.kill)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := p.cpu()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c >= 50*time.Millisecond {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a busy loop used %v of CPU in 30 s", c)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
