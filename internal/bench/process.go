@@ -19,9 +19,18 @@ import (
 
 // proc is a child process of a benchmark (a testnode).
 type proc struct {
-	cmd   *exec.Cmd
-	lines chan string // stdout, line by line
-	done  chan error
+	cmd    *exec.Cmd
+	lines  chan string   // stdout, line by line
+	exited chan struct{} // closed once the process has exited and been waited for
+}
+
+// watch starts p's waiter: cmd must have been started.
+func (p *proc) watch() {
+	p.exited = make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
 }
 
 // startProc runs bin with args and waits for a stdout line starting with
@@ -38,7 +47,7 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("bench: start %s: %w", bin, err)
 	}
-	p := &proc{cmd: cmd, lines: make(chan string, 16), done: make(chan error, 1)}
+	p := &proc{cmd: cmd, lines: make(chan string, 16)}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -46,7 +55,7 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 		}
 		close(p.lines)
 	}()
-	go func() { p.done <- cmd.Wait() }()
+	p.watch()
 	select {
 	case l, ok := <-p.lines:
 		if ok && strings.HasPrefix(l, "ready") {
@@ -61,14 +70,22 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 }
 
 // cpu returns the CPU time (user and system, all threads) the process
-// has used so far, from /proc/<pid>/stat in clock ticks of 10 ms (Linux's
-// USER_HZ), or an error.
+// has used so far: from /proc/<pid>/stat (clock ticks of 10 ms, Linux's
+// USER_HZ) while it runs, from its wait status once it has exited (a
+// process may end on its own, as the raw sink does after its count).
 func (p *proc) cpu() (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
-	if err != nil {
+	if err == nil {
+		return statCPU(string(b))
+	}
+	// Gone from /proc: reaped, or about to be.
+	select {
+	case <-p.exited:
+		st := p.cmd.ProcessState
+		return st.UserTime() + st.SystemTime(), nil
+	case <-time.After(10 * time.Second):
 		return 0, fmt.Errorf("bench: cpu of %d: %w", p.cmd.Process.Pid, err)
 	}
-	return statCPU(string(b))
 }
 
 // statCPU parses utime + stime out of a /proc/<pid>/stat line.
@@ -98,7 +115,7 @@ func statCPU(stat string) (time.Duration, error) {
 func (p *proc) kill() {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
-	case <-p.done:
+	case <-p.exited:
 	case <-time.After(10 * time.Second):
 	}
 }
@@ -107,7 +124,7 @@ func (p *proc) kill() {
 func (p *proc) stop(timeout time.Duration) {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case <-p.exited:
 	case <-time.After(timeout):
 		p.kill()
 	}

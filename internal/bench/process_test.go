@@ -28,21 +28,26 @@ func TestProcCPU(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
+	p := &proc{cmd: cmd}
+	p.watch()
 	t.Cleanup(p.kill)
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := p.cpu()
-		if err != nil {
+	var c time.Duration
+	for c < 50*time.Millisecond {
+		var err error
+		if c, err = p.cpu(); err != nil {
 			t.Fatal(err)
-		}
-		if c >= 50*time.Millisecond {
-			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("a busy loop used %v of CPU in 30 s", c)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// Once it has exited (as the raw sink does on its own), its CPU time
+	// comes from its wait status: no less than what /proc said.
+	p.kill()
+	after, err := p.cpu()
+	if err != nil || after < c {
+		t.Fatalf("CPU after exit: %v, %v; want ≥ %v", after, err, c)
 	}
 }
