@@ -33,7 +33,7 @@ func main() {
 	eoRecords := flag.Int("eo-records", 10_000_000, "records per run of the exactly-once vs no-guarantee comparison")
 	latencyDur := flag.Duration("latency-duration", 3*time.Second, "length of each paced latency run")
 	saturated := flag.Float64("saturated", 0, "records/s the latency rows take as the word count's saturation (0: measure it); fixes the pacing when comparing two builds on a loaded machine")
-	bigKeys := flag.Int("big-keys", 2_000_000, "distinct keys of the large-state scaling row (10 M, beyond Pebble's block cache, took more than 10 minutes on a loaded 2-core machine)")
+	bigKeys := flag.Int("big-keys", 10_000_000, "distinct keys of the large-state scaling row (10 M: about 120 MB of state, beyond Pebble's 64 MiB block cache; 2.5 minutes on a quiet 2-core machine, more on a loaded one)")
 	recoveryState := flag.Int64("recovery-state", 1<<30, "bytes of state the recovery scenario builds before its SIGKILL")
 	ysbEvents := flag.Int64("ysb-events", 5_000_000, "events per unthrottled YSB run (a bounded stream)")
 	ysbRate := flag.Float64("ysb-rate", 200_000, "events/s of the paced YSB window latency run (it lasts -latency-duration)")

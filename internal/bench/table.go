@@ -38,7 +38,7 @@ type TableConfig struct {
 	// equal when comparing two builds on a loaded machine.
 	Saturated float64
 	// BigKeys is the number of distinct keys of the large-state scaling
-	// row; 0 means 2 M (see scalingRows).
+	// row; 0 means 10 M (see scalingRows).
 	BigKeys int
 	// RecoveryState is the state the recovery scenario builds before the
 	// SIGKILL, in bytes; 0 means 1 GiB.
