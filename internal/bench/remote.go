@@ -69,8 +69,9 @@ func RemoteRaw(nodeBin string, n int) (Result, error) {
 // through Consul: node "far" hosts a group-by counter (4 instances), node
 // "near" a generator of n records; every record crosses the nodes in
 // batches. The rate is taken between the far node's first and last counted
-// record (polled as nextPoll says), and so is each node's CPU time
-// (Result.SideCPU: near, far). nodeFlags, when not nil, adds flags of each
+// record (polled as nextPoll says), and so are each node's CPU time
+// (Result.SideCPU: near, far) and the time the near node's generator was
+// blocked by backpressure (Result.Blocked: waiting for the far node). nodeFlags, when not nil, adds flags of each
 // node by id (see NodeTLSFlags).
 func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id string) []string) (Result, error) {
 	common := []string{"-consul", consulAddr, "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36),
@@ -88,14 +89,16 @@ func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id str
 	}
 	defer far.stop(10 * time.Second)
 	farHTTP, _ := strings.CutPrefix(ready, "ready http=")
-	near, _, err := startProc(nodeBin, args("near", "-host", "gen"), nil)
+	near, nearReady, err := startProc(nodeBin, args("near", "-host", "gen"), nil)
 	if err != nil {
 		return Result{}, err
 	}
 	defer near.stop(10 * time.Second)
+	nearHTTP, _ := strings.CutPrefix(nearReady, "ready http=")
 	var t0 time.Time
 	var c0 int64
-	var cpu0 [2]time.Duration // near's and far's CPU time at t0
+	var cpu0 [2]time.Duration  // near's and far's CPU time at t0
+	var blocked0 time.Duration // near's time blocked by backpressure at t0
 	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
 		st, err := nodeStatus(farHTTP)
@@ -106,6 +109,9 @@ func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id str
 				if cpu0, err = procsCPU(near, far); err != nil {
 					return Result{}, err
 				}
+				if blocked0, err = nodeBlocked(nearHTTP); err != nil {
+					return Result{}, err
+				}
 			}
 			if c >= int64(n) {
 				r := Result{Ops: int64(n) - c0, Elapsed: time.Since(t0)}
@@ -114,6 +120,11 @@ func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id str
 					return Result{}, err
 				}
 				r.SideCPU = [2]time.Duration{cpu[0] - cpu0[0], cpu[1] - cpu0[1]}
+				blocked, err := nodeBlocked(nearHTTP)
+				if err != nil {
+					return Result{}, err
+				}
+				r.Blocked = blocked - blocked0
 				return r, nil
 			}
 			time.Sleep(nextPoll(t0, c0, c, int64(n)))
@@ -122,6 +133,22 @@ func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id str
 		time.Sleep(5 * time.Millisecond)
 	}
 	return Result{}, fmt.Errorf("bench: cross-node: far node did not count %d records in 5 minutes", n)
+}
+
+// nodeBlocked returns the time a node's instances have spent blocked by
+// backpressure, summed.
+func nodeBlocked(httpAddr string) (time.Duration, error) {
+	st, err := nodeStatus(httpAddr)
+	if err != nil {
+		return 0, err
+	}
+	var b int64
+	for _, o := range st.Operators {
+		for _, in := range o.Instances {
+			b += in.BlockedNanos
+		}
+	}
+	return time.Duration(b), nil
 }
 
 // procsCPU returns the CPU time used so far by a sending and a receiving

@@ -31,6 +31,10 @@ type Result struct {
 	// Elapsed of the sending side ([0]) and of the receiving side ([1]),
 	// if measured.
 	SideCPU [2]time.Duration
+	// Blocked is, for a run between node processes, the time over Elapsed
+	// the sending side's instances spent blocked by backpressure, if
+	// measured.
+	Blocked time.Duration
 }
 
 // SideCPUPerOp returns SideCPU[i] per op, in µs (0 if not measured).

@@ -298,7 +298,7 @@ func (t *tabler) crossRows() ([]row, error) {
 		return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, i), cfg.Records,
 			func(id string) []string { return t.prof.nodeFlags(names[1], i, id) })
 	}, func(r Result) string {
-		return fmt.Sprintf(", CPU per record %.2f + %.2f µs", r.SideCPUPerOp(0), r.SideCPUPerOp(1))
+		return fmt.Sprintf(", CPU per record %.2f + %.2f µs, sender blocked %.0f%%", r.SideCPUPerOp(0), r.SideCPUPerOp(1), 100*float64(r.Blocked)/float64(r.Elapsed))
 	})
 	if err != nil {
 		return nil, err
@@ -312,13 +312,18 @@ func (t *tabler) crossRows() ([]row, error) {
 		return Median(xs)
 	}
 	rawSend, rawRecv, near, far := side(raw, 0), side(raw, 1), side(cross, 0), side(cross, 1)
+	blocked := make([]float64, len(cross))
+	for i, r := range cross {
+		blocked[i] = float64(r.Blocked) / float64(r.Elapsed)
+	}
 	return []row{
 		{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes; runs alternate with the next row"},
 		{"  CPU per message, sender / receiver", fmt.Sprintf("%.2f / %.2f", rawSend, rawRecv), "µs", "1.00×", "each process's CPU time over the run"},
 		{"sluice cross-node, group-by on far node", human(crossRate), "records/s", fmt.Sprintf("%.2f×", crossRate/rawRate),
 			"2 node processes via Consul, batched, target ≥ 3.00×"},
 		{"  CPU per record, near / far node", fmt.Sprintf("%.2f / %.2f", near, far), "µs", fmt.Sprintf("%.2f×", (near+far)/(rawSend+rawRecv)),
-			"each node's CPU time from the far node's first counted record to its last; ratio: both sides' sum to the baseline's"},
+			fmt.Sprintf("each node's CPU time from the far node's first counted record to its last; ratio: both sides' sum to the baseline's; "+
+				"the near node's generator was blocked by backpressure (waiting for the far node) %.0f%% of the time", 100*Median(blocked))},
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,8 @@ func TestCrossRowsReportCPUPerSide(t *testing.T) {
 		if _, err := fmt.Sscanf(strings.TrimSpace(s[i+len(name):]), "%f / %f", &a, &b); err != nil || a <= 0 || b <= 0 {
 			t.Errorf("row %q: %v, sides %v and %v; want both > 0 in\n%s", name, err, a, b, s)
 		}
+	}
+	if !regexp.MustCompile(`generator was blocked by backpressure \(waiting for the far node\) \d+% of the time`).MatchString(s) {
+		t.Errorf("no share of time blocked in\n%s", s)
 	}
 }
