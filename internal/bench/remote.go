@@ -40,8 +40,9 @@ func RemoteRaw(nodeBin string, n int) (Result, error) {
 		system.Shutdown()
 	}()
 	sink := actor.NewPID(addr, "sink")
-	sendCPU, recvCPU := processCPU(), time.Duration(0)
-	if recvCPU, err = p.cpu(); err != nil {
+	sendCPU := processCPU()
+	recvCPU, err := p.cpu()
+	if err != nil {
 		return Result{}, err
 	}
 	start := time.Now()
@@ -71,8 +72,9 @@ func RemoteRaw(nodeBin string, n int) (Result, error) {
 // batches. The rate is taken between the far node's first and last counted
 // record (polled as nextPoll says), and so are each node's CPU time
 // (Result.SideCPU: near, far) and the time the near node's generator was
-// blocked by backpressure (Result.Blocked: waiting for the far node). nodeFlags, when not nil, adds flags of each
-// node by id (see NodeTLSFlags).
+// blocked by backpressure (Result.Blocked: waiting for the far node).
+// nodeFlags, when not nil, adds flags of each node by id (see
+// NodeTLSFlags).
 func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id string) []string) (Result, error) {
 	common := []string{"-consul", consulAddr, "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		"-records", strconv.Itoa(n), "-keys", "10000", "-gen-parallelism", "1", "-count-parallelism", "4", "-log-level", "error"}
