@@ -35,10 +35,11 @@ type Config struct {
 	// BatchSize, Credits, RemoteCredits, BufferBatches (batching and
 	// backpressure), NoSync (commit without fsync: tests, benchmarks),
 	// Host (the operators, by name, this process hosts in a cluster; empty:
-	// all), OnEvent (instance and membership events), StateLog (e.g. kafka.StateLog: at least once,
-	// state that survives a crash) and AtLeastOnce (the old spelling of
-	// Guarantee: AtLeastOnce). Start fills its Cluster, Store, Checkpoints,
-	// Observer and Announce from the settings below: leave them zero.
+	// all), OnEvent (instance and membership events), StateLog (e.g.
+	// kafka.StateLog: at least once, state that survives a crash) and
+	// AtLeastOnce (the old spelling of Guarantee: AtLeastOnce). Start fills
+	// its Cluster, Store, Checkpoints, Observer and Announce from the
+	// settings below: leave them zero.
 	NodeConfig
 	// StopTimeout bounds how long Run waits for in-flight records (and, in a
 	// cluster, for the handoff of this node's instances) on shutdown; 0
