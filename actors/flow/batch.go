@@ -51,7 +51,4 @@ type Batch struct {
 type Dest interface {
 	Endpoint() Endpoint
 	Send(b *Batch)
-	// Remote reports whether the instance is on another node (it gets
-	// Config.RemoteCredits).
-	Remote() bool
 }

@@ -26,13 +26,11 @@
 //
 // # Credits
 //
-// A Producer may have Credits unacknowledged batches per destination
-// (RemoteCredits per destination on another node: Dest.Remote); Ack
+// A Producer may have Credits unacknowledged batches per destination; Ack
 // returns one. A full buffer without credit stays; once a destination's
 // buffer holds BufferBatches×BatchSize records, Flush reports the Producer
 // blocked, and the runtime stops giving it input. So memory per edge is
-// bounded by (Credits+BufferBatches)×BatchSize records, RemoteCredits
-// in place of Credits between nodes.
+// bounded by (Credits+BufferBatches)×BatchSize records.
 //
 // # Layout changes
 //
