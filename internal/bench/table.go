@@ -298,7 +298,11 @@ func (t *tabler) crossRows() ([]row, error) {
 		return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, i), cfg.Records,
 			func(id string) []string { return t.prof.nodeFlags(names[1], i, id) })
 	}, func(r Result) string {
-		return fmt.Sprintf(", CPU per record %.2f + %.2f µs, sender blocked %.0f%%", r.SideCPUPerOp(0), r.SideCPUPerOp(1), 100*float64(r.Blocked)/float64(r.Elapsed))
+		note := fmt.Sprintf(", CPU per record %.2f + %.2f µs", r.SideCPUPerOp(0), r.SideCPUPerOp(1))
+		if r.Blocked > 0 { // only Sluice's runs measure backpressure
+			note += fmt.Sprintf(", sender blocked %.0f%%", 100*float64(r.Blocked)/float64(r.Elapsed))
+		}
+		return note
 	})
 	if err != nil {
 		return nil, err
