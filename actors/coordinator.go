@@ -452,9 +452,11 @@ var releasedLinger = time.Minute // a variable for tests
 // publish builds and publishes the route table for owners.
 func (c *coordinator) publish(owners map[instKey]string) {
 	addr := make(map[string]string)
+	inc := make(map[string]string)
 	live := make(map[string]bool)
 	for _, m := range c.members {
 		addr[m.ID] = m.Address
+		inc[m.ID] = m.Meta[metaIncarnation]
 		live[m.Address] = true
 	}
 	t := &flow.Table{Streams: make(map[string][]*flow.Subscription), Live: live, Local: c.n.addr, Version: 1}
@@ -467,7 +469,7 @@ func (c *coordinator) publish(owners map[instKey]string) {
 		for idx := range dests {
 			k := instKey{op: m.Name, epoch: spec.Epoch, index: idx}
 			if id, ok := owners[k]; ok && addr[id] != "" {
-				dests[idx] = c.n.newDest(addr[id], k.pidID())
+				dests[idx] = c.n.newDest(addr[id], inc[id], k.pidID())
 			}
 		}
 		for _, in := range m.Inputs {

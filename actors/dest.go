@@ -31,6 +31,7 @@ func (d *localDest) Send(b *flow.Batch) { d.n.deliver(d.inst, &batchMsg{Batch: b
 type remoteDest struct {
 	n          *Node
 	ep         flow.Endpoint
+	target     string // ep.ID addressed to the node process (see addressed)
 	dispatcher *actor.PID
 }
 
@@ -40,7 +41,7 @@ func (d *remoteDest) Endpoint() flow.Endpoint { return d.ep }
 
 // Send encodes b and sends it over protoactor remote.
 func (d *remoteDest) Send(b *flow.Batch) {
-	wb := &wire.RecordBatch{Target: d.ep.ID, Stream: b.Stream, Routing: int32(b.Routing), Slot: b.Slot, Seq: b.Seq,
+	wb := &wire.RecordBatch{Target: d.target, Stream: b.Stream, Routing: int32(b.Routing), Slot: b.Slot, Seq: b.Seq,
 		From: actor.NewPID(b.From.Addr, b.From.ID), FromOp: b.FromOp, FromIndex: int32(b.FromIndex),
 		Records: wire.AppendRecords(nil, b.Records), Control: toWireControl(b.Control), Generation: b.Gen}
 	if !b.Sent.IsZero() {
@@ -52,8 +53,9 @@ func (d *remoteDest) Send(b *flow.Batch) {
 }
 
 // newDest returns the destination of the instance with actor id id on the
-// node with actor address addr.
-func (n *Node) newDest(addr, id string) flow.Dest {
+// node process with actor address addr and incarnation inc (empty when
+// its member record names none).
+func (n *Node) newDest(addr, inc, id string) flow.Dest {
 	ep := flow.Endpoint{Addr: addr, ID: id}
 	if addr == n.addr {
 		if inst := n.lookup(id); inst != nil {
@@ -62,7 +64,7 @@ func (n *Node) newDest(addr, id string) flow.Dest {
 		// Not spawned here (yet): go through the dispatcher, which
 		// bounces what it cannot deliver.
 	}
-	return &remoteDest{n: n, ep: ep, dispatcher: actor.NewPID(addr, dispatcherName)}
+	return &remoteDest{n: n, ep: ep, target: addressed(id, inc), dispatcher: actor.NewPID(addr, dispatcherName)}
 }
 
 // host adapts a Node to flow.Host.

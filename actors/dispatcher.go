@@ -62,7 +62,17 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 		n.replyAck(from, m.Slot)
 		return
 	}
-	inst := n.lookup(m.Target)
+	target, ok := n.ours(m.Target)
+	if !ok {
+		// Meant for another process that had this address: not processed
+		// here, so its producer routes it again (as for an instance not
+		// placed here).
+		n.refused(m.Target, from.String())
+	}
+	var inst *instance
+	if ok {
+		inst = n.lookup(target)
+	}
 	if inst == nil {
 		flow.Recycle(recs)
 		n.replyWire(from, &wire.Bounce{Slot: m.Slot, Seq: m.Seq, Records: m.Records, Target: from.ID, Control: m.Control})
@@ -76,9 +86,17 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 	n.deliver(inst, &batchMsg{Batch: b, remote: true})
 }
 
-// toProducer hands a reply to the producer with actor id id on this node:
-// an instance, or the ingress.
-func (n *Node) toProducer(id string, msg any) {
+// toProducer hands a reply to the producer on this node that target
+// addresses (see addressed): an instance, or the ingress.
+func (n *Node) toProducer(target string, msg any) {
+	id, ok := n.ours(target)
+	if !ok {
+		// A reply to a batch that another process at this address sent
+		// (before this one started): no producer here sent it, and taking
+		// a bounce's records would route records twice.
+		n.refused(target, "")
+		return
+	}
 	if id == n.ingress.pid.Id {
 		n.system.Root.Send(n.ingress.pid, msg)
 		return

@@ -39,7 +39,7 @@ func newIngress(n *Node) *ingress {
 			// waits for their durability.
 		}
 	}))
-	in.p = flow.New(host{n}, n.flowConfig(), flow.Endpoint{Addr: n.addr, ID: in.pid.Id}, uint64(time.Now().UnixNano()))
+	in.p = flow.New(host{n}, n.flowConfig(), n.replyTo(in.pid), uint64(time.Now().UnixNano()))
 	return in
 }
 

@@ -207,7 +207,7 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 	inst.gen = op.node.gen.Load()
 	fc := op.node.flowConfig()
 	fc.Operator, fc.Index = key.op, key.index
-	inst.out = flow.New(host{op.node}, fc, flow.Endpoint{Addr: pid.Address, ID: pid.Id},
+	inst.out = flow.New(host{op.node}, fc, op.node.replyTo(pid),
 		uint64(key.index)+uint64(len(key.op))<<32+uint64(key.epoch)<<48)
 	inst.out.SetGeneration(inst.gen)
 	inst.octx = &opContext{Context: ctx, inst: inst}

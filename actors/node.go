@@ -42,15 +42,16 @@ type Node struct {
 	incarnation string // this process's, in its member record (see metaIncarnation)
 	kinds       map[string]core.Factory
 
-	table    atomic.Pointer[flow.Table]
-	topo     atomic.Pointer[topology.Topology] // as last applied by the coordinator
-	queued   atomic.Int64                      // records delivered to instances here and not yet processed
-	streams  streamStats                       // records of streams with no reader
-	dlLog    deadLetterLog                     // the latest dead letters per operator, to show
-	arrivals atomic.Int64                      // record batches that reached this node, delivered or bounced
-	gen      atomic.Uint64                     // rollback generation (rollback.go)
-	base     atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
-	restorer restorer
+	table        atomic.Pointer[flow.Table]
+	topo         atomic.Pointer[topology.Topology] // as last applied by the coordinator
+	queued       atomic.Int64                      // records delivered to instances here and not yet processed
+	streams      streamStats                       // records of streams with no reader
+	dlLog        deadLetterLog                     // the latest dead letters per operator, to show
+	arrivals     atomic.Int64                      // record batches that reached this node, delivered or bounced
+	misaddressed misaddressed                      // messages refused for another process (addressing.go)
+	gen          atomic.Uint64                     // rollback generation (rollback.go)
+	base         atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
+	restorer     restorer
 
 	coord     *actor.PID
 	coordImpl *coordinator
@@ -167,15 +168,16 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	life, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		life:   life,
-		cancel: cancel,
-		cfg:    cfg,
-		log:    cfg.Logger.With("node", cfg.NodeID),
-		db:     db,
-		kinds:  kinds,
-		ops:    make(map[string]*operator),
-		byID:   make(map[string]*instance),
-		failed: make(chan struct{}),
+		life:        life,
+		cancel:      cancel,
+		incarnation: newIncarnation(),
+		cfg:         cfg,
+		log:         cfg.Logger.With("node", cfg.NodeID),
+		db:          db,
+		kinds:       kinds,
+		ops:         make(map[string]*operator),
+		byID:        make(map[string]*instance),
+		failed:      make(chan struct{}),
 	}
 	n.health.Store(&Health{Healthy: true, Since: time.Now()})
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -233,7 +235,6 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	n.logDanglingInputs(topo)
 
-	n.incarnation = newIncarnation()
 	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(sortedKinds(kinds), cfg.Announce...), n.tailKind()),
 		Meta: map[string]string{metaIncarnation: n.incarnation}}
 	runCtx := n.life

@@ -314,7 +314,7 @@ func (i *instance) reset(gen uint64) {
 	i.dur = durability{}
 	fc := i.node.flowConfig()
 	fc.Operator, fc.Index = i.key.op, i.key.index
-	i.out = flow.New(host{i.node}, fc, flow.Endpoint{Addr: i.pid.Address, ID: i.pid.Id}, uint64(gen)<<32+uint64(i.key.index))
+	i.out = flow.New(host{i.node}, fc, i.node.replyTo(i.pid), uint64(gen)<<32+uint64(i.key.index))
 	i.out.SetGeneration(gen)
 	i.store.Discard()
 	if i.mode == modeActive {

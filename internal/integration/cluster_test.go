@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,9 @@ func TestThreeNodesJoinAndLeaveKeepCountsExact(t *testing.T) {
 	c.stop("n2")
 	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") >= records })
 	if got := c.processed("count"); got != records {
-		t.Fatalf("processed %d records, want exactly %d", got, records)
+		// Not fatal: the stored counts below tell records counted twice
+		// from a count reported twice.
+		t.Errorf("processed %d records, want exactly %d; per instance (node/epoch.index): %v", got, records, c.instanceProgress("count"))
 	}
 	// Stop the others one by one: each hands its state on, so the last
 	// node ends up with all of it.
@@ -58,10 +61,15 @@ func TestThreeNodesJoinAndLeaveKeepCountsExact(t *testing.T) {
 	if len(counts) != keys {
 		t.Fatalf("%d keys in the last node's state, want %d", len(counts), keys)
 	}
+	var wrong []string
 	for k, n := range counts {
 		if n != records/keys {
-			t.Fatalf("key %s counted %d, want %d", k, n, records/keys)
+			wrong = append(wrong, fmt.Sprintf("%s=%d", k, n))
 		}
+	}
+	if len(wrong) > 0 {
+		slices.Sort(wrong)
+		t.Fatalf("%d keys not counted %d times: %v", len(wrong), records/keys, wrong[:min(len(wrong), 20)])
 	}
 	moves := 0
 	for _, e := range c.events() {
