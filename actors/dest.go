@@ -23,6 +23,9 @@ var _ flow.Dest = (*localDest)(nil)
 
 func (d *localDest) Endpoint() flow.Endpoint { return d.ep }
 
+// Remote implements flow.Dest: the instance is on this node.
+func (d *localDest) Remote() bool { return false }
+
 // Send queues b in the instance's mailbox.
 func (d *localDest) Send(b *flow.Batch) { d.n.deliver(d.inst, &batchMsg{Batch: b}) }
 
@@ -38,6 +41,9 @@ type remoteDest struct {
 var _ flow.Dest = (*remoteDest)(nil)
 
 func (d *remoteDest) Endpoint() flow.Endpoint { return d.ep }
+
+// Remote implements flow.Dest: the instance is on another node.
+func (d *remoteDest) Remote() bool { return true }
 
 // Send encodes b and sends it over protoactor remote.
 func (d *remoteDest) Send(b *flow.Batch) {
@@ -79,6 +85,6 @@ func (h host) Logger() *slog.Logger             { return h.n.log }
 
 // flowConfig is the producers' configuration.
 func (n *Node) flowConfig() flow.Config {
-	return flow.Config{BatchSize: n.cfg.BatchSize, Credits: n.cfg.Credits, BufferBatches: n.cfg.BufferBatches,
+	return flow.Config{BatchSize: n.cfg.BatchSize, Credits: n.cfg.Credits, RemoteCredits: n.cfg.RemoteCredits, BufferBatches: n.cfg.BufferBatches,
 		HoldUnread: n.guarantee() != core.NoGuarantee, StampSent: n.cfg.Observer != nil}
 }

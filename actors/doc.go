@@ -48,15 +48,17 @@
 // # Backpressure
 //
 // A producer may have at most Credits unacknowledged batches per
-// destination. When a full buffer has no credit the producing instance is
-// blocked: it stashes further input (which is itself bounded by its
-// upstreams' credits) until acknowledgements arrive. Sources are polled only
-// when not blocked. Nothing blocks a goroutine except Node.Produce, the edge
-// where records enter from outside, under the same rule. So a reader that
-// acknowledges nothing (slow, or failing and in backoff) holds back the
-// other readers of its stream only once its own window is full. Memory queued per edge is therefore at
-// most Credits×BatchSize records. Cycles in the stream graph can deadlock
-// under backpressure and are refused at deploy time.
+// destination (RemoteCredits per destination on another node). When a full
+// buffer has no credit the producing instance is blocked: it stashes
+// further input (which is itself bounded by its upstreams' credits) until
+// acknowledgements arrive. Sources are polled only when not blocked.
+// Nothing blocks a goroutine except Node.Produce, the edge where records
+// enter from outside, under the same rule. So a reader that acknowledges
+// nothing (slow, or failing and in backoff) holds back the other readers
+// of its stream only once its own window is full. Memory queued per edge is
+// therefore at most Credits×BatchSize records (RemoteCredits×BatchSize
+// between nodes). Cycles in the stream graph can deadlock under
+// backpressure and are refused at deploy time.
 //
 // # Supervision
 //

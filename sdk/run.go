@@ -32,13 +32,14 @@ type Config struct {
 	// NodeConfig holds the node's own settings, promoted to Config
 	// (cfg.DataDir): NodeID (empty: the host name), DataDir (empty:
 	// "./sluice-data"), Logger (nil: slog.Default()), CommitInterval,
-	// BatchSize, Credits, BufferBatches (batching and backpressure), NoSync
-	// (commit without fsync: tests, benchmarks), Host (the operators, by
-	// name, this process hosts in a cluster; empty: all), OnEvent (instance
-	// and membership events), StateLog (e.g. kafka.StateLog: at least once,
-	// state that survives a crash) and AtLeastOnce (the old spelling of
-	// Guarantee: AtLeastOnce). Start fills its Cluster, Store, Checkpoints,
-	// Observer and Announce from the settings below: leave them zero.
+	// BatchSize, Credits, RemoteCredits, BufferBatches (batching and
+	// backpressure), NoSync (commit without fsync: tests, benchmarks),
+	// Host (the operators, by name, this process hosts in a cluster; empty:
+	// all), OnEvent (instance and membership events), StateLog (e.g.
+	// kafka.StateLog: at least once, state that survives a crash) and
+	// AtLeastOnce (the old spelling of Guarantee: AtLeastOnce). Start fills
+	// its Cluster, Store, Checkpoints, Observer and Announce from the
+	// settings below: leave them zero.
 	NodeConfig
 	// StopTimeout bounds how long Run waits for in-flight records (and, in a
 	// cluster, for the handoff of this node's instances) on shutdown; 0

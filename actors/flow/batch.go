@@ -51,4 +51,7 @@ type Batch struct {
 type Dest interface {
 	Endpoint() Endpoint
 	Send(b *Batch)
+	// Remote reports whether the instance is on another node (it gets
+	// Config.RemoteCredits).
+	Remote() bool
 }

@@ -26,11 +26,13 @@
 //
 // # Credits
 //
-// A Producer may have Credits unacknowledged batches per destination; Ack
+// A Producer may have Credits unacknowledged batches per destination
+// (RemoteCredits per destination on another node: Dest.Remote); Ack
 // returns one. A full buffer without credit stays; once a destination's
 // buffer holds BufferBatches×BatchSize records, Flush reports the Producer
 // blocked, and the runtime stops giving it input. So memory per edge is
-// bounded by (Credits+BufferBatches)×BatchSize records.
+// bounded by (Credits+BufferBatches)×BatchSize records, RemoteCredits
+// in place of Credits between nodes.
 //
 // # Layout changes
 //

@@ -18,6 +18,11 @@ type Config struct {
 	BatchSize int
 	// Credits is the number of unacknowledged batches per destination.
 	Credits int
+	// RemoteCredits is Credits for a destination on another node
+	// (Dest.Remote): a batch and its ack take longer there and back, so
+	// more batches must be in flight to keep the destination busy. 0
+	// means Credits.
+	RemoteCredits int
 	// BufferBatches is how many batches a destination's buffer may hold
 	// beyond its credits before the Producer reports itself blocked.
 	BufferBatches int
@@ -490,6 +495,15 @@ func (p *Producer) Unread() int { return p.unreadN }
 // reader, so that the batches they will travel in are not known yet.
 func (p *Producer) Holding() bool { return p.frozen > 0 || p.unreadN > 0 }
 
+// credits returns how many unacknowledged batches b's destination may
+// have: RemoteCredits when it is on another node.
+func (p *Producer) credits(b *Buf) int {
+	if b.dest != nil && p.cfg.RemoteCredits > 0 && b.dest.Remote() {
+		return p.cfg.RemoteCredits
+	}
+	return p.cfg.Credits
+}
+
 // Flush sends buffers that have credit: all of them when all is true, only
 // full ones otherwise; a call with all false costs nothing when no buffer
 // filled since the last Flush. It reports whether the Producer must stop
@@ -499,12 +513,12 @@ func (p *Producer) Flush(all bool) (blocked bool) {
 	if !all && !p.anyReady {
 		return p.overLimit()
 	}
-	credits := p.cfg.Credits
 	limit := p.cfg.BatchSize * p.cfg.BufferBatches
 	p.anyReady = false
 	keep := p.dirty[:0]
 	marks := p.mark[:0]
 	for _, b := range p.dirty {
+		credits := p.credits(b)
 		for b.dest != nil && b.recs.Ready(all) && b.inflight < credits {
 			recs, c := b.recs.Take()
 			p.send(b, recs, c)

@@ -44,11 +44,13 @@ func (h *testHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(i
 // testDest records the batches sent to it.
 type testDest struct {
 	ep      Endpoint
+	remote  bool
 	batches []*Batch
 }
 
 func (d *testDest) Endpoint() Endpoint { return d.ep }
 func (d *testDest) Send(b *Batch)      { d.batches = append(d.batches, b) }
+func (d *testDest) Remote() bool       { return d.remote }
 
 // records returns the values of every record d received, in order.
 func (d *testDest) records() []int {
@@ -472,5 +474,34 @@ func TestSlowSubscriberHoldsOnlyItsOwnRecords(t *testing.T) {
 	}
 	if got := len(slow.records()); got != 3*4 {
 		t.Fatalf("the slow reader got %d records after one ack, want 12", got)
+	}
+}
+
+// A destination on another node may have RemoteCredits batches in flight,
+// one on the Producer's node Credits; without RemoteCredits both have
+// Credits.
+func TestRemoteDestinationsGetRemoteCredits(t *testing.T) {
+	for _, tc := range []struct {
+		remoteCredits, wantLocal, wantRemote int
+	}{{remoteCredits: 5, wantLocal: 2, wantRemote: 5}, {remoteCredits: 0, wantLocal: 2, wantRemote: 2}} {
+		h := newHost()
+		local := &testDest{ep: Endpoint{Addr: "me", ID: "op/local/0.0"}}
+		remote := &testDest{ep: Endpoint{Addr: "other", ID: "op/remote/0.0"}, remote: true}
+		h.table.Store(&Table{Version: 1, Live: map[string]bool{"me": true, "other": true}, Streams: map[string][]*Subscription{"s": {
+			{Stream: "s", Operator: "local", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{local}},
+			{Stream: "s", Operator: "remote", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{remote}},
+		}}})
+		p := New(h, Config{BatchSize: 4, Credits: 2, RemoteCredits: tc.remoteCredits, BufferBatches: 100}, Endpoint{Addr: "me", ID: "p"}, 1)
+		p.Begin()
+		for i := range 4 * 20 { // 20 full batches for each reader, none acknowledged
+			p.Produce("s", rec(i))
+			p.Flush(false)
+		}
+		if got := len(local.batches); got != tc.wantLocal {
+			t.Errorf("RemoteCredits %d: %d batches in flight to the local reader, want %d", tc.remoteCredits, got, tc.wantLocal)
+		}
+		if got := len(remote.batches); got != tc.wantRemote {
+			t.Errorf("RemoteCredits %d: %d batches in flight to the remote reader, want %d", tc.remoteCredits, got, tc.wantRemote)
+		}
 	}
 }
