@@ -96,7 +96,10 @@ func (c *opContext) Logger() *slog.Logger { return c.inst.log }
 // stateView adapts the instance's Store to core.State.
 type stateView struct{ i *instance }
 
-var _ core.State = stateView{}
+var (
+	_ core.State       = stateView{}
+	_ core.OwnedSetter = stateView{}
+)
 
 func (s stateView) Get(key []byte) ([]byte, error) {
 	v, ok, err := s.i.store.Get(s.i.curGroup, key)
@@ -110,6 +113,9 @@ func (s stateView) Get(key []byte) ([]byte, error) {
 }
 
 func (s stateView) Set(key, value []byte) { s.i.store.Set(s.i.curGroup, key, value) }
+
+// SetOwned implements core.OwnedSetter.
+func (s stateView) SetOwned(key, value []byte) { s.i.store.SetOwned(s.i.curGroup, key, value) }
 
 func (s stateView) Delete(key []byte) { s.i.store.Delete(s.i.curGroup, key) }
 

@@ -137,6 +137,15 @@ func (s *Store) Set(kg int, k, value []byte) {
 	s.write(s.key(kg, ClassState, k), v)
 }
 
+// SetOwned is Set without the copy: the Store keeps value, which the
+// caller must not modify afterwards.
+func (s *Store) SetOwned(kg int, k, value []byte) {
+	if value == nil {
+		value = []byte{} // nil means absent
+	}
+	s.write(s.key(kg, ClassState, k), value)
+}
+
 // Delete removes state key k from key group kg.
 func (s *Store) Delete(kg int, k []byte) {
 	s.write(s.key(kg, ClassState, k), nil)

@@ -422,3 +422,37 @@ func TestCommitAsync(t *testing.T) {
 		}
 	}
 }
+
+// TestSetOwnedKeepsTheValue: SetOwned stores the caller's slice itself (no
+// copy, so no allocation but the caller's), reads, commits and rolls back
+// like Set, and a nil value is an empty one, not a deletion.
+func TestSetOwnedKeepsTheValue(t *testing.T) {
+	dir := t.TempDir()
+	db := open(t, dir)
+	s := db.NewStore("op")
+	v := []byte("1")
+	s.SetOwned(2, []byte("k"), v)
+	if got, _, _ := s.Get(2, []byte("k")); &got[0] != &v[0] {
+		t.Fatal("SetOwned stored a copy")
+	}
+	s.SetOwned(2, []byte("nil"), nil)
+	if got, ok := mustGet(t, s, 2, "nil"); !ok || got != "" {
+		t.Fatalf("Get nil = %q,%v, want \"\",true", got, ok)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { s.SetOwned(2, []byte("k"), v) }); allocs != 0 {
+		t.Fatalf("SetOwned of a cached key allocates %v times, want 0", allocs)
+	}
+	if err := s.Commit(true); err != nil {
+		t.Fatal(err)
+	}
+	s.Begin()
+	s.SetOwned(2, []byte("k"), []byte("2"))
+	s.Rollback()
+	if got, ok := mustGet(t, s, 2, "k"); !ok || got != "1" {
+		t.Fatalf("after rollback k = %q,%v, want 1,true", got, ok)
+	}
+	_ = db.Close()
+	if got, ok := mustGet(t, open(t, dir).NewStore("op"), 2, "k"); !ok || got != "1" {
+		t.Fatalf("after reopen k = %q,%v, want 1,true", got, ok)
+	}
+}

@@ -45,6 +45,10 @@ func ScanAllGroups(s State, prefix []byte, fn func(key, value []byte) error) err
 
 // PutInt64 stores n under key.
 func PutInt64(s State, key []byte, n int64) {
+	if o, ok := s.(OwnedSetter); ok {
+		o.SetOwned(key, Int64Bytes(n)) // one allocation, the value kept
+		return
+	}
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], uint64(n))
 	s.Set(key, b[:])

@@ -129,6 +129,11 @@ type State = core.State
 // key group the instance owns (see ScanAllGroups).
 type AllGroupsScanner = core.AllGroupsScanner
 
+// OwnedSetter is implemented by the runtime's State: SetOwned(key, value)
+// is Set without the copy of value, which the State keeps, so the caller
+// must not modify value afterwards (PutInt64 uses it).
+type OwnedSetter = core.OwnedSetter
+
 // Record is one item on a stream.
 type Record = core.Record
 

@@ -150,6 +150,14 @@ type State interface {
 	Scan(prefix []byte, fn func(key, value []byte) error) error
 }
 
+// OwnedSetter is implemented by the runtime's State: SetOwned is Set
+// without the copy of value, which the State keeps (the caller must not
+// modify it afterwards). It saves an allocation per write for values made
+// only to be stored, such as PutInt64's.
+type OwnedSetter interface {
+	SetOwned(key, value []byte)
+}
+
 // AllGroupsScanner is implemented by the runtime's State: ScanAllGroups is
 // Scan over every key group the instance owns, in order of key group, then
 // key. It seeks once per key group, so it is meant for reads made once
