@@ -42,16 +42,17 @@ type Node struct {
 	incarnation string // this process's, in its member record (see metaIncarnation)
 	kinds       map[string]core.Factory
 
-	table        atomic.Pointer[flow.Table]
-	topo         atomic.Pointer[topology.Topology] // as last applied by the coordinator
-	queued       atomic.Int64                      // records delivered to instances here and not yet processed
-	streams      streamStats                       // records of streams with no reader
-	dlLog        deadLetterLog                     // the latest dead letters per operator, to show
-	arrivals     atomic.Int64                      // record batches that reached this node, delivered or bounced
-	misaddressed misaddressed                      // messages refused for another process (addressing.go)
-	gen          atomic.Uint64                     // rollback generation (rollback.go)
-	base         atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
-	restorer     restorer
+	table    atomic.Pointer[flow.Table]
+	topo     atomic.Pointer[topology.Topology] // as last applied by the coordinator
+	queued   atomic.Int64                      // records delivered to instances here and not yet processed
+	streams  streamStats                       // records of streams with no reader
+	dlLog    deadLetterLog                     // the latest dead letters per operator, to show
+	arrivals atomic.Int64                      // record batches that reached this node, delivered or bounced
+	gen      atomic.Uint64                     // rollback generation (rollback.go)
+	base     atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
+	restorer restorer
+
+	misaddressed misaddressed // messages refused for another process (addressing.go)
 
 	coord     *actor.PID
 	coordImpl *coordinator
@@ -168,17 +169,17 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	life, cancel := context.WithCancel(context.Background())
 	n := &Node{
-		life:        life,
-		cancel:      cancel,
-		incarnation: newIncarnation(),
-		cfg:         cfg,
-		log:         cfg.Logger.With("node", cfg.NodeID),
-		db:          db,
-		kinds:       kinds,
-		ops:         make(map[string]*operator),
-		byID:        make(map[string]*instance),
-		failed:      make(chan struct{}),
+		life:   life,
+		cancel: cancel,
+		cfg:    cfg,
+		log:    cfg.Logger.With("node", cfg.NodeID),
+		db:     db,
+		kinds:  kinds,
+		ops:    make(map[string]*operator),
+		byID:   make(map[string]*instance),
+		failed: make(chan struct{}),
 	}
+	n.incarnation = newIncarnation() // before anything addresses replies (replyTo)
 	n.health.Store(&Health{Healthy: true, Since: time.Now()})
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		// protoactor logs every recovered panic at Info; supervision is
