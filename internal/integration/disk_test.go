@@ -61,12 +61,18 @@ func TestFullDiskNodePausesItsInstancesUntilSpaceReturns(t *testing.T) {
 		}
 		return strings.Contains(body, "503 Service Unavailable: unhealthy: disk full: ")
 	})
-	paused := c.processed("count")
-	c.waitFor(30*time.Second, "processing to stop", func() bool {
-		p := c.processed("count")
-		settled := p == paused
-		paused = p
-		return settled && running(n2) > 0
+	// n1's instances go on until the producers' windows to n2 are full
+	// (RemoteCredits batches in flight and BufferBatches buffered per
+	// destination), which at this rate takes up to a few seconds; and the
+	// rate-limited source pauses between polls. So "stopped" is no change
+	// for a whole second, not between two samples.
+	unhealthy := time.Now()
+	paused, since := c.processed("count"), unhealthy
+	c.waitFor(30*time.Second, "processing to stop (no record counted for 1 s)", func() bool {
+		if p := c.processed("count"); p != paused {
+			paused, since = p, time.Now()
+		}
+		return time.Since(since) >= time.Second && running(n2) > 0
 	})
 	if paused >= records {
 		t.Fatalf("all %d records counted before the disk filled", records)
@@ -81,7 +87,8 @@ func TestFullDiskNodePausesItsInstancesUntilSpaceReturns(t *testing.T) {
 	if err != nil || len(st.Members) != 2 {
 		t.Fatalf("n1's members while n2 is unhealthy: %v (%v), want n2 still in", st.Members, err)
 	}
-	t.Logf("n2 unhealthy at %d of %d records: %s", paused, records, strings.TrimSpace(body))
+	t.Logf("n2 unhealthy at %d of %d records, the last counted %v after /healthz said so: %s", paused, records,
+		since.Sub(unhealthy).Round(time.Millisecond), strings.TrimSpace(body))
 	if err, exited := n2.proc.Exited(0); exited {
 		t.Fatalf("n2 exited (%v) on a full disk with room in reserve; it should wait\n%s", err, c.logTail("n2"))
 	}
