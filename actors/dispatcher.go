@@ -62,16 +62,14 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 		n.replyAck(from, m.Slot)
 		return
 	}
-	target, ok := n.ours(m.Target)
-	if !ok {
-		// Meant for another process that had this address: not processed
-		// here, so its producer routes it again (as for an instance not
-		// placed here).
-		n.refused(m.Target, from.String())
-	}
 	var inst *instance
-	if ok {
+	if target, ok := n.ours(m.Target); ok {
 		inst = n.lookup(target)
+	} else {
+		// Meant for another process that had this address: bounced like
+		// a batch for an instance not placed here, so its producer routes
+		// it again.
+		n.refused(m.Target, from.String())
 	}
 	if inst == nil {
 		flow.Recycle(recs)
