@@ -60,8 +60,6 @@ func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
 	}
 	ctx := context.Background()
 	name, kind := SpanProduce+info.Operator, trace.SpanKindProducer
-	attrs := make([]attribute.KeyValue, 0, 5)
-	attrs = append(attrs, AttrOperator.String(info.Operator), AttrInstance.Int(info.Instance), AttrNode.String(info.Node))
 	if info.Parent != "" {
 		parent, ok := ParseTraceparent(info.Parent)
 		if !ok {
@@ -72,13 +70,22 @@ func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
 		}
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 		name, kind = SpanProcess+info.Operator, trace.SpanKindConsumer
-		attrs = append(attrs, AttrStream.String(info.Stream), AttrQueueWait.Float64(info.QueueWait.Seconds()))
 	}
 	start := info.Start
 	if start.IsZero() {
 		start = time.Now()
 	}
-	_, span := o.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+	_, span := o.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithTimestamp(start))
+	// The attributes are set on the started span rather than passed with
+	// trace.WithAttributes, which copies them once more (its option keeps
+	// them for the sampler, and the parent-based sampler does not read
+	// them).
+	if info.Parent == "" {
+		span.SetAttributes(AttrOperator.String(info.Operator), AttrInstance.Int(info.Instance), AttrNode.String(info.Node))
+	} else {
+		span.SetAttributes(AttrOperator.String(info.Operator), AttrInstance.Int(info.Instance), AttrNode.String(info.Node),
+			AttrStream.String(info.Stream), AttrQueueWait.Float64(info.QueueWait.Seconds()))
+	}
 	return FormatTraceparent(span.SpanContext()), func(err error) {
 		if err != nil {
 			span.RecordError(err)

@@ -354,3 +354,22 @@ func BenchmarkProcessed(b *testing.B) {
 		obs.Processed("count", 3, time.Microsecond, time.Millisecond)
 	}
 }
+
+// BenchmarkStartSpan measures a processing span, started and ended, as an
+// operator instance makes one for a traced record.
+func BenchmarkStartSpan(b *testing.B) {
+	tel, err := New(context.Background(), "n1", Config{SpanExporter: tracetest.NewNoopExporter(), Sampling: Sampling{Every: 1000}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	obs := tel.Observer()
+	parent, end := obs.StartSpan(actors.SpanInfo{Operator: "gen", Node: "n1", Start: time.Now()})
+	end(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, end := obs.StartSpan(actors.SpanInfo{Parent: parent, Operator: "count", Instance: 2, Node: "n1",
+			Stream: "words", QueueWait: time.Millisecond, Start: time.Now()})
+		end(nil)
+	}
+}
