@@ -122,6 +122,39 @@ func medianRate(rs []Result) float64 {
 	return Median(xs)
 }
 
+// rateRange describes the spread of the runs' rates: "runs 1.20M–1.50M/s".
+func rateRange(rs []Result) string {
+	if len(rs) == 0 {
+		return "no runs"
+	}
+	lo, hi := rs[0].PerSec(), rs[0].PerSec()
+	for _, r := range rs[1:] {
+		lo, hi = min(lo, r.PerSec()), max(hi, r.PerSec())
+	}
+	return fmt.Sprintf("runs %s–%s/s", human(lo), human(hi))
+}
+
+// pairRange describes the spread of the ratios b[i]/a[i] of alternating
+// runs (each run of b to the run of a just before it): "pairs 1.80–2.40×".
+// It shows how far a ratio of medians can be from a single pair's.
+func pairRange(a, b []Result) string {
+	var lo, hi float64
+	for i := range min(len(a), len(b)) {
+		if a[i].PerSec() <= 0 {
+			continue
+		}
+		x := b[i].PerSec() / a[i].PerSec()
+		if lo == 0 || x < lo {
+			lo = x
+		}
+		hi = max(hi, x)
+	}
+	if hi == 0 {
+		return "no pairs"
+	}
+	return fmt.Sprintf("pairs %.2f–%.2f×", lo, hi)
+}
+
 // medianPct returns the median over the runs of each run's p-th
 // percentile latency.
 func medianPct(rs []Result, p float64) time.Duration {
@@ -269,9 +302,9 @@ func (t *tabler) telemetryRows() ([]row, error) {
 	}
 	offRate, onRate := medianRate(telOff), medianRate(telOn)
 	rows := []row{
-		{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", "runs alternate with the next row"},
+		{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", "runs alternate with the next row; " + rateRange(telOff)},
 		{"sluice keyed word count, telemetry on", human(onRate), "records/s", fmt.Sprintf("%.2f×", onRate/offRate),
-			"traces 1/1000, metrics collected every 1 s, no-op exporters; target ≥ 0.95×"},
+			"traces 1/1000, metrics collected every 1 s, no-op exporters; target ≥ 0.95×; " + rateRange(telOn) + ", " + pairRange(telOff, telOn)},
 	}
 	if offCPU, onCPU := cpu(telOff), cpu(telOn); offCPU > 0 {
 		rows = append(rows, row{"  CPU per record, telemetry on / off", fmt.Sprintf("%.2f / %.2f", onCPU*1e6/float64(cfg.Records), offCPU*1e6/float64(cfg.Records)), "µs",
@@ -321,10 +354,11 @@ func (t *tabler) crossRows() ([]row, error) {
 		blocked[i] = float64(r.Blocked) / float64(r.Elapsed)
 	}
 	return []row{
-		{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×", "one record-sized message per Send, 2 processes; runs alternate with the next row"},
+		{"protoactor remote one-way (baseline)", human(rawRate), "msgs/s", "1.00×",
+			"one record-sized message per Send, 2 processes; runs alternate with the next row; " + rateRange(raw)},
 		{"  CPU per message, sender / receiver", fmt.Sprintf("%.2f / %.2f", rawSend, rawRecv), "µs", "1.00×", "each process's CPU time over the run"},
 		{"sluice cross-node, group-by on far node", human(crossRate), "records/s", fmt.Sprintf("%.2f×", crossRate/rawRate),
-			"2 node processes via Consul, batched, target ≥ 3.00×"},
+			"2 node processes via Consul, batched, target ≥ 3.00×; " + rateRange(cross) + ", " + pairRange(raw, cross)},
 		{"  CPU per record, near / far node", fmt.Sprintf("%.2f / %.2f", near, far), "µs", fmt.Sprintf("%.2f×", (near+far)/(rawSend+rawRecv)),
 			fmt.Sprintf("each node's CPU time from the far node's first counted record to its last; ratio: both sides' sum to the baseline's; "+
 				"the near node's generator was blocked by backpressure (waiting for the far node) %.0f%% of the time", 100*Median(blocked))},

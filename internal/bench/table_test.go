@@ -130,4 +130,28 @@ func TestCrossRowsReportCPUPerSide(t *testing.T) {
 	if !regexp.MustCompile(`generator was blocked by backpressure \(waiting for the far node\) \d+% of the time`).MatchString(s) {
 		t.Errorf("no share of time blocked in\n%s", s)
 	}
+	if !regexp.MustCompile(`runs [\d.]+[kM]?–[\d.]+[kM]?/s, pairs [\d.]+–[\d.]+×`).MatchString(s) {
+		t.Errorf("no spread of Sluice's runs and pairs in\n%s", s)
+	}
+}
+
+// The spread of runs and of alternating pairs is each run's rate, not the
+// medians': with a baseline of 1 M and 2 M msgs/s and Sluice at 3 M and
+// 3 M, the pairs are 3× and 1.5×.
+func TestRateAndPairRanges(t *testing.T) {
+	run := func(perSec int64) Result { return Result{Ops: perSec, Elapsed: time.Second} }
+	base := []Result{run(1_000_000), run(2_000_000)}
+	sluice := []Result{run(3_000_000), run(3_000_000)}
+	if got, want := rateRange(base), "runs 1.00M–2.00M/s"; got != want {
+		t.Errorf("rateRange = %q, want %q", got, want)
+	}
+	if got, want := pairRange(base, sluice), "pairs 1.50–3.00×"; got != want {
+		t.Errorf("pairRange = %q, want %q", got, want)
+	}
+	if got, want := pairRange(nil, sluice), "no pairs"; got != want {
+		t.Errorf("pairRange without a baseline = %q, want %q", got, want)
+	}
+	if got, want := rateRange(nil), "no runs"; got != want {
+		t.Errorf("rateRange of no runs = %q, want %q", got, want)
+	}
 }
