@@ -456,3 +456,38 @@ func TestSetOwnedKeepsTheValue(t *testing.T) {
 		t.Fatalf("after reopen k = %q,%v, want 1,true", got, ok)
 	}
 }
+
+// BenchmarkCommitAsync measures what an asynchronous commit of 10,000
+// dirty keys costs the instance's goroutine (the time until CommitAsync
+// returns), the periodic commit of a word count's counter: the instance
+// processes nothing meanwhile.
+func BenchmarkCommitAsync(b *testing.B) {
+	db, err := Open(b.TempDir(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	s := db.NewStore("count")
+	keys := make([][]byte, 10_000)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprint("k", i))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		if err := s.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		for kg, k := range keys {
+			s.SetOwned(kg%256, k, []byte{byte(i)})
+		}
+		b.StartTimer()
+		if err := s.CommitAsync(false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := s.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
