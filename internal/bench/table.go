@@ -138,20 +138,16 @@ func rateRange(rs []Result) string {
 // runs (each run of b to the run of a just before it): "pairs 1.80–2.40×".
 // It shows how far a ratio of medians can be from a single pair's.
 func pairRange(a, b []Result) string {
-	var lo, hi float64
+	var xs []float64
 	for i := range min(len(a), len(b)) {
-		if a[i].PerSec() <= 0 {
-			continue
+		if a[i].PerSec() > 0 {
+			xs = append(xs, b[i].PerSec()/a[i].PerSec())
 		}
-		x := b[i].PerSec() / a[i].PerSec()
-		if lo == 0 || x < lo {
-			lo = x
-		}
-		hi = max(hi, x)
 	}
-	if hi == 0 {
+	if len(xs) == 0 {
 		return "no pairs"
 	}
+	lo, hi := slices.Min(xs), slices.Max(xs)
 	return fmt.Sprintf("pairs %.2f–%.2f×", lo, hi)
 }
 

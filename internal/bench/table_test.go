@@ -148,6 +148,9 @@ func TestRateAndPairRanges(t *testing.T) {
 	if got, want := pairRange(base, sluice), "pairs 1.50–3.00×"; got != want {
 		t.Errorf("pairRange = %q, want %q", got, want)
 	}
+	if got, want := pairRange([]Result{{}, run(1_000_000)}, sluice), "pairs 3.00–3.00×"; got != want {
+		t.Errorf("pairRange with a baseline run of no rate = %q, want %q (that pair skipped)", got, want)
+	}
 	if got, want := pairRange(nil, sluice), "no pairs"; got != want {
 		t.Errorf("pairRange without a baseline = %q, want %q", got, want)
 	}
