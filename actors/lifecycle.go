@@ -213,7 +213,10 @@ func (i *instance) reportReleased() {
 }
 
 // onRestarting undoes the failed attempt and commits what earlier attempts
-// wrote, so that the next incarnation starts from state in Pebble.
+// wrote, so that the next incarnation starts from state in Pebble. The
+// output of those attempts leaves now: the flushMsg that settle queued
+// for it may wait in the mailbox behind batches that fail in turn, each
+// retried with a growing backoff.
 func (i *instance) onRestarting() {
 	i.store.Rollback()
 	i.out.Rollback()
@@ -221,6 +224,7 @@ func (i *instance) onRestarting() {
 	i.etOps = i.etOps[:0]
 	i.closeOperator()
 	i.commit(true)
+	i.send(true)
 	i.store.DropCache()
 	i.mu.Lock()
 	i.restarts++

@@ -73,6 +73,9 @@ func TestBrokenInstanceStillFails(t *testing.T) {
 	if st.State != "failed" || !strings.Contains(st.FailedReason, "11 failures") {
 		t.Fatalf("status = %+v, want failed after 11 failures", st)
 	}
+	// The outputs of 0–4 may reach the sink after the dead letters reach
+	// theirs: two sinks, two mailboxes.
+	sluicetest.WaitFor(t, 10*time.Second, "the 5 outputs of records 0–4", func() bool { return out.Len() >= 5 })
 	if out.Len() != 5 {
 		t.Fatalf("%d outputs, want 5", out.Len())
 	}
@@ -80,6 +83,40 @@ func TestBrokenInstanceStillFails(t *testing.T) {
 		e, _ := d.Record.Header(core.HeaderError)
 		if failed := strings.HasPrefix(e, "instance failed"); failed != (k >= 3) {
 			t.Fatalf("dead letter %d (value %s) has error %q", k, d.Record.Value, e)
+		}
+	}
+}
+
+// TestOutputBeforeAFailingRecordLeavesAtTheRestart: the records before a
+// failing one in its batch are done, and so is their output, which must
+// not wait for the failing record to be resolved. Here record 5 fails on
+// every attempt and is retried 100 times (about 2 s) before it is
+// dead-lettered; the output of 0–4 must arrive meanwhile, on its own. It
+// used to leave only when a later message made the instance settle, which
+// a batch that keeps failing never does: then with that of 6–9, after 5
+// was dead-lettered.
+func TestOutputBeforeAFailingRecordLeavesAtTheRestart(t *testing.T) {
+	n, out, dead := startFlaky(t, &flaky{
+		policy: core.RestartPolicy{MaxRestarts: 1000, DeadLetterAfter: 100, MaxBackoff: 20 * time.Millisecond},
+		fail: func(rec core.Record, _ int) error {
+			if string(rec.Value) == "5" {
+				return errors.New("record 5 always fails")
+			}
+			return nil
+		}},
+		// Records 0–9 in one Poll, so in one batch: 5 fails after 0–4.
+		func() core.Operator {
+			return &sluicetest.Gen{Name: "gen", Stream: "in", Count: 10, Batch: 10, Key: sluicetest.Key(1)}
+		})
+	sluicetest.WaitFor(t, 10*time.Second, "the 5 outputs of records 0–4", func() bool { return out.Len() == 5 })
+	st := instanceStatus(n, "flaky", 0)
+	if st.State == "failed" || st.Restarts == 0 || dead.Len() != 0 {
+		t.Fatalf("status %+v with %d dead letters; want record 5 still being retried", st, dead.Len())
+	}
+	sluicetest.WaitFor(t, 30*time.Second, "record 5 dead-lettered, 6–9 counted", func() bool { return dead.Len() == 1 && out.Len() == 9 })
+	for k, r := range out.All() {
+		if want := strconv.Itoa(k + 1); string(r.Record.Value) != want {
+			t.Fatalf("output %d is %q, want %q (the counts of 0–4, in order)", k, r.Record.Value, want)
 		}
 	}
 }
