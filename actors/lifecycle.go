@@ -213,10 +213,10 @@ func (i *instance) reportReleased() {
 }
 
 // onRestarting undoes the failed attempt and commits what earlier attempts
-// wrote, so that the next incarnation starts from state in Pebble. The
-// output of those attempts leaves now: the flushMsg that settle queued
-// for it may wait in the mailbox behind batches that fail in turn, each
-// retried with a growing backoff.
+// wrote, so that the next incarnation starts from state in Pebble. Then,
+// with the restart counted, the output of those attempts leaves: the
+// flushMsg that settle queued for it may wait in the mailbox behind
+// batches that fail in turn, each retried with a growing backoff.
 func (i *instance) onRestarting() {
 	i.store.Rollback()
 	i.out.Rollback()
@@ -224,7 +224,6 @@ func (i *instance) onRestarting() {
 	i.etOps = i.etOps[:0]
 	i.closeOperator()
 	i.commit(true)
-	i.send(true)
 	i.store.DropCache()
 	i.mu.Lock()
 	i.restarts++
@@ -235,6 +234,7 @@ func (i *instance) onRestarting() {
 	if obs := i.node.cfg.Observer; obs != nil {
 		obs.Restarted(i.key.op, i.key.index)
 	}
+	i.send(true)
 }
 
 // onStopping closes the operator and commits its state.
