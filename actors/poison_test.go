@@ -116,7 +116,7 @@ func TestOutputBeforeAFailingRecordLeavesAtTheRestart(t *testing.T) {
 	sluicetest.WaitFor(t, 30*time.Second, "record 5 dead-lettered, 6–9 counted", func() bool { return dead.Len() == 1 && out.Len() == 9 })
 	for k, r := range out.All() {
 		if want := strconv.Itoa(k + 1); string(r.Record.Value) != want {
-			t.Fatalf("output %d is %q, want %q (the counts of 0–4, in order)", k, r.Record.Value, want)
+			t.Fatalf("output %d is %q, want %q (counts 1–9 in order: record 5's failed attempts wrote nothing)", k, r.Record.Value, want)
 		}
 	}
 }
