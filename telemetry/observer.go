@@ -60,6 +60,8 @@ func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
 	}
 	ctx := context.Background()
 	name, kind := SpanProduce+info.Operator, trace.SpanKindProducer
+	attrs := [5]attribute.KeyValue{AttrOperator.String(info.Operator), AttrInstance.Int(info.Instance), AttrNode.String(info.Node)}
+	nattrs := 3
 	if info.Parent != "" {
 		parent, ok := ParseTraceparent(info.Parent)
 		if !ok {
@@ -70,6 +72,7 @@ func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
 		}
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 		name, kind = SpanProcess+info.Operator, trace.SpanKindConsumer
+		attrs[3], attrs[4], nattrs = AttrStream.String(info.Stream), AttrQueueWait.Float64(info.QueueWait.Seconds()), 5
 	}
 	start := info.Start
 	if start.IsZero() {
@@ -80,12 +83,7 @@ func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
 	// trace.WithAttributes, which copies them once more (its option keeps
 	// them for the sampler, and the parent-based sampler does not read
 	// them).
-	if info.Parent == "" {
-		span.SetAttributes(AttrOperator.String(info.Operator), AttrInstance.Int(info.Instance), AttrNode.String(info.Node))
-	} else {
-		span.SetAttributes(AttrOperator.String(info.Operator), AttrInstance.Int(info.Instance), AttrNode.String(info.Node),
-			AttrStream.String(info.Stream), AttrQueueWait.Float64(info.QueueWait.Seconds()))
-	}
+	span.SetAttributes(attrs[:nattrs]...)
 	return FormatTraceparent(span.SpanContext()), func(err error) {
 		if err != nil {
 			span.RecordError(err)

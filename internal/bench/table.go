@@ -113,25 +113,25 @@ func (t *tabler) once(name string, i int, run func() (Result, error)) (Result, e
 	return r, nil
 }
 
-// medianRate returns the median of the runs' rates.
-func medianRate(rs []Result) float64 {
+// rates returns the runs' rates.
+func rates(rs []Result) []float64 {
 	xs := make([]float64, len(rs))
 	for i, r := range rs {
 		xs[i] = r.PerSec()
 	}
-	return Median(xs)
+	return xs
 }
+
+// medianRate returns the median of the runs' rates.
+func medianRate(rs []Result) float64 { return Median(rates(rs)) }
 
 // rateRange describes the spread of the runs' rates: "runs 1.20M–1.50M/s".
 func rateRange(rs []Result) string {
 	if len(rs) == 0 {
 		return "no runs"
 	}
-	lo, hi := rs[0].PerSec(), rs[0].PerSec()
-	for _, r := range rs[1:] {
-		lo, hi = min(lo, r.PerSec()), max(hi, r.PerSec())
-	}
-	return fmt.Sprintf("runs %s–%s/s", human(lo), human(hi))
+	xs := rates(rs)
+	return fmt.Sprintf("runs %s–%s/s", human(slices.Min(xs)), human(slices.Max(xs)))
 }
 
 // pairRange describes the spread of the ratios b[i]/a[i] of alternating
