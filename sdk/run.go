@@ -63,6 +63,9 @@ type Config struct {
 	HTTP string
 	// Version is announced in the cluster membership.
 	Version string
+	// Settle delays acting on a cluster membership change, so that changes
+	// arriving together are applied together; 0 means 200 ms.
+	Settle time.Duration
 	// Deploy lists which of the given operators to deploy when the
 	// program first starts; nil means all of them. Later starts never
 	// redeploy a killed one, nor change one changed through the control
@@ -236,7 +239,7 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 			return nil, fmt.Errorf("sdk: start: %w", err)
 		}
 		ncfg.Cluster = &actors.ClusterConfig{Discovery: d, BindAddr: cfg.Bind, AdvertiseAddr: cfg.Advertise, Version: cfg.Version,
-			Security: nodeSecurity(cfg)}
+			Settle: cfg.Settle, Security: nodeSecurity(cfg)}
 		if srv != nil {
 			ncfg.Cluster.HTTPAddr = srv.Addr()
 		}
