@@ -162,6 +162,8 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 		c.onRestoring(m)
 	case ckRestoredMsg:
 		c.onRestored(m)
+	case ckLostInFlightMsg:
+		c.onLostInFlight(m)
 	// The coordinator's messages (ckcoord.go).
 	case *wire.CheckpointPart:
 		if c.n.vouched(ctx, "CheckpointPart", m.Node) {
@@ -174,6 +176,10 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 	case *wire.RestartReport:
 		if c.n.vouched(ctx, "RestartReport", m.Node) {
 			c.coordOnRestartReport(m)
+		}
+	case *wire.LostInFlight:
+		if c.n.vouched(ctx, "LostInFlight", m.Node) {
+			c.coordOnLostInFlight(m)
 		}
 	case ckStoredMsg:
 		c.coordOnStored(m)

@@ -259,16 +259,18 @@ func (c *coordinator) Receive(ctx actor.Context) {
 func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 	was := make(map[string]bool)
 	inc := make(map[string]string)
+	addr := make(map[string]string)
 	for _, m := range old {
 		was[m.ID] = true
 		inc[m.ID] = m.Meta[metaIncarnation]
+		addr[m.ID] = m.Address
 	}
 	for _, m := range cur {
 		if was[m.ID] && inc[m.ID] != "" && m.Meta[metaIncarnation] != "" && inc[m.ID] != m.Meta[metaIncarnation] {
 			c.n.log.Warn("a node restarted before it was seen gone", "node", m.ID, "address", m.Address)
 			c.n.memberEvent(EventMemberLeft, m.ID)
 			delete(c.leaving, m.ID)
-			c.memberCrashed(m.ID)
+			c.memberCrashed(m.ID, addr[m.ID])
 			for _, a := range c.acq {
 				if _, asked := a.addrs[m.ID]; asked {
 					a.addrs[m.ID] = m.Address
@@ -287,17 +289,20 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 	for id := range was {
 		c.n.memberEvent(EventMemberLeft, id)
 		if !c.leaving[id] {
-			c.memberCrashed(id)
+			c.memberCrashed(id, addr[id])
 		}
 	}
 }
 
-// memberCrashed records that member id left without announcing it: the
-// checkpointer hears of it (exactly-once rolls back), and under
+// memberCrashed records that member id, whose process had actor address
+// addr, left without announcing it: the checkpointer hears of it
+// (exactly-once rolls back), producers here learn that what they gave up
+// on in flight to addr is lost (Node.lostInFlight), and under
 // at-least-once what was in flight to it, and its instances' uncommitted
 // work, is lost, so sources replay.
-func (c *coordinator) memberCrashed(id string) {
+func (c *coordinator) memberCrashed(id, addr string) {
 	c.crashed = append(c.crashed, id)
+	c.n.noteCrashed(addr)
 	if c.n.cfg.AtLeastOnce {
 		c.n.log.Warn("a node crashed; rewinding replayable sources", "node", id)
 		for _, li := range c.local {

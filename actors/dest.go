@@ -82,6 +82,9 @@ func (h host) Table() *flow.Table               { return h.n.table.Load() }
 func (h host) Dropped(stream string, count int) { h.n.dropped(stream, count) }
 func (h host) Held(stream string) *atomic.Int64 { return &h.n.streams.counter(stream).held }
 func (h host) Logger() *slog.Logger             { return h.n.log }
+func (h host) LostInFlight(stream string, to flow.Endpoint, batches int, gen uint64) {
+	h.n.lostInFlight(stream, to, batches, gen)
+}
 
 // flowConfig is the producers' configuration.
 func (n *Node) flowConfig() flow.Config {

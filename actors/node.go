@@ -50,6 +50,7 @@ type Node struct {
 	arrivals atomic.Int64                      // record batches that reached this node, delivered or bounced
 	gen      atomic.Uint64                     // rollback generation (rollback.go)
 	base     atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
+	dead     atomic.Pointer[[]string]          // actor addresses of processes seen crash, newest last (rollback.go)
 	restorer restorer
 
 	misaddressed misaddressed // messages refused for another process (addressing.go)

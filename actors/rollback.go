@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/internal/backoff"
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
 
@@ -501,3 +502,88 @@ func (r *restorer) closeLocked() {
 // setBase sets the checkpoint instances restore from when activated
 // without state handed over by a live node (nil: none, start empty).
 func (n *Node) setBase(meta *checkpoint.Meta) { n.base.Store(meta) }
+
+// Batches lost in flight after a rollback. The coordinator rolls back as
+// soon as its own view shows a crash; another node may hear of the
+// rollback before it sees the crash itself, reset, and send batches of the
+// new generation to the crashed process at its old address. When it does
+// see the crash its producers give them up, and no rollback covers them:
+// the one under way began before they were sent. So a node that gives up
+// batches to a crashed process tells the coordinator their generation
+// (wire.LostInFlight), which rolls every node back again unless a rollback
+// into a later generation had begun before it heard. None can have
+// completed a checkpoint past the loss meanwhile: the node's part of it
+// comes after the report, on the same way to the coordinator.
+
+// crashedAddrs is how many addresses of crashed processes a node keeps.
+const crashedAddrs = 64
+
+// ckLostInFlightMsg tells the checkpointer that producers here gave up on
+// batches of generation gen in flight to a crashed process (what: which).
+type ckLostInFlightMsg struct {
+	gen  uint64
+	what string
+}
+
+// noteCrashed records that the node process at actor address addr
+// crashed. The coordinator calls it before it publishes the route table
+// without that process, so a producer that gives up on batches to it
+// finds it here.
+func (n *Node) noteCrashed(addr string) {
+	var list []string
+	if p := n.dead.Load(); p != nil {
+		list = *p
+	}
+	list = append(slices.Clone(list[max(0, len(list)-crashedAddrs+1):]), addr)
+	n.dead.Store(&list)
+}
+
+// crashed reports whether the process at actor address addr crashed.
+func (n *Node) crashed(addr string) bool {
+	p := n.dead.Load()
+	return p != nil && slices.Contains(*p, addr)
+}
+
+// lostInFlight handles batches a producer here gave up on (flow.Host):
+// they were in flight to a node process that left. One that left in good
+// order bounces what it did not process; a crashed one took them with it,
+// and under exactly-once the coordinator hears of it.
+func (n *Node) lostInFlight(stream string, to flow.Endpoint, batches int, gen uint64) {
+	crashed := n.crashed(to.Addr)
+	n.log.Warn("batches in flight to a node that left are lost", "stream", stream, "to", to.String(), "batches", batches,
+		"crashed", crashed, "generation", gen)
+	if crashed && n.ckpt != nil && n.guarantee() == core.ExactlyOnce {
+		n.system.Root.Send(n.ckpt, ckLostInFlightMsg{gen: gen, what: fmt.Sprintf("%d batches of %s to %s", batches, stream, to)})
+	}
+}
+
+// onLostInFlight reports batches given up to every member's checkpointer:
+// the coordinator acts on it (coordOnLostInFlight). Every member, not the
+// one this node takes for the coordinator: its view may lag, and a member
+// that does not coordinate ignores it.
+func (c *checkpointer) onLostInFlight(m ckLostInFlightMsg) {
+	msg := &wire.LostInFlight{Node: c.n.cfg.NodeID, Generation: m.gen, Reason: m.what}
+	for _, mem := range c.view.members {
+		c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), msg)
+	}
+}
+
+// coordOnLostInFlight rolls every node back when a node lost batches of
+// the newest generation a rollback began into (or of the current one): no
+// rollback began after they were sent. An older generation's loss is
+// covered by the rollback that followed it.
+func (c *checkpointer) coordOnLostInFlight(m *wire.LostInFlight) {
+	r := &c.coord
+	if !r.leader {
+		return
+	}
+	newest := c.gen
+	if r.rollback != nil {
+		newest = max(newest, r.rollback.gen)
+	}
+	if m.Generation < newest {
+		c.n.log.Debug("batches lost in flight before a rollback that covers them", "node", m.Node, "generation", m.Generation, "newest", newest)
+		return
+	}
+	c.coordRollback(fmt.Sprintf("node %s gave up on record batches of generation %d in flight to a crashed node (%s)", m.Node, m.Generation, m.Reason))
+}

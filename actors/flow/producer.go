@@ -51,6 +51,10 @@ type Host interface {
 	Held(stream string) *atomic.Int64
 	// Logger receives the Producer's warnings.
 	Logger() *slog.Logger
+	// LostInFlight hears that the Producer gave up on batches batches of
+	// stream, stamped with generation gen (see SetGeneration), in flight
+	// to to, whose node left the cluster.
+	LostInFlight(stream string, to Endpoint, batches int, gen uint64)
 }
 
 // Producer is the sending side of one operator instance (or of the node's
@@ -276,7 +280,7 @@ func (p *Producer) forgetDead(so *subOut) {
 	keep := so.old[:0]
 	for _, b := range so.old {
 		if b.inflight > 0 && b.dest != nil && !p.table.Live[b.dest.Endpoint().Addr] {
-			p.host.Logger().Warn("batches in flight to a node that left are lost", "stream", b.stream, "to", b.dest.Endpoint().String(), "batches", b.inflight)
+			p.host.LostInFlight(b.stream, b.dest.Endpoint(), b.inflight, p.gen)
 			b.inflight = 0
 		}
 		if b.inflight > 0 {

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
@@ -19,6 +20,7 @@ type testHost struct {
 	mu      sync.Mutex
 	dropped map[string]int
 	held    map[string]*atomic.Int64
+	lost    []string // LostInFlight's reports
 }
 
 func newHost() *testHost {
@@ -40,6 +42,11 @@ func (h *testHost) Held(stream string) *atomic.Int64 {
 	return h.held[stream]
 }
 func (h *testHost) Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func (h *testHost) LostInFlight(stream string, to Endpoint, batches int, gen uint64) {
+	h.mu.Lock()
+	h.lost = append(h.lost, fmt.Sprintf("%s→%s: %d in generation %d", stream, to, batches, gen))
+	h.mu.Unlock()
+}
 
 // testDest records the batches sent to it.
 type testDest struct {
@@ -219,6 +226,7 @@ func TestBounceAfterTheLayoutThawed(t *testing.T) {
 	old := dests("b", 1)
 	h.table.Store(table(1, core.GroupBy, old, "a", "b"))
 	p := newProducer(h, false)
+	p.SetGeneration(7)
 	p.Begin()
 	for i := range 3 {
 		p.Produce("s", rec(i))
@@ -231,6 +239,11 @@ func TestBounceAfterTheLayoutThawed(t *testing.T) {
 	p.Flush(true)
 	if got := now[0].records(); len(got) != 1 || got[0] != 3 {
 		t.Fatalf("after b left, a got %v, want [3]", got)
+	}
+	// The host hears of the batch given up, with its generation: under
+	// exactly-once the node has the cluster roll back for it.
+	if want := fmt.Sprintf("s→%s: 1 in generation 7", old[0].ep); len(h.lost) != 1 || h.lost[0] != want {
+		t.Fatalf("LostInFlight heard %q, want [%q]", h.lost, want)
 	}
 	p.Bounce(0, old[0].batches[0].Records, nil) // b's bounce arrives late
 	p.Flush(true)

@@ -1570,6 +1570,72 @@ func (x *RestartReport) GetIncarnation() string {
 	return ""
 }
 
+// LostInFlight tells the checkpoint coordinator that node gave up on
+// record batches of rollback generation generation in flight to a node
+// that crashed (reason says which): the rollback for that crash may have
+// begun before node saw it, and so cover nothing node sent afterwards. The
+// coordinator rolls every node back again unless a rollback into a later
+// generation had begun before it heard this.
+type LostInFlight struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Generation    uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LostInFlight) Reset() {
+	*x = LostInFlight{}
+	mi := &file_wire_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LostInFlight) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LostInFlight) ProtoMessage() {}
+
+func (x *LostInFlight) ProtoReflect() protoreflect.Message {
+	mi := &file_wire_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LostInFlight.ProtoReflect.Descriptor instead.
+func (*LostInFlight) Descriptor() ([]byte, []int) {
+	return file_wire_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *LostInFlight) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *LostInFlight) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *LostInFlight) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // CheckpointRequest asks the coordinator, from another node, for a
 // checkpoint now (a savepoint); it answers the sender with a
 // CheckpointReply once the checkpoint completed or failed.
@@ -1583,7 +1649,7 @@ type CheckpointRequest struct {
 
 func (x *CheckpointRequest) Reset() {
 	*x = CheckpointRequest{}
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1661,7 @@ func (x *CheckpointRequest) String() string {
 func (*CheckpointRequest) ProtoMessage() {}
 
 func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[21]
+	mi := &file_wire_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1674,7 @@ func (x *CheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointRequest.ProtoReflect.Descriptor instead.
 func (*CheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{21}
+	return file_wire_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CheckpointRequest) GetNode() string {
@@ -1638,7 +1704,7 @@ type CheckpointReply struct {
 
 func (x *CheckpointReply) Reset() {
 	*x = CheckpointReply{}
-	mi := &file_wire_proto_msgTypes[22]
+	mi := &file_wire_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1650,7 +1716,7 @@ func (x *CheckpointReply) String() string {
 func (*CheckpointReply) ProtoMessage() {}
 
 func (x *CheckpointReply) ProtoReflect() protoreflect.Message {
-	mi := &file_wire_proto_msgTypes[22]
+	mi := &file_wire_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1663,7 +1729,7 @@ func (x *CheckpointReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointReply.ProtoReflect.Descriptor instead.
 func (*CheckpointReply) Descriptor() ([]byte, []int) {
-	return file_wire_proto_rawDescGZIP(), []int{22}
+	return file_wire_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CheckpointReply) GetId() uint64 {
@@ -1824,7 +1890,13 @@ const file_wire_proto_rawDesc = "" +
 	"\rRestartReport\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
 	"\trestarted\x18\x02 \x01(\tR\trestarted\x12 \n" +
-	"\vincarnation\x18\x03 \x01(\tR\vincarnation\"9\n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\"Z\n" +
+	"\fLostInFlight\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"9\n" +
 	"\x11CheckpointRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\"I\n" +
@@ -1846,7 +1918,7 @@ func file_wire_proto_rawDescGZIP() []byte {
 }
 
 var file_wire_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_wire_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_wire_proto_goTypes = []any{
 	(HandoffReply_Status)(0),   // 0: sluice.wire.HandoffReply.Status
 	(*Header)(nil),             // 1: sluice.wire.Header
@@ -1870,21 +1942,22 @@ var file_wire_proto_goTypes = []any{
 	(*Rollback)(nil),           // 19: sluice.wire.Rollback
 	(*RollbackDone)(nil),       // 20: sluice.wire.RollbackDone
 	(*RestartReport)(nil),      // 21: sluice.wire.RestartReport
-	(*CheckpointRequest)(nil),  // 22: sluice.wire.CheckpointRequest
-	(*CheckpointReply)(nil),    // 23: sluice.wire.CheckpointReply
-	(*actor.PID)(nil),          // 24: actor.PID
+	(*LostInFlight)(nil),       // 22: sluice.wire.LostInFlight
+	(*CheckpointRequest)(nil),  // 23: sluice.wire.CheckpointRequest
+	(*CheckpointReply)(nil),    // 24: sluice.wire.CheckpointReply
+	(*actor.PID)(nil),          // 25: actor.PID
 }
 var file_wire_proto_depIdxs = []int32{
 	1,  // 0: sluice.wire.Record.headers:type_name -> sluice.wire.Header
-	24, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
+	25, // 1: sluice.wire.RecordBatch.from:type_name -> actor.PID
 	4,  // 2: sluice.wire.RecordBatch.control:type_name -> sluice.wire.Control
 	4,  // 3: sluice.wire.Bounce.control:type_name -> sluice.wire.Control
-	24, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
+	25, // 4: sluice.wire.HandoffRequest.reply_to:type_name -> actor.PID
 	0,  // 5: sluice.wire.HandoffReply.status:type_name -> sluice.wire.HandoffReply.Status
 	11, // 6: sluice.wire.HandoffReply.members:type_name -> sluice.wire.Peer
 	8,  // 7: sluice.wire.HandoffChunk.kvs:type_name -> sluice.wire.KV
-	24, // 8: sluice.wire.CheckpointTrigger.coordinator:type_name -> actor.PID
-	24, // 9: sluice.wire.Rollback.coordinator:type_name -> actor.PID
+	25, // 8: sluice.wire.CheckpointTrigger.coordinator:type_name -> actor.PID
+	25, // 9: sluice.wire.Rollback.coordinator:type_name -> actor.PID
 	10, // [10:10] is the sub-list for method output_type
 	10, // [10:10] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
@@ -1903,7 +1976,7 @@ func file_wire_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wire_proto_rawDesc), len(file_wire_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -16,17 +16,21 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/testkinds"
 )
 
 // startCounting starts 3 nodes (n1, n2, n3, returned as ids) counting
 // records generated over keys at 2000/s, exactly-once with checkpoints
 // every 300 ms in a directory they share, and waits until 10,000 are
-// counted.
-func startCounting(t *testing.T, records, keys int) (c *cluster, ids []string) {
+// counted. nodeFlags, if given, adds flags of one node.
+func startCounting(t *testing.T, records, keys int, nodeFlags ...func(id string) []string) (c *cluster, ids []string) {
 	agent := consultest.Start(t)
 	store := t.TempDir()
 	c = newCluster(t, agent.Addr(), "-records", fmt.Sprint(records), "-keys", fmt.Sprint(keys), "-rate", "2000",
 		"-guarantee", "exactly-once", "-checkpoints", store, "-checkpoint-interval", "300ms")
+	for _, f := range nodeFlags {
+		c.nodeFlags = f
+	}
 	ids = []string{"n1", "n2", "n3"}
 	for _, id := range ids {
 		c.start(id)
@@ -68,8 +72,7 @@ func TestExactlyOnceStateThroughSIGKILLs(t *testing.T) {
 	const records, keys, kills = 240_000, 3000, 5
 	c, ids := startCounting(t, records, keys)
 	c.killAtRandom(ids, kills, 2, 300*time.Millisecond, 1800*time.Millisecond)
-	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
-	c.stopAndCheckCounts(records, keys)
+	c.countAllThenCheck(records, keys)
 	t.Logf("%d records through %d SIGKILLs: every key counted exactly %d times", records, kills, records/keys)
 }
 
@@ -143,8 +146,7 @@ func TestExactlyOnceStateThroughPausedNodes(t *testing.T) {
 		c.waitFor(60*time.Second, "the handoffs to "+victim+" and a checkpoint after them", func() bool { return c.settled(restarted) })
 		t.Logf("pause %d: %s paused until the others counted %d without it, fenced itself on resuming (%v), restarted", k+1, victim, before+2000, err)
 	}
-	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
-	c.stopAndCheckCounts(records, keys)
+	c.countAllThenCheck(records, keys)
 	t.Logf("%d records through 2 pauses: every key counted exactly %d times", records, records/keys)
 }
 
@@ -192,8 +194,7 @@ func TestExactlyOnceStateThroughCrashesDuringHandoffs(t *testing.T) {
 	if hits == 0 {
 		t.Fatalf("no crash hit a pending handoff in 10 attempts: the test did not test what it is for")
 	}
-	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
-	c.stopAndCheckCounts(records, keys)
+	c.countAllThenCheck(records, keys)
 	t.Logf("%d records through %d crashes during handoffs: every key counted exactly %d times", records, hits, records/keys)
 }
 
@@ -222,9 +223,59 @@ func TestExactlyOnceStateThroughFastRestarts(t *testing.T) {
 		c.waitFor(60*time.Second, "progress after "+victim+"'s restart", func() bool { return c.settled(at) && c.processed("count") > before })
 		t.Logf("restart %d: %s SIGKILLed at %d counted and restarted at once", k, victim, before)
 	}
-	c.waitFor(3*time.Minute, "every record counted", func() bool { return c.processed("count") == records })
-	c.stopAndCheckCounts(records, keys)
+	c.countAllThenCheck(records, keys)
 	t.Logf("%d records through %d fast restarts: every key counted exactly %d times", records, restarts, records/keys)
+}
+
+// Exactly-once through a crash one node sees late. n1, the checkpoint
+// coordinator, sees n3's fast restart at once and rolls every node back;
+// n2 acts on membership changes 2 s late (-settle), so it takes the
+// rollback first and then, for up to 2 s, sends records of the new
+// generation to n3's dead process. When it sees the crash it gives them
+// up, and the rollback under way covers none of them: unless the
+// coordinator rolls back again, the checkpoints that follow have n2's
+// generator past records no counter counted (21 of 120,000 were lost so
+// in one run of TestExactlyOnceStateThroughFastRestarts, where every node
+// acts 200 ms after it sees a change and one saw it 150 ms after n1).
+func TestExactlyOnceThroughACrashOneNodeSeesLate(t *testing.T) {
+	const records, keys = 90_000, 3000
+	c, _ := startCounting(t, records, keys, func(id string) []string {
+		if id == "n2" {
+			return []string{"-settle", "2s"}
+		}
+		return nil
+	})
+	at := time.Now()
+	c.crash("n3")
+	c.start("n3")
+	c.waitFor(60*time.Second, "n2 to notice n3's restart", func() bool {
+		for _, e := range c.events() {
+			if e.What == "member-left" && e.Peer == "n3" && e.Node == "n2" && e.Time.After(at) {
+				return true
+			}
+		}
+		return false
+	})
+	c.countAllThenCheck(records, keys)
+	t.Logf("%d records through a restart one node saw %v late: every key counted exactly %d times", records, 2*time.Second, records/keys)
+}
+
+// countAllThenCheck waits until every record is counted, then checks the
+// counts (stopAndCheckCounts). When the count stops short, it checks them
+// all the same: which keys are short, and by how much, tells which
+// records were lost.
+func (c *cluster) countAllThenCheck(records, keys int) {
+	c.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for c.processed("count") != int64(records) {
+		if time.Now().After(deadline) {
+			c.dumpLogs()
+			c.t.Errorf("timed out after 3m waiting for every record counted: %d of %d", c.processed("count"), records)
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.stopAndCheckCounts(records, keys)
 }
 
 // stopAndCheckCounts stops n1, n2 and n3 in turn (each hands its state to
@@ -236,17 +287,22 @@ func (c *cluster) stopAndCheckCounts(records, keys int) {
 	c.stop("n2")
 	c.stop("n3")
 	counts := readCounts(c.t, c.dir+"/n3/data")
-	wrong := 0
-	for k, n := range counts {
-		if n != int64(records/keys) {
-			if wrong < 10 {
-				c.t.Errorf("key %s counted %d times, want %d", k, n, records/keys)
-			}
-			wrong++
+	// Every key wrong, in key order (key k has records k, k+keys, …: the
+	// pattern says which generator instance's records went missing or
+	// twice, and from where).
+	var wrong []string
+	for k := range keys {
+		key := testkinds.Key(int64(k), keys)
+		if n := counts[key]; n != int64(records/keys) {
+			wrong = append(wrong, fmt.Sprintf("%s:%d", key, n))
 		}
 	}
-	if len(counts) != keys || wrong > 0 {
-		c.t.Fatalf("%d keys counted (want %d), %d with a wrong count", len(counts), keys, wrong)
+	if len(counts) != keys || len(wrong) > 0 {
+		n := len(wrong)
+		if n > 60 {
+			wrong = append(wrong[:60], "…")
+		}
+		c.t.Fatalf("%d keys counted (want %d), %d with a count other than %d: %s", len(counts), keys, n, records/keys, strings.Join(wrong, " "))
 	}
 }
 
