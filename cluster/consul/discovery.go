@@ -234,15 +234,18 @@ func (d *Discovery) heartbeat(joinCtx, ctx context.Context, reg *api.AgentServic
 			}
 			return
 		case <-timer.C:
-			if now := time.Now(); lapsed(now, due, lastOK, d.cfg.HeartbeatInterval, d.cfg.TTL) {
-				d.log.Error("membership lapsed: the heartbeat could not run for longer than the TTL (the process was frozen); the others have dropped this member, which stops heartbeating",
-					"member", d.self.ID, "late", now.Sub(due).Round(time.Millisecond), "since_refresh", now.Sub(lastOK).Round(time.Millisecond), "ttl", d.cfg.TTL)
-				close(d.lapsed)
-				<-ctx.Done() // no more refreshes: the member stays out
-				return
-			}
 		case <-d.kick:
 			timer.Stop()
+		}
+		// On a kick too: a process resumed after a freeze may change its
+		// health (SetHealth) before the timer's beat runs, and that beat
+		// must not bring the lapsed member back either.
+		if now := time.Now(); lapsed(now, due, lastOK, d.cfg.HeartbeatInterval, d.cfg.TTL) {
+			d.log.Error("membership lapsed: the heartbeat could not run for longer than the TTL (the process was frozen); the others have dropped this member, which stops heartbeating",
+				"member", d.self.ID, "late", now.Sub(due).Round(time.Millisecond), "since_refresh", now.Sub(lastOK).Round(time.Millisecond), "ttl", d.cfg.TTL)
+			close(d.lapsed)
+			<-ctx.Done() // no more refreshes: the member stays out
+			return
 		}
 		err := d.beat(ctx, reg)
 		switch {
