@@ -47,16 +47,18 @@ const minPause = 4 // a quarter
 
 // coordRole is the coordinator's state (meaningful while leader).
 type coordRole struct {
-	leader   bool
-	restart  bool   // rolled back because this process replaced a crashed one unseen (RestartReport)
-	reported string // the node that reported that, heard before this node led
-	loaded   bool   // the newest complete checkpoint was read from the store
-	lastID   uint64
-	next     time.Time // when to trigger the next checkpoint
-	pending  *pendingCheckpoint
-	rollback *pendingRollback
-	delays   *backoff.Backoff // after failures
-	requests []ckRequestMsg   // savepoints asked for
+	leader    bool
+	restart   bool   // rolled back because this process replaced a crashed one unseen (RestartReport)
+	again     string // why to roll back again once the rollback under way is done (coordOnLostInFlight)
+	recording bool   // a rollback's generation is being recorded in the store (recordRollback)
+	reported  string // the node that reported that, heard before this node led
+	loaded    bool   // the newest complete checkpoint was read from the store
+	lastID    uint64
+	next      time.Time // when to trigger the next checkpoint
+	pending   *pendingCheckpoint
+	rollback  *pendingRollback
+	delays    *backoff.Backoff // after failures
+	requests  []ckRequestMsg   // savepoints asked for
 
 	stats CheckpointStats
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/checkpoint"
+	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -100,8 +101,20 @@ func (c *checkpointer) coordRollback(reason string) {
 	}
 	rb := &pendingRollback{gen: gen, started: time.Now(), waiting: make(map[string]bool)}
 	r.rollback = rb
+	r.again = "" // this one begins after the loss
 	r.stats.Rollbacks++
 	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "generation", gen)
+	if !r.recording {
+		c.recordRollback(gen)
+	}
+}
+
+// recordRollback reads the target of the rollback into generation gen and
+// records the generation in the store, on a goroutine: one at a time, so
+// that a superseded rollback's record never lands after a newer one's (a
+// node starting then would run in the older generation).
+func (c *checkpointer) recordRollback(gen uint64) {
+	c.coord.recording = true
 	store, pid, log := c.store, c.self, c.n.log
 	c.n.goFunc(func() {
 		delays := backoff.New(200*time.Millisecond, 5*time.Second, 0.2)
@@ -154,9 +167,14 @@ type ckGenRecordedMsg struct {
 // coordOnGenRecorded sends the rollback of a recorded generation to every
 // member.
 func (c *checkpointer) coordOnGenRecorded(m ckGenRecordedMsg) {
+	c.coord.recording = false
 	rb := c.coord.rollback
-	if rb == nil || rb.gen != m.gen {
-		return // superseded
+	if rb == nil {
+		return
+	}
+	if rb.gen != m.gen {
+		c.recordRollback(rb.gen) // superseded while recorded: record the newest
+		return
 	}
 	c.latest = m.meta
 	msg := &wire.Rollback{Generation: rb.gen, Coordinator: c.self}
@@ -193,6 +211,9 @@ func (c *checkpointer) coordOnRollbackDone(m *wire.RollbackDone) {
 		c.coord.rollback = nil
 		c.coord.next = time.Now().Add(c.cfg.Interval)
 		c.n.log.Info("rollback done", "generation", rb.gen, "checkpoint", rb.target, "took", time.Since(rb.started).Round(time.Millisecond))
+		if again := c.coord.again; again != "" {
+			c.coordRollback(again) // batches lost in flight during this one
+		}
 	}
 }
 
@@ -509,19 +530,27 @@ func (n *Node) setBase(meta *checkpoint.Meta) { n.base.Store(meta) }
 // new generation to the crashed process at its old address. When it does
 // see the crash its producers give them up, and no rollback covers them:
 // the one under way began before they were sent. So a node that gives up
-// batches to a crashed process tells the coordinator their generation
-// (wire.LostInFlight), which rolls every node back again unless a rollback
-// into a later generation had begun before it heard. None can have
-// completed a checkpoint past the loss meanwhile: the node's part of it
-// comes after the report, on the same way to the coordinator.
+// batches to a crashed process tells the coordinator their generation and
+// where they went (wire.LostInFlight). The coordinator rolls every node
+// back again when the loss came after a rollback for that crash began: it
+// had seen the crash (its view is without that process) and no rollback
+// into a later generation had begun. It waits for the rollback under way
+// to finish first (a rollback superseded while nodes restore is a needless
+// second restore). A loss it hears of before it sees the crash is covered
+// by the rollback it starts when it does. None can have completed a
+// checkpoint past the loss meanwhile: the node's part of it comes after
+// the report, on the same way to the coordinator, and a checkpoint needs
+// the crashed process's part while the coordinator's view still has it.
 
 // crashedAddrs is how many addresses of crashed processes a node keeps.
 const crashedAddrs = 64
 
 // ckLostInFlightMsg tells the checkpointer that producers here gave up on
-// batches of generation gen in flight to a crashed process (what: which).
+// batches of generation gen in flight to the crashed process at actor
+// address addr (what: which batches).
 type ckLostInFlightMsg struct {
 	gen  uint64
+	addr string
 	what string
 }
 
@@ -553,7 +582,7 @@ func (n *Node) lostInFlight(stream string, to flow.Endpoint, batches int, gen ui
 	n.log.Warn("batches in flight to a node that left are lost", "stream", stream, "to", to.String(), "batches", batches,
 		"crashed", crashed, "generation", gen)
 	if crashed && n.ckpt != nil && n.guarantee() == core.ExactlyOnce {
-		n.system.Root.Send(n.ckpt, ckLostInFlightMsg{gen: gen, what: fmt.Sprintf("%d batches of %s to %s", batches, stream, to)})
+		n.system.Root.Send(n.ckpt, ckLostInFlightMsg{gen: gen, addr: to.Addr, what: fmt.Sprintf("%d batches of %s to %s", batches, stream, to)})
 	}
 }
 
@@ -562,16 +591,15 @@ func (n *Node) lostInFlight(stream string, to flow.Endpoint, batches int, gen ui
 // one this node takes for the coordinator: its view may lag, and a member
 // that does not coordinate ignores it.
 func (c *checkpointer) onLostInFlight(m ckLostInFlightMsg) {
-	msg := &wire.LostInFlight{Node: c.n.cfg.NodeID, Generation: m.gen, Reason: m.what}
+	msg := &wire.LostInFlight{Node: c.n.cfg.NodeID, Generation: m.gen, Address: m.addr, Reason: m.what}
 	for _, mem := range c.view.members {
 		c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), msg)
 	}
 }
 
-// coordOnLostInFlight rolls every node back when a node lost batches of
-// the newest generation a rollback began into (or of the current one): no
-// rollback began after they were sent. An older generation's loss is
-// covered by the rollback that followed it.
+// coordOnLostInFlight rolls every node back again when a node lost
+// batches after a rollback for the crash they were lost to began (see
+// above), once the rollback under way, if any, is done.
 func (c *checkpointer) coordOnLostInFlight(m *wire.LostInFlight) {
 	r := &c.coord
 	if !r.leader {
@@ -581,9 +609,16 @@ func (c *checkpointer) coordOnLostInFlight(m *wire.LostInFlight) {
 	if r.rollback != nil {
 		newest = max(newest, r.rollback.gen)
 	}
-	if m.Generation < newest {
-		c.n.log.Debug("batches lost in flight before a rollback that covers them", "node", m.Node, "generation", m.Generation, "newest", newest)
+	seen := !slices.ContainsFunc(c.view.members, func(mem cluster.Member) bool { return mem.Address == m.Address })
+	if m.Generation < newest || !seen {
+		c.n.log.Debug("batches lost in flight before a rollback that covers them", "node", m.Node, "generation", m.Generation,
+			"newest", newest, "crash seen", seen, "batches", m.Reason)
 		return
 	}
-	c.coordRollback(fmt.Sprintf("node %s gave up on record batches of generation %d in flight to a crashed node (%s)", m.Node, m.Generation, m.Reason))
+	reason := fmt.Sprintf("node %s gave up on record batches of generation %d in flight to a crashed node (%s)", m.Node, m.Generation, m.Reason)
+	if r.rollback != nil {
+		r.again = reason // coordOnRollbackDone
+		return
+	}
+	c.coordRollback(reason)
 }

@@ -1571,16 +1571,19 @@ func (x *RestartReport) GetIncarnation() string {
 }
 
 // LostInFlight tells the checkpoint coordinator that node gave up on
-// record batches of rollback generation generation in flight to a node
-// that crashed (reason says which): the rollback for that crash may have
-// begun before node saw it, and so cover nothing node sent afterwards. The
-// coordinator rolls every node back again unless a rollback into a later
-// generation had begun before it heard this.
+// record batches of rollback generation generation in flight to the
+// crashed node process at actor address address (reason says which
+// batches): the rollback for that crash may have begun before node saw it,
+// and so cover nothing node sent afterwards. The coordinator rolls every
+// node back again if it had begun that rollback (its view is without
+// address) and no rollback into a later generation had begun before it
+// heard this.
 type LostInFlight struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
 	Generation    uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
 	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Address       string                 `protobuf:"bytes,4,opt,name=address,proto3" json:"address,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1632,6 +1635,13 @@ func (x *LostInFlight) GetGeneration() uint64 {
 func (x *LostInFlight) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *LostInFlight) GetAddress() string {
+	if x != nil {
+		return x.Address
 	}
 	return ""
 }
@@ -1890,13 +1900,14 @@ const file_wire_proto_rawDesc = "" +
 	"\rRestartReport\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1c\n" +
 	"\trestarted\x18\x02 \x01(\tR\trestarted\x12 \n" +
-	"\vincarnation\x18\x03 \x01(\tR\vincarnation\"Z\n" +
+	"\vincarnation\x18\x03 \x01(\tR\vincarnation\"t\n" +
 	"\fLostInFlight\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x1e\n" +
 	"\n" +
 	"generation\x18\x02 \x01(\x04R\n" +
 	"generation\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"9\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
+	"\aaddress\x18\x04 \x01(\tR\aaddress\"9\n" +
 	"\x11CheckpointRequest\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\"I\n" +
