@@ -245,6 +245,8 @@ func TestExactlyOnceThroughACrashOneNodeSeesLate(t *testing.T) {
 		}
 		return nil
 	})
+	// n2 must have seen the first n3 (it acts 2 s late) to see it crash.
+	c.waitFor(time.Minute, "every node to see all three", func() bool { return c.allSee(3) })
 	at := time.Now()
 	c.crash("n3")
 	c.start("n3")
