@@ -68,9 +68,10 @@ type checkpointer struct {
 	trigCoord *actor.PID
 	lostSaid  bool
 
-	coord coordRole // the coordinator's state (ckcoord.go)
-	rb    *nodeRollback
-	fwd   forwarding // savepoint requests forwarded to the coordinator (ckrequest.go)
+	coord    coordRole            // the coordinator's state (ckcoord.go)
+	heldLost []*wire.LostInFlight // reports waiting for a view without the crashed process (onLostInFlight)
+	rb       *nodeRollback
+	fwd      forwarding // savepoint requests forwarded to the coordinator (ckrequest.go)
 
 	ticker *time.Ticker
 	tickCh chan struct{}
@@ -218,6 +219,7 @@ func (c *checkpointer) onView(v ckView) {
 		c.failPart("the cluster changed during the checkpoint")
 	}
 	c.coordOnView(old, v)
+	c.sendHeldLost()
 }
 
 // sameMembers reports whether a and b list the same member ids.
@@ -453,6 +455,10 @@ func (c *checkpointer) onUploaded(m ckUploadedMsg) {
 
 // reportPart sends this node's part (or its failure) to the coordinator.
 func (c *checkpointer) reportPart(p *nodePart, part checkpoint.NodePart) {
+	if len(c.heldLost) > 0 && p.failed == "" {
+		// The coordinator must hear of the loss before this part.
+		p.failed = fmt.Sprintf("node %s has records lost in flight to report first", c.n.cfg.NodeID)
+	}
 	msg := &wire.CheckpointPart{Id: p.id, Node: c.n.cfg.NodeID, Error: p.failed}
 	if p.failed == "" {
 		b, err := json.Marshal(part)

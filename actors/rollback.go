@@ -589,12 +589,30 @@ func (n *Node) lostInFlight(stream string, to flow.Endpoint, batches int, gen ui
 // onLostInFlight reports batches given up to every member's checkpointer:
 // the coordinator acts on it (coordOnLostInFlight). Every member, not the
 // one this node takes for the coordinator: its view may lag, and a member
-// that does not coordinate ignores it.
+// that does not coordinate ignores it. A report that comes before this
+// checkpointer's view is without the crashed process (the node publishes
+// its route table first) waits for that view: the old one may name the
+// crashed process as the coordinator (sendHeldLost).
 func (c *checkpointer) onLostInFlight(m ckLostInFlightMsg) {
-	msg := &wire.LostInFlight{Node: c.n.cfg.NodeID, Generation: m.gen, Address: m.addr, Reason: m.what}
-	for _, mem := range c.view.members {
-		c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), msg)
+	c.heldLost = append(c.heldLost, &wire.LostInFlight{Node: c.n.cfg.NodeID, Generation: m.gen, Address: m.addr, Reason: m.what})
+	c.sendHeldLost()
+}
+
+// sendHeldLost sends the held loss reports whose crashed process is out of
+// the view.
+func (c *checkpointer) sendHeldLost() {
+	keep := c.heldLost[:0]
+	for _, msg := range c.heldLost {
+		if slices.ContainsFunc(c.view.members, func(mem cluster.Member) bool { return mem.Address == msg.Address }) {
+			keep = append(keep, msg)
+			continue
+		}
+		for _, mem := range c.view.members {
+			c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), msg)
+		}
 	}
+	clear(c.heldLost[len(keep):])
+	c.heldLost = keep
 }
 
 // coordOnLostInFlight rolls every node back again when a node lost
