@@ -603,7 +603,7 @@ func (c *checkpointer) onLostInFlight(m ckLostInFlightMsg) {
 func (c *checkpointer) sendHeldLost() {
 	keep := c.heldLost[:0]
 	for _, msg := range c.heldLost {
-		if slices.ContainsFunc(c.view.members, func(mem cluster.Member) bool { return mem.Address == msg.Address }) {
+		if c.inView(msg.Address) {
 			keep = append(keep, msg)
 			continue
 		}
@@ -627,7 +627,7 @@ func (c *checkpointer) coordOnLostInFlight(m *wire.LostInFlight) {
 	if r.rollback != nil {
 		newest = max(newest, r.rollback.gen)
 	}
-	seen := !slices.ContainsFunc(c.view.members, func(mem cluster.Member) bool { return mem.Address == m.Address })
+	seen := !c.inView(m.Address)
 	if m.Generation < newest || !seen {
 		c.n.log.Debug("batches lost in flight before a rollback that covers them", "node", m.Node, "generation", m.Generation,
 			"newest", newest, "crash seen", seen, "batches", m.Reason)
@@ -639,4 +639,10 @@ func (c *checkpointer) coordOnLostInFlight(m *wire.LostInFlight) {
 		return
 	}
 	c.coordRollback(reason)
+}
+
+// inView reports whether the checkpointer's view has a member at actor
+// address addr.
+func (c *checkpointer) inView(addr string) bool {
+	return slices.ContainsFunc(c.view.members, func(mem cluster.Member) bool { return mem.Address == addr })
 }

@@ -22,15 +22,13 @@ import (
 // startCounting starts 3 nodes (n1, n2, n3, returned as ids) counting
 // records generated over keys at 2000/s, exactly-once with checkpoints
 // every 300 ms in a directory they share, and waits until 10,000 are
-// counted. nodeFlags, if given, adds flags of one node.
-func startCounting(t *testing.T, records, keys int, nodeFlags ...func(id string) []string) (c *cluster, ids []string) {
+// counted. nodeFlags, if not nil, adds flags of one node.
+func startCounting(t *testing.T, records, keys int, nodeFlags func(id string) []string) (c *cluster, ids []string) {
 	agent := consultest.Start(t)
 	store := t.TempDir()
 	c = newCluster(t, agent.Addr(), "-records", fmt.Sprint(records), "-keys", fmt.Sprint(keys), "-rate", "2000",
 		"-guarantee", "exactly-once", "-checkpoints", store, "-checkpoint-interval", "300ms")
-	for _, f := range nodeFlags {
-		c.nodeFlags = f
-	}
+	c.nodeFlags = nodeFlags
 	ids = []string{"n1", "n2", "n3"}
 	for _, id := range ids {
 		c.start(id)
@@ -70,7 +68,7 @@ func (c *cluster) running() []*node {
 // once less, though whole seconds of work were lost and redone.
 func TestExactlyOnceStateThroughSIGKILLs(t *testing.T) {
 	const records, keys, kills = 240_000, 3000, 5
-	c, ids := startCounting(t, records, keys)
+	c, ids := startCounting(t, records, keys, nil)
 	c.killAtRandom(ids, kills, 2, 300*time.Millisecond, 1800*time.Millisecond)
 	c.countAllThenCheck(records, keys)
 	t.Logf("%d records through %d SIGKILLs: every key counted exactly %d times", records, kills, records/keys)
@@ -105,7 +103,7 @@ func (c *cluster) killAtRandom(ids []string, kills int, stream uint64, min, max 
 // as it was generated.
 func TestExactlyOnceStateThroughPausedNodes(t *testing.T) {
 	const records, keys = 120_000, 3000
-	c, ids := startCounting(t, records, keys)
+	c, ids := startCounting(t, records, keys, nil)
 	for k, victim := range []string{"n2", "n3"} {
 		n := c.nodes[victim]
 		n.proc.Signal(syscall.SIGSTOP)
@@ -160,7 +158,7 @@ func TestExactlyOnceStateThroughPausedNodes(t *testing.T) {
 // records are counted twice (as 497 of 3000 keys once were).
 func TestExactlyOnceStateThroughCrashesDuringHandoffs(t *testing.T) {
 	const records, keys = 180_000, 3000
-	c, ids := startCounting(t, records, keys)
+	c, ids := startCounting(t, records, keys, nil)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	restarted, hits := ids[rng.IntN(len(ids))], 0
 	c.killAndRestart(restarted, len(ids))
@@ -205,7 +203,7 @@ func TestExactlyOnceStateThroughCrashesDuringHandoffs(t *testing.T) {
 // In the end each key was counted exactly as often as it was generated.
 func TestExactlyOnceStateThroughFastRestarts(t *testing.T) {
 	const records, keys, restarts = 120_000, 3000, 3
-	c, ids := startCounting(t, records, keys)
+	c, ids := startCounting(t, records, keys, nil)
 	for k := 1; k <= restarts; k++ {
 		victim := ids[k%len(ids)]
 		before := c.processed("count")
