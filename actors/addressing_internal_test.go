@@ -74,13 +74,13 @@ func TestMisaddressedMessagesAreRefused(t *testing.T) {
 
 	dispatcher := actor.NewPID(a.addr, dispatcherName)
 	target := instKey{op: "tally", index: 0}.pidID()
-	batch := func(key, inc string, seq uint64, n int) *wire.RecordBatch {
+	batch := func(key, inc string, seq uint64, n int) *wire.BatchFrame {
 		recs := make([]core.Record, n)
 		for i := range recs {
 			recs[i] = core.Record{Key: []byte(key)}
 		}
-		return &wire.RecordBatch{Target: addressed(target, inc), Stream: "words", Routing: int32(core.Shuffle), Slot: 0, Seq: seq,
-			From: actor.NewPID(b.addr, addressed("op/gen/0.0", b.incarnation)), Records: wire.AppendRecords(nil, recs)}
+		return wire.EncodeFrame(&wire.RecordBatch{Target: addressed(target, inc), Stream: "words", Routing: int32(core.Shuffle), Slot: 0, Seq: seq,
+			From: actor.NewPID(b.addr, addressed("op/gen/0.0", b.incarnation))}, recs)
 	}
 	// b's dispatcher drops the bounces of these batches: it has no gen.
 	b.system.Root.Send(dispatcher, batch("stray", b.incarnation, 1, 3))

@@ -49,11 +49,11 @@ func (d *remoteDest) Remote() bool { return true }
 func (d *remoteDest) Send(b *flow.Batch) {
 	wb := &wire.RecordBatch{Target: d.target, Stream: b.Stream, Routing: int32(b.Routing), Slot: b.Slot, Seq: b.Seq,
 		From: actor.NewPID(b.From.Addr, b.From.ID), FromOp: b.FromOp, FromIndex: int32(b.FromIndex),
-		Records: wire.AppendRecords(nil, b.Records), Control: toWireControl(b.Control), Generation: b.Gen}
+		Control: toWireControl(b.Control), Generation: b.Gen}
 	if !b.Sent.IsZero() {
 		wb.SentUnixNano = b.Sent.UnixNano()
 	}
-	d.n.system.Root.Send(d.dispatcher, wb)
+	d.n.system.Root.Send(d.dispatcher, wire.EncodeFrame(wb, b.Records))
 	flow.Recycle(b.Records) // encoded: nothing reads them any more
 	b.Records = nil
 }

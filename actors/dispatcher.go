@@ -27,8 +27,17 @@ type dispatcher struct{ n *Node }
 func (d dispatcher) Receive(ctx actor.Context) {
 	n := d.n
 	switch m := ctx.Message().(type) {
-	case *wire.RecordBatch:
-		d.batch(m)
+	case *wire.BatchFrame:
+		rb, err := m.Batch()
+		if err != nil {
+			// Only a frame sent within this process gets here unparsed
+			// (protoactor's receiver drops, with the connection, what
+			// does not parse), and EncodeFrame made it: a bug. Nothing
+			// names the producer to return its credit to.
+			n.log.Error("dropped a record batch frame that does not parse", "error", err)
+			return
+		}
+		d.batch(rb)
 	case *wire.Ack:
 		n.toProducer(m.Target, ackMsg{slot: m.Slot})
 	case *wire.DurableAck:
