@@ -37,10 +37,11 @@
 //
 // To an instance on the same node the batch goes straight to its mailbox
 // (localDest). To an instance on another node (remoteDest) its records are
-// packed into one wire.RecordBatch and sent over protoactor remote to that
-// node's dispatcher actor, which decodes them and hands the batch to the
-// instance's mailbox, or bounces it back when the instance does not run
-// there. The instance calls ProcessRecord for each record in order and
+// packed into one wire.RecordBatch, encoded once into the buffer that is
+// sent (wire.BatchFrame), and sent over protoactor remote to that node's
+// dispatcher actor, which decodes them (keys and values stay in the
+// received bytes) and hands the batch to the instance's mailbox, or
+// bounces it back when the instance does not run there. The instance calls ProcessRecord for each record in order and
 // then acknowledges the batch; an ack (or bounce, or durable ack) to a
 // producer on another node also goes through that node's dispatcher, which
 // turns it back into the runtime's own message type.
