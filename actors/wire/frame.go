@@ -209,6 +209,17 @@ var frameMethods = &protoiface.Methods{
 		in.Message.(*frameMessage).f.batch = rb
 		return protoiface.UnmarshalOutput{Flags: protoiface.UnmarshalInitialized}, nil
 	},
+	// Merge (proto.Merge, proto.Clone) copies the frame: its contents are
+	// never modified once made, so sharing them is a copy.
+	Merge: func(in protoiface.MergeInput) protoiface.MergeOutput {
+		src, ok1 := in.Source.(*frameMessage)
+		dst, ok2 := in.Destination.(*frameMessage)
+		if !ok1 || !ok2 {
+			return protoiface.MergeOutput{}
+		}
+		*dst.f = *src.f
+		return protoiface.MergeOutput{Flags: protoiface.MergeComplete}
+	},
 	CheckInitialized: func(protoiface.CheckInitializedInput) (protoiface.CheckInitializedOutput, error) {
 		return protoiface.CheckInitializedOutput{}, nil
 	},

@@ -116,6 +116,10 @@ func TestFrameMarshalsWithoutCopying(t *testing.T) {
 	if _, err := proto.Marshal(&BatchFrame{}); err == nil {
 		t.Fatal("marshalled a frame EncodeFrame did not make")
 	}
+	clone, err := proto.Marshal(proto.Clone(f))
+	if err != nil || !bytes.Equal(clone, enc) {
+		t.Fatalf("a clone of the frame marshals to %d bytes (%v), want the frame's %d", len(clone), err, len(enc))
+	}
 }
 
 // TestFrameDecodesRecordsAnywhere: other encoders may put the records
