@@ -69,9 +69,9 @@ func EncodeFrame(rb *RecordBatch, recs []core.Record) *BatchFrame {
 	buf := make([]byte, 0, opts.Size(rb)+protowire.SizeTag(recordsField)+protowire.SizeBytes(n))
 	buf, err := opts.MarshalAppend(buf, rb)
 	if err != nil {
-		// A RecordBatch holds no field that fails to marshal (proto3, no
-		// required fields, no invalid UTF-8 in the strings runtime code
-		// puts there); failing here is a bug.
+		// A RecordBatch holds no field that fails to marshal: proto3, no
+		// required fields, and its strings are names core.ValidName
+		// admitted and actor ids, all valid UTF-8. Failing here is a bug.
 		panic(fmt.Sprintf("wire: encoding a record batch: %v", err))
 	}
 	buf = protowire.AppendTag(buf, recordsField, protowire.BytesType)
