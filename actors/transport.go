@@ -326,6 +326,10 @@ func (n *Node) vouched(ctx actor.Context, what, claimed string) bool {
 	return false
 }
 
+// endpointQueueSize is the first size of protoactor's send queue to each
+// peer (see startRemote).
+const endpointQueueSize = 4096
+
 // startRemote starts protoactor remote on the configured address, with
 // mutual TLS when configured.
 func (n *Node) startRemote() error {
@@ -338,7 +342,11 @@ func (n *Node) startRemote() error {
 	if err != nil {
 		return fmt.Errorf("actors: bind address %q: bad port: %w", cc.BindAddr, err)
 	}
-	opts := []remote.ConfigOption{}
+	// protoactor preallocates each peer's send queue at 1,000,000 slots:
+	// 16 MB of pointers per peer, allocated when the first message to it
+	// is sent and scanned by every collection after. The queue grows by
+	// doubling when it fills, so its first size bounds nothing.
+	opts := []remote.ConfigOption{remote.WithEndpointWriterQueueSize(endpointQueueSize)}
 	if cc.Security.Enabled() {
 		if n.transport, err = newTransport(cc.Security, n.cfg.NodeID, n.log); err != nil {
 			return err
