@@ -88,11 +88,7 @@ func RecordsSize(recs []core.Record) int {
 	n := 0
 	for _, r := range recs {
 		n += protowire.SizeBytes(len(r.Key)) + protowire.SizeBytes(len(r.Value))
-		var t int64
-		if !r.EventTime.IsZero() {
-			t = r.EventTime.UnixNano()
-		}
-		n += protowire.SizeVarint(protowire.EncodeZigZag(t))
+		n += protowire.SizeVarint(protowire.EncodeZigZag(eventNanos(r)))
 		n += protowire.SizeVarint(uint64(len(r.Headers)))
 		for _, h := range r.Headers {
 			n += protowire.SizeBytes(len(h.Key)) + protowire.SizeBytes(len(h.Value))

@@ -33,11 +33,7 @@ func AppendRecords(dst []byte, recs []core.Record) []byte {
 		dst = append(dst, r.Key...)
 		dst = binary.AppendUvarint(dst, uint64(len(r.Value)))
 		dst = append(dst, r.Value...)
-		var t int64
-		if !r.EventTime.IsZero() {
-			t = r.EventTime.UnixNano()
-		}
-		dst = binary.AppendVarint(dst, t)
+		dst = binary.AppendVarint(dst, eventNanos(r))
 		dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
 		for _, h := range r.Headers {
 			dst = binary.AppendUvarint(dst, uint64(len(h.Key)))
@@ -47,6 +43,15 @@ func AppendRecords(dst []byte, recs []core.Record) []byte {
 		}
 	}
 	return dst
+}
+
+// eventNanos is r's event time as packed: Unix nanoseconds, 0 for the zero
+// time.
+func eventNanos(r core.Record) int64 {
+	if r.EventTime.IsZero() {
+		return 0
+	}
+	return r.EventTime.UnixNano()
 }
 
 // DecodeRecords decodes a packed record sequence. Keys and values alias b,
