@@ -20,6 +20,7 @@ import (
 // proc is a child process of a benchmark (a testnode).
 type proc struct {
 	cmd    *exec.Cmd
+	stdin  io.WriteCloser
 	lines  chan string   // stdout, line by line
 	exited chan struct{} // closed once the process has exited and been waited for
 }
@@ -40,6 +41,10 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = io.Discard
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, "", err
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, "", err
@@ -47,7 +52,7 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("bench: start %s: %w", bin, err)
 	}
-	p := &proc{cmd: cmd, lines: make(chan string, 16)}
+	p := &proc{cmd: cmd, stdin: in, lines: make(chan string, 16)}
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
@@ -117,6 +122,17 @@ func (p *proc) kill() {
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
+	}
+}
+
+// finish closes p's stdin, which ends a process that reads it to its end
+// (the raw sender), and waits for it to exit (killing it after timeout).
+func (p *proc) finish(timeout time.Duration) {
+	_ = p.stdin.Close()
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		p.kill()
 	}
 }
 

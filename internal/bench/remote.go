@@ -3,54 +3,54 @@ package bench
 import (
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-	"github.com/asynkron/protoactor-go/remote"
-
-	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/creds"
 )
 
-// RemoteRaw measures protoactor remote one-way throughput: this process
-// sends n small protobuf messages (a record-sized wire.Record each) with
-// plain Send to an actor in another process (nodeBin in -raw-sink mode),
-// one message per record, no batching. It is the baseline for CrossNode.
-// Result.SideCPU holds this process's CPU time over the run (the sender)
-// and the sink process's.
-func RemoteRaw(nodeBin string, n int) (Result, error) {
-	p, ready, err := startProc(nodeBin, []string{"-bind", "127.0.0.1:0", "-raw-sink", strconv.Itoa(n)}, nil)
+// RemoteRaw measures protoactor remote one-way throughput: a sender
+// process sends n small protobuf messages (a record-sized wire.Record
+// each) with plain Send to an actor in a sink process, one message per
+// record, no batching; both are nodeBin (in -raw-send and -raw-sink mode).
+// It is the baseline for CrossNode, and like CrossNode's nodes both
+// processes are fresh for every run: a sender in the benchmark's own
+// process ran faster in each later run, its heap already grown by the
+// earlier ones. The rate is taken from the go given to the sender to the
+// sink's count of n. Result.SideCPU holds the sender's and the sink's CPU
+// time over that span. procFlags, when not nil, adds flags of each
+// process by id ("send", "sink"; see profiler.nodeFlags).
+func RemoteRaw(nodeBin string, n int, procFlags func(id string) []string) (Result, error) {
+	flags := func(id string, own ...string) []string {
+		if procFlags != nil {
+			own = append(own, procFlags(id)...)
+		}
+		return own
+	}
+	sinkProc, ready, err := startProc(nodeBin, flags("sink", "-bind", "127.0.0.1:0", "-raw-sink", strconv.Itoa(n)), nil)
 	if err != nil {
 		return Result{}, err
 	}
-	defer p.kill()
+	defer sinkProc.kill()
 	addr, _ := strings.CutPrefix(ready, "ready addr=")
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(io.Discard, nil))
-	}))
-	r := remote.NewRemote(system, remote.Configure("127.0.0.1", 0))
-	r.Start()
-	defer func() {
-		r.Shutdown(false)
-		system.Shutdown()
-	}()
-	sink := actor.NewPID(addr, "sink")
-	sendCPU := processCPU()
-	recvCPU, err := p.cpu()
+	sender, _, err := startProc(nodeBin, flags("send", "-raw-send", strconv.Itoa(n), "-raw-to", addr), nil)
+	if err != nil {
+		return Result{}, err
+	}
+	defer sender.finish(10 * time.Second)
+	cpu0, err := procsCPU(sender, sinkProc)
 	if err != nil {
 		return Result{}, err
 	}
 	start := time.Now()
-	for i := 0; i < n; i++ {
-		system.Root.Send(sink, &wire.Record{Key: []byte("k" + strconv.Itoa(i%10000)), Value: strconv.AppendInt(nil, int64(i), 10), EventTimeUnixNano: start.UnixNano()})
+	if _, err := io.WriteString(sender.stdin, "go\n"); err != nil {
+		return Result{}, fmt.Errorf("bench: raw remote: start the sender: %w", err)
 	}
 	select {
-	case l := <-p.lines:
+	case l := <-sinkProc.lines:
 		if l != "done" {
 			return Result{}, fmt.Errorf("bench: raw sink said %q", l)
 		}
@@ -58,11 +58,11 @@ func RemoteRaw(nodeBin string, n int) (Result, error) {
 		return Result{}, fmt.Errorf("bench: raw remote: sink did not receive %d messages", n)
 	}
 	res := Result{Ops: int64(n), Elapsed: time.Since(start)}
-	recvEnd, err := p.cpu()
+	cpu, err := procsCPU(sender, sinkProc)
 	if err != nil {
 		return Result{}, err
 	}
-	res.SideCPU = [2]time.Duration{processCPU() - sendCPU, recvEnd - recvCPU}
+	res.SideCPU = [2]time.Duration{cpu[0] - cpu0[0], cpu[1] - cpu0[1]}
 	return res, nil
 }
 

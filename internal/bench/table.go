@@ -317,13 +317,15 @@ func (t *tabler) crossRows() ([]row, error) {
 		return nil, nil
 	}
 	names := [2]string{"protoactor remote one-way", "sluice cross-node"}
-	run := 0 // sluice runs so far: their index, for the node processes' profiles
+	runs := [2]int{} // runs of each row so far: their index, for the processes' profiles
 	raw, cross, err := t.alternate(names, func(sluice bool) (Result, error) {
 		if !sluice {
-			return RemoteRaw(cfg.NodeBinary, cfg.Records)
+			i := runs[0]
+			runs[0]++
+			return RemoteRaw(cfg.NodeBinary, cfg.Records, func(id string) []string { return t.prof.nodeFlags(names[0], i, id) })
 		}
-		i := run
-		run++
+		i := runs[1]
+		runs[1]++
 		return CrossNode(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/cross-%d", cfg.TempDir, i), cfg.Records,
 			func(id string) []string { return t.prof.nodeFlags(names[1], i, id) })
 	}, func(r Result) string {

@@ -105,14 +105,17 @@ func TestRecoverySIGKILL(t *testing.T) {
 // The cross group runs against real node processes and a Consul agent,
 // alternating the baseline and Sluice, and reports each side's CPU time
 // per record (read from /proc): both sides of both scenarios used some.
+// Every process of both rows (the baseline's sender and sink too) writes
+// its profiles when asked to.
 func TestCrossRowsReportCPUPerSide(t *testing.T) {
 	bin, err := proctest.Build(t.TempDir(), "github.com/sluicehq/sluice/internal/testnode", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
+	profiles := t.TempDir()
 	err = Table(&out, TableConfig{Runs: 1, Records: 200_000, TempDir: t.TempDir(), Scenarios: []string{"cross"},
-		NodeBinary: bin, ConsulAddr: consultest.Start(t).Addr()})
+		NodeBinary: bin, ConsulAddr: consultest.Start(t).Addr(), Profile: profiles})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -132,6 +135,12 @@ func TestCrossRowsReportCPUPerSide(t *testing.T) {
 	}
 	if !regexp.MustCompile(`runs [\d.]+[kM]?–[\d.]+[kM]?/s, pairs [\d.]+–[\d.]+×`).MatchString(s) {
 		t.Errorf("no spread of Sluice's runs and pairs in\n%s", s)
+	}
+	for _, f := range []string{"protoactor-remote-one-way-1.send.cpu.pprof", "protoactor-remote-one-way-1.sink.allocs.pprof",
+		"sluice-cross-node-1.near.cpu.pprof", "sluice-cross-node-1.far.allocs.pprof"} {
+		if fi, err := os.Stat(filepath.Join(profiles, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("profile %s: %v; want a written file", f, err)
+		}
 	}
 }
 

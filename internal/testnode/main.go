@@ -60,6 +60,8 @@ func run() error {
 	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	cfg.NodeSecurity = &nodeSec
 	rawSink := flag.Int64("raw-sink", 0, "benchmark mode: instead of a node, run a bare protoactor remote on -bind with an actor \"sink\" that counts this many messages, then prints \"done\"")
+	rawSend := flag.Int64("raw-send", 0, "benchmark mode: instead of a node, run a bare protoactor remote that sends this many messages to the actor \"sink\" at -raw-to once it reads \"go\" on stdin")
+	rawTo := flag.String("raw-to", "", "with -raw-send: the address (HOST:PORT) of the -raw-sink process")
 	flag.Parse()
 	if err := applyEnvInts(); err != nil {
 		return err
@@ -80,6 +82,9 @@ func run() error {
 	}
 	if *rawSink > 0 {
 		return runRawSink(cfg.Bind, *rawSink)
+	}
+	if *rawSend > 0 {
+		return runRawSend(*rawTo, *rawSend)
 	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
