@@ -34,6 +34,19 @@ type Config struct {
 	// BatchSize is the number of records sent between two instances in one
 	// message when there is enough traffic; 0 means 256.
 	BatchSize int
+	// BatchBytes ends a batch before BatchSize records once its records
+	// (key, value and headers) reach this many bytes; a record that would
+	// take a batch past it goes in the next. 0 means 1 MiB. With
+	// MaxRecordBytes it bounds each message between nodes (see
+	// MaxRecordBytes).
+	BatchBytes int
+	// MaxRecordBytes is the largest record (key, value and headers)
+	// Produce accepts; a larger one is refused with ErrRecordTooLarge. 0
+	// means 4 MiB. A node takes messages from its peers of up to a bundle
+	// of 16 batches of max(BatchBytes, MaxRecordBytes) each, with their
+	// framing, and refuses larger ones, so every node of a cluster must
+	// have the same BatchBytes, BatchSize and MaxRecordBytes.
+	MaxRecordBytes int
 	// Credits is the number of batches a producer may have sent to one
 	// destination instance on its own node that it has not yet processed.
 	// 0 means 8.
@@ -195,6 +208,8 @@ func DefaultConfig() Config {
 		Logger:         slog.Default(),
 		CommitInterval: 200 * time.Millisecond,
 		BatchSize:      256,
+		BatchBytes:     1 << 20,
+		MaxRecordBytes: 4 << 20,
 		Credits:        8,
 		RemoteCredits:  32,
 		BufferBatches:  8,
@@ -218,6 +233,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = d.BatchSize
+	}
+	if c.BatchBytes == 0 {
+		c.BatchBytes = d.BatchBytes
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = d.MaxRecordBytes
 	}
 	if c.Credits == 0 {
 		c.Credits = d.Credits
@@ -298,6 +319,12 @@ func (c Config) Validate() error {
 	}
 	if c.BatchSize < 1 {
 		errs = append(errs, fmt.Errorf("Config.BatchSize must be ≥ 0 (0: %d), got %d", DefaultConfig().BatchSize, c.BatchSize))
+	}
+	if c.BatchBytes < 1 {
+		errs = append(errs, fmt.Errorf("Config.BatchBytes must be ≥ 0 (0: %d), got %d", DefaultConfig().BatchBytes, c.BatchBytes))
+	}
+	if c.MaxRecordBytes < 1 {
+		errs = append(errs, fmt.Errorf("Config.MaxRecordBytes must be ≥ 0 (0: %d), got %d", DefaultConfig().MaxRecordBytes, c.MaxRecordBytes))
 	}
 	if c.Credits < 1 {
 		errs = append(errs, fmt.Errorf("Config.Credits must be ≥ 0 (0: %d), got %d", DefaultConfig().Credits, c.Credits))

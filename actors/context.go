@@ -35,6 +35,9 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 		}
 		c.lastStream = stream
 	}
+	if err := i.node.checkRecordSize(stream, rec); err != nil {
+		return fmt.Errorf("operator %q: %w", i.key.op, err)
+	}
 	if rec.EventTime.IsZero() {
 		rec.EventTime = i.curEvent
 	}

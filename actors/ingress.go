@@ -51,6 +51,9 @@ func newIngress(n *Node) *ingress {
 // are sent as credit returns; Stop delivers them before the node stops. If
 // ctx ends while waiting, the record stays buffered all the same.
 func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) error {
+	if err := in.node.checkRecordSize(stream, rec); err != nil {
+		return fmt.Errorf("actors: %w", err)
+	}
 	if rec.EventTime.IsZero() {
 		rec.EventTime = time.Now()
 	}
@@ -80,6 +83,15 @@ func (in *ingress) produce(ctx context.Context, stream string, rec core.Record) 
 		}
 		in.mu.Lock()
 	}
+}
+
+// checkRecordSize refuses a record larger than MaxRecordBytes.
+func (n *Node) checkRecordSize(stream string, rec core.Record) error {
+	if size := flow.RecordBytes(rec); size > n.cfg.MaxRecordBytes {
+		return fmt.Errorf("produce to %q: %w: %d bytes of key, value and headers, the limit (MaxRecordBytes) is %d",
+			stream, core.ErrRecordTooLarge, size, n.cfg.MaxRecordBytes)
+	}
+	return nil
 }
 
 // onAck returns credit, sends what was waiting for it and wakes producers.

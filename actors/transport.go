@@ -81,15 +81,16 @@ func newTransport(sec TransportSecurity, nodeID string, log *slog.Logger) (*tran
 // close stops watching the files.
 func (t *transport) close() { _ = t.src.Close() }
 
-// options returns protoactor remote's options for mutual TLS.
-func (t *transport) options() ([]remote.ConfigOption, error) {
+// options returns protoactor remote's options for mutual TLS, its server
+// taking the options base too.
+func (t *transport) options(base []grpc.ServerOption) ([]remote.ConfigOption, error) {
 	srv, err := t.src.ServerTLS(creds.RequireClientCert)
 	if err != nil {
 		return nil, fmt.Errorf("actors: node transport TLS: %w", err)
 	}
 	c := &nodeCreds{t: t, server: credentials.NewTLS(srv)}
 	return []remote.ConfigOption{
-		remote.WithServerOptions(grpc.Creds(c), grpc.StreamInterceptor(t.intercept), grpc.UnaryInterceptor(refuseUnary)),
+		remote.WithServerOptions(append([]grpc.ServerOption{grpc.Creds(c), grpc.StreamInterceptor(t.intercept)}, base...)...),
 		remote.WithDialOptions(grpc.WithTransportCredentials(c)),
 	}, nil
 }
@@ -330,6 +331,22 @@ func (n *Node) vouched(ctx actor.Context, what, claimed string) bool {
 // peer (see startRemote).
 const endpointQueueSize = 4096
 
+// endpointBatchSize is the most messages protoactor bundles into one gRPC
+// message to a peer (its default is 1,000): with messageLimit, it bounds
+// what a peer may send in one.
+const endpointBatchSize = 16
+
+// messageLimit is the largest gRPC message a node takes from a peer: a
+// bundle of endpointBatchSize messages, each at most a batch of BatchBytes
+// or a record of MaxRecordBytes, or a handoff chunk, with room for their
+// framing (a few bytes a record, and the batch's fields). gRPC's default
+// of 4 MB refused a bundle of large records, and with it every batch after
+// (the stream broke and the batches stayed in flight).
+func (n *Node) messageLimit() int {
+	msg := max(n.cfg.BatchBytes, n.cfg.MaxRecordBytes, handoffChunkBytes) + 64*n.cfg.BatchSize + 64<<10
+	return endpointBatchSize * msg
+}
+
 // startRemote starts protoactor remote on the configured address, with
 // mutual TLS when configured.
 func (n *Node) startRemote() error {
@@ -346,19 +363,20 @@ func (n *Node) startRemote() error {
 	// 16 MB of pointers per peer, allocated when the first message to it
 	// is sent and scanned by every collection after. The queue grows by
 	// doubling when it fills, so its first size bounds nothing.
-	opts := []remote.ConfigOption{remote.WithEndpointWriterQueueSize(endpointQueueSize)}
+	opts := []remote.ConfigOption{remote.WithEndpointWriterQueueSize(endpointQueueSize), remote.WithEndpointWriterBatchSize(endpointBatchSize)}
+	server := []grpc.ServerOption{grpc.UnaryInterceptor(refuseUnary), grpc.MaxRecvMsgSize(n.messageLimit())}
 	if cc.Security.Enabled() {
 		if n.transport, err = newTransport(cc.Security, n.cfg.NodeID, n.log); err != nil {
 			return err
 		}
-		topts, err := n.transport.options()
+		topts, err := n.transport.options(server)
 		if err != nil {
 			n.transport.close()
 			return err
 		}
 		opts = append(opts, topts...)
 	} else {
-		opts = append(opts, remote.WithServerOptions(grpc.UnaryInterceptor(refuseUnary)))
+		opts = append(opts, remote.WithServerOptions(server...))
 		if !isLoopback(host) {
 			n.log.Warn("node-to-node traffic is not authenticated: anyone who reaches this address can send records to the node, "+
 				"replace its state or make it take over instances; set the node transport TLS (-node-ca, -node-cert, -node-key; "+

@@ -211,6 +211,10 @@ var (
 	// ErrUnknownStream is returned when producing to a stream that is not
 	// declared (or, from outside, that nobody reads).
 	ErrUnknownStream = core.ErrUnknownStream
+	// ErrRecordTooLarge is returned by Produce for a record larger than
+	// the node's MaxRecordBytes (key, value and headers; 4 MiB unless
+	// configured): such a record could not cross to another node.
+	ErrRecordTooLarge = core.ErrRecordTooLarge
 	// ErrStopped is returned after the runtime stopped.
 	ErrStopped = core.ErrStopped
 	// ErrTransient, wrapped in an error from Poll or Flush, means "retry

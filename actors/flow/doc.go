@@ -12,7 +12,8 @@
 // instance; shuffle: random; round-robin: next in turn; broadcast: all) and
 // the record is appended to the output buffer (Buf) for that destination.
 // A buffer leaves as one Batch through Dest.Send when Flush is called for
-// it: Flush(false) sends full buffers (BatchSize records), Flush(true)
+// it: Flush(false) sends full buffers (BatchSize records, or BatchBytes
+// bytes of records: RecordBytes), Flush(true)
 // every buffer with records. When to call which is the runtime's rule (see
 // actors/instance.go: full buffers after every record, all of them when the
 // instance has caught up with its mailbox).
@@ -29,7 +30,8 @@
 // A Producer may have Credits unacknowledged batches per destination
 // (RemoteCredits per destination on another node: Dest.Remote); Ack
 // returns one. A full buffer without credit stays; once a destination's
-// buffer holds BufferBatches×BatchSize records, Flush reports the Producer
+// buffer holds BufferBatches×BatchSize records (or more than BufferBatches
+// full batches, when BatchBytes ends them), Flush reports the Producer
 // blocked, and the runtime stops giving it input. So memory per edge is
 // bounded by (Credits+BufferBatches)×BatchSize records, RemoteCredits
 // in place of Credits between nodes.

@@ -16,6 +16,10 @@ type Config struct {
 	// BatchSize is the number of records per batch when there is enough
 	// traffic.
 	BatchSize int
+	// BatchBytes, when positive, also ends a batch at that many bytes of
+	// records (RecordBytes): a record that would take a batch past it goes
+	// in the next one, so a batch is at most BatchBytes or one record.
+	BatchBytes int
 	// Credits is the number of unacknowledged batches per destination.
 	Credits int
 	// RemoteCredits is Credits for a destination on another node
@@ -221,7 +225,7 @@ func (p *Producer) Refresh() {
 func (p *Producer) newBufs(so *subOut, s *Subscription) []*Buf {
 	bufs := make([]*Buf, len(s.Dests))
 	for i, d := range s.Dests {
-		b := &Buf{slot: int32(len(p.slots)), stream: s.Stream, routing: s.Routing, dest: d, owner: so, recs: recBuf{size: p.cfg.BatchSize}}
+		b := &Buf{slot: int32(len(p.slots)), stream: s.Stream, routing: s.Routing, dest: d, owner: so, recs: recBuf{size: p.cfg.BatchSize, maxBytes: p.cfg.BatchBytes}}
 		p.slots = append(p.slots, b)
 		bufs[i] = b
 	}
@@ -259,7 +263,7 @@ func (so *subOut) hold(c Control) {
 
 // drop empties b and removes it from the dirty list.
 func (p *Producer) drop(b *Buf) {
-	b.recs = recBuf{size: b.recs.size}
+	b.recs = recBuf{size: b.recs.size, maxBytes: b.recs.maxBytes}
 	if !b.isDirty {
 		return
 	}
@@ -428,7 +432,7 @@ func (p *Producer) add(b *Buf, rec core.Record) {
 		p.mark = append(p.mark, b.recs.Len())
 	}
 	b.recs.Add(rec)
-	if b.recs.Len() >= p.cfg.BatchSize {
+	if b.recs.Ready(false) {
 		p.anyReady = true
 	}
 }
@@ -533,7 +537,7 @@ func (p *Producer) Flush(all bool) (blocked bool) {
 		}
 		if b.recs.Ready(false) && (b.dest == nil || b.inflight >= credits) {
 			p.anyReady = true
-			if b.recs.Len() >= limit {
+			if b.recs.Len() >= limit || b.recs.Chunks() > p.cfg.BufferBatches {
 				blocked = true
 			}
 		}

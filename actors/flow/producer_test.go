@@ -518,3 +518,74 @@ func TestRemoteDestinationsGetRemoteCredits(t *testing.T) {
 		}
 	}
 }
+
+// With BatchBytes, a batch ends at that many bytes of records as well as
+// at BatchSize records: a record that would take a batch past the limit
+// starts the next, a record larger than the limit leaves alone, a rolled
+// back attempt gives its bytes back, and the buffer blocks the producer
+// at BufferBatches batches, however few records they hold.
+func TestBatchesEndAtBatchBytes(t *testing.T) {
+	h := newHost()
+	d := dests("me", 1)
+	h.table.Store(table(1, core.Shuffle, d, "me"))
+	p := New(h, Config{BatchSize: 100, BatchBytes: 1000, Credits: 100, BufferBatches: 3}, Endpoint{Addr: "me", ID: "p"}, 1)
+	big := func(i, size int) core.Record {
+		r := rec(i) // key "k<i>", value "<i>"
+		r.Value = append(r.Value, make([]byte, size-RecordBytes(r))...)
+		r.Headers = nil
+		return r
+	}
+	p.Begin()
+	for i := range 5 { // 300 bytes each: three fit in 1000, the fourth starts a batch
+		p.Produce("s", big(i, 300))
+	}
+	p.Produce("s", big(5, 2500)) // alone in a batch of its own
+	p.Produce("s", big(6, 10))
+	p.Flush(false)
+	var sizes []int
+	for _, b := range d[0].batches {
+		n := 0
+		for _, r := range b.Records {
+			n += RecordBytes(r)
+		}
+		sizes = append(sizes, n)
+	}
+	if fmt.Sprint(sizes) != "[900 600 2500]" {
+		t.Fatalf("full batches of %v bytes, want [900 600 2500] (the 10-byte record waits)", sizes)
+	}
+	var keys []string
+	for _, b := range d[0].batches {
+		for _, r := range b.Records {
+			keys = append(keys, string(r.Key))
+		}
+	}
+	if fmt.Sprint(keys) != "[k0 k1 k2 k3 k4 k5]" {
+		t.Fatalf("records %v, want k0..k5 in order", keys)
+	}
+
+	// A rolled back attempt takes its bytes with it: after it, 990 bytes
+	// still fit with the 10 already buffered.
+	p.Begin()
+	p.Produce("s", big(7, 900))
+	p.Rollback()
+	p.Begin()
+	p.Produce("s", big(8, 990))
+	p.Flush(false)
+	if n := len(d[0].batches); n != 4 || len(d[0].batches[3].Records) != 2 {
+		t.Fatalf("%d batches, the last of %d records; want a 4th with the 10- and 990-byte records", n, len(d[0].batches[len(d[0].batches)-1].Records))
+	}
+
+	// Without credit, full batches pile up: the producer blocks once the
+	// buffer holds more than BufferBatches of them.
+	q := New(h, Config{BatchSize: 100, BatchBytes: 1000, Credits: 1, BufferBatches: 3}, Endpoint{Addr: "me", ID: "q"}, 1)
+	q.Begin()
+	blocked := false
+	i := 100
+	for ; !blocked && i < 200; i++ {
+		q.Produce("s", big(i, 1000))
+		blocked = q.Flush(false)
+	}
+	if !blocked || q.Buffered() > 5 {
+		t.Fatalf("blocked=%v with %d records of 1000 bytes buffered; want blocked at 4 or 5 (3 full batches, then the next)", blocked, q.Buffered())
+	}
+}

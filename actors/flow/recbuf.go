@@ -9,9 +9,12 @@ import (
 
 // recBuf is a FIFO of records kept as a list of batch-sized chunks, so that
 // it grows without copying and a full chunk leaves as one batch as is. A
-// control record closes the chunk it follows: that chunk leaves as soon as
-// it has credit, however few records it holds, and later records start a
-// new chunk.
+// chunk is full at size records, or at maxBytes bytes of records (see
+// RecordBytes; 0: no such limit): a record that would take a chunk with
+// records past maxBytes starts the next one, so that a batch is at most
+// maxBytes or one record. A control record closes the chunk it follows:
+// that chunk leaves as soon as it has credit, however few records it
+// holds, and later records start a new chunk.
 //
 // A chunk starts with room for twice the records of the last one taken
 // (at least minChunk, at most size) and grows when more come, its arrays
@@ -21,10 +24,11 @@ import (
 // allocated there (word count at 10 % load: 830 bytes a record, a GC
 // cycle every 60 ms).
 type recBuf struct {
-	size   int     // records per chunk
-	chunks []chunk // all full or closed but the last
-	n      int     // records in all chunks
-	last   int     // records in the chunk taken last
+	size     int     // records per chunk
+	maxBytes int     // bytes of records per chunk; 0: no limit
+	chunks   []chunk // all full or closed but the last
+	n        int     // records in all chunks
+	last     int     // records in the chunk taken last
 }
 
 // minChunk is the least capacity a new chunk is allocated with.
@@ -32,8 +36,20 @@ const minChunk = 16
 
 // chunk is the content of one future batch.
 type chunk struct {
-	recs []core.Record
-	ctl  *Control // closes the chunk; nil while it is open
+	recs  []core.Record
+	bytes int      // RecordBytes of recs, summed
+	ctl   *Control // closes the chunk; nil while it is open
+}
+
+// RecordBytes is what a record counts for against a batch's byte limit
+// (Config.BatchBytes) and a record's (the runtime's MaxRecordBytes): its
+// key, value and headers.
+func RecordBytes(rec core.Record) int {
+	n := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
 }
 
 // Len returns the number of records.
@@ -47,8 +63,10 @@ func (b *recBuf) Empty() bool { return len(b.chunks) == 0 }
 
 // Add appends rec.
 func (b *recBuf) Add(rec core.Record) {
+	sz := RecordBytes(rec)
 	last := len(b.chunks) - 1
-	if last < 0 || len(b.chunks[last].recs) == b.size || b.chunks[last].ctl != nil {
+	if last < 0 || len(b.chunks[last].recs) == b.size || b.chunks[last].ctl != nil ||
+		(b.maxBytes > 0 && len(b.chunks[last].recs) > 0 && b.chunks[last].bytes+sz > b.maxBytes) {
 		b.chunks = append(b.chunks, chunk{recs: NewChunk(min(b.size, max(minChunk, 2*b.last)))})
 		last++
 	}
@@ -59,6 +77,7 @@ func (b *recBuf) Add(rec core.Record) {
 		c.recs = grown
 	}
 	c.recs = append(c.recs, rec)
+	c.bytes += sz
 	b.n++
 }
 
@@ -72,14 +91,14 @@ func (b *recBuf) Close(c Control) {
 	b.chunks[last].ctl = &c
 }
 
-// Ready reports whether the first chunk may leave: it is full or closed,
-// or any chunk may (all).
+// Ready reports whether the first chunk may leave: it is full or closed
+// (as every chunk but the last is), or any chunk may (all).
 func (b *recBuf) Ready(all bool) bool {
 	if len(b.chunks) == 0 {
 		return false
 	}
-	c := b.chunks[0]
-	return all || c.ctl != nil || len(c.recs) >= b.size
+	c := &b.chunks[0]
+	return all || len(b.chunks) > 1 || c.ctl != nil || len(c.recs) >= b.size || (b.maxBytes > 0 && c.bytes >= b.maxBytes)
 }
 
 // Take removes and returns the first chunk, whose records then belong to
@@ -109,6 +128,9 @@ func (b *recBuf) TruncateTo(m int) {
 			return
 		}
 		drop := min(len(c.recs), b.n-m)
+		for _, r := range c.recs[len(c.recs)-drop:] {
+			c.bytes -= RecordBytes(r)
+		}
 		clear(c.recs[len(c.recs)-drop:])
 		c.recs = c.recs[:len(c.recs)-drop]
 		b.n -= drop

@@ -10,6 +10,10 @@ var (
 	// not declare in Metadata.Outputs, or by Runtime.Produce for a stream no
 	// operator reads or writes.
 	ErrUnknownStream = errors.New("sluice: unknown stream")
+	// ErrRecordTooLarge is returned by Produce for a record larger than
+	// the node's MaxRecordBytes (key, value and headers): such a record
+	// could not cross to another node.
+	ErrRecordTooLarge = errors.New("sluice: record too large")
 	// ErrStopped is returned by calls made after the runtime stopped.
 	ErrStopped = errors.New("sluice: stopped")
 	// ErrTransient marks an error from Poll or Flush that a retry may

@@ -47,6 +47,9 @@ type Gen struct {
 	// holds production back there (Poll produces nothing more) until it
 	// says true. Tests use it to stop a stream mid-way on a condition.
 	Gate func(i int) bool
+	// ValueSize, when longer than the decimal index, pads each record's
+	// value to that many bytes: the index, then spaces.
+	ValueSize int
 
 	next int // next i to produce, per incarnation
 }
@@ -78,7 +81,11 @@ func (g *Gen) Poll(ctx core.Context) error {
 		if g.Gate != nil && !g.Gate(g.next) {
 			break
 		}
-		if err := ctx.Produce(g.Stream, core.Record{Key: []byte(g.Key(g.next)), Value: []byte(strconv.Itoa(g.next))}); err != nil {
+		v := strconv.AppendInt(make([]byte, 0, g.ValueSize), int64(g.next), 10)
+		for len(v) < g.ValueSize {
+			v = append(v, ' ')
+		}
+		if err := ctx.Produce(g.Stream, core.Record{Key: []byte(g.Key(g.next)), Value: v}); err != nil {
 			return err
 		}
 		g.next += step
