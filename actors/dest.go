@@ -88,6 +88,6 @@ func (h host) LostInFlight(stream string, to flow.Endpoint, batches int, gen uin
 
 // flowConfig is the producers' configuration.
 func (n *Node) flowConfig() flow.Config {
-	return flow.Config{BatchSize: n.cfg.BatchSize, BatchBytes: n.cfg.BatchBytes, Credits: n.cfg.Credits, RemoteCredits: n.cfg.RemoteCredits, BufferBatches: n.cfg.BufferBatches,
+	return flow.Config{BatchSize: n.cfg.BatchSize, RemoteBatchSize: n.cfg.RemoteBatchSize, BatchBytes: n.cfg.BatchBytes, Credits: n.cfg.Credits, RemoteCredits: n.cfg.RemoteCredits, BufferBatches: n.cfg.BufferBatches,
 		HoldUnread: n.guarantee() != core.NoGuarantee, StampSent: n.cfg.Observer != nil}
 }

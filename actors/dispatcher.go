@@ -63,7 +63,8 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 	if m.From != nil {
 		from = flow.Endpoint{Addr: m.From.Address, ID: m.From.Id}
 	}
-	recs, err := wire.AppendDecoded(flow.NewChunk(n.cfg.BatchSize), m.Records)
+	// Batches between nodes hold up to RemoteBatchSize records.
+	recs, err := wire.AppendDecoded(flow.NewChunk(n.cfg.RemoteBatchSize), m.Records)
 	if err != nil {
 		// A corrupt batch from a peer: nothing can be salvaged, and the
 		// producer's credit is returned so that it does not stall.

@@ -57,8 +57,8 @@
 // enter from outside, under the same rule. So a reader that acknowledges
 // nothing (slow, or failing and in backoff) holds back the other readers
 // of its stream only once its own window is full. Memory queued per edge is
-// therefore at most Credits×BatchSize records (RemoteCredits×BatchSize
-// between nodes), and a batch ends at BatchBytes of records too. Produce
+// therefore at most Credits×BatchSize records (RemoteCredits×
+// RemoteBatchSize between nodes), and a batch ends at BatchBytes of records too. Produce
 // refuses a record over MaxRecordBytes (ErrRecordTooLarge), so every
 // message between nodes has a bound, which each node's gRPC server
 // enforces (messageLimit). Cycles in the stream graph can deadlock under

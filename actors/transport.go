@@ -343,7 +343,7 @@ const endpointBatchSize = 16
 // of 4 MB refused a bundle of large records, and with it every batch after
 // (the stream broke and the batches stayed in flight).
 func (n *Node) messageLimit() int {
-	msg := max(n.cfg.BatchBytes, n.cfg.MaxRecordBytes, handoffChunkBytes) + 64*n.cfg.BatchSize + 64<<10
+	msg := max(n.cfg.BatchBytes, n.cfg.MaxRecordBytes, handoffChunkBytes) + 64*max(n.cfg.BatchSize, n.cfg.RemoteBatchSize) + 64<<10
 	return endpointBatchSize * msg
 }
 

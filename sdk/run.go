@@ -32,10 +32,10 @@ type Config struct {
 	// NodeConfig holds the node's own settings, promoted to Config
 	// (cfg.DataDir): NodeID (empty: the host name), DataDir (empty:
 	// "./sluice-data"), Logger (nil: slog.Default()), CommitInterval,
-	// BatchSize, BatchBytes, Credits, RemoteCredits, BufferBatches
-	// (batching and backpressure), MaxRecordBytes (the largest record
-	// Produce takes: ErrRecordTooLarge), NoSync (commit without fsync: tests, benchmarks),
-	// Host (the operators, by name, this process hosts in a cluster; empty:
+	// BatchSize, RemoteBatchSize, BatchBytes, Credits, RemoteCredits,
+	// BufferBatches (batching and backpressure), MaxRecordBytes (the
+	// largest record Produce takes: ErrRecordTooLarge), NoSync (commit
+	// without fsync: tests, benchmarks), Host (the operators, by name, this process hosts in a cluster; empty:
 	// all), OnEvent (instance and membership events), StateLog (e.g.
 	// kafka.StateLog: at least once, state that survives a crash) and
 	// AtLeastOnce (the old spelling of Guarantee: AtLeastOnce). Start fills

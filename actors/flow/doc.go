@@ -28,13 +28,14 @@
 // # Credits
 //
 // A Producer may have Credits unacknowledged batches per destination
-// (RemoteCredits per destination on another node: Dest.Remote); Ack
+// (RemoteCredits, of RemoteBatchSize records, per destination on another
+// node: Dest.Remote); Ack
 // returns one. A full buffer without credit stays; once a destination's
 // buffer holds BufferBatches×BatchSize records (or more than BufferBatches
 // full batches, when BatchBytes ends them), Flush reports the Producer
 // blocked, and the runtime stops giving it input. So memory per edge is
 // bounded by (Credits+BufferBatches)×BatchSize records, RemoteCredits
-// in place of Credits between nodes.
+// and RemoteBatchSize in place of Credits and BatchSize between nodes.
 //
 // # Layout changes
 //

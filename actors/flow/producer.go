@@ -16,6 +16,10 @@ type Config struct {
 	// BatchSize is the number of records per batch when there is enough
 	// traffic.
 	BatchSize int
+	// RemoteBatchSize is BatchSize for a destination on another node
+	// (Dest.Remote), where each batch costs more (an envelope, a gRPC
+	// frame, an ack back across the network); 0 means BatchSize.
+	RemoteBatchSize int
 	// BatchBytes, when positive, also ends a batch at that many bytes of
 	// records (RecordBytes): a record that would take a batch past it goes
 	// in the next one, so a batch is at most BatchBytes or one record.
@@ -225,7 +229,11 @@ func (p *Producer) Refresh() {
 func (p *Producer) newBufs(so *subOut, s *Subscription) []*Buf {
 	bufs := make([]*Buf, len(s.Dests))
 	for i, d := range s.Dests {
-		b := &Buf{slot: int32(len(p.slots)), stream: s.Stream, routing: s.Routing, dest: d, owner: so, recs: recBuf{size: p.cfg.BatchSize, maxBytes: p.cfg.BatchBytes}}
+		size := p.cfg.BatchSize
+		if d != nil && d.Remote() && p.cfg.RemoteBatchSize > 0 {
+			size = p.cfg.RemoteBatchSize
+		}
+		b := &Buf{slot: int32(len(p.slots)), stream: s.Stream, routing: s.Routing, dest: d, owner: so, recs: recBuf{size: size, maxBytes: p.cfg.BatchBytes}}
 		p.slots = append(p.slots, b)
 		bufs[i] = b
 	}
@@ -521,7 +529,6 @@ func (p *Producer) Flush(all bool) (blocked bool) {
 	if !all && !p.anyReady {
 		return p.overLimit()
 	}
-	limit := p.cfg.BatchSize * p.cfg.BufferBatches
 	p.anyReady = false
 	keep := p.dirty[:0]
 	marks := p.mark[:0]
@@ -537,7 +544,7 @@ func (p *Producer) Flush(all bool) (blocked bool) {
 		}
 		if b.recs.Ready(false) && (b.dest == nil || b.inflight >= credits) {
 			p.anyReady = true
-			if b.recs.Len() >= limit || b.recs.Chunks() > p.cfg.BufferBatches {
+			if b.recs.Len() >= b.recs.size*p.cfg.BufferBatches || b.recs.Chunks() > p.cfg.BufferBatches {
 				blocked = true
 			}
 		}

@@ -589,3 +589,34 @@ func TestBatchesEndAtBatchBytes(t *testing.T) {
 		t.Fatalf("blocked=%v with %d records of 1000 bytes buffered; want blocked at 4 or 5 (3 full batches, then the next)", blocked, q.Buffered())
 	}
 }
+
+// A destination on another node gets batches of RemoteBatchSize records,
+// one on this node of BatchSize; the buffer limit follows each one's size.
+func TestRemoteDestinationsGetRemoteBatchSize(t *testing.T) {
+	h := newHost()
+	local := &testDest{ep: Endpoint{Addr: "me", ID: "op/local/0.0"}}
+	remote := &testDest{ep: Endpoint{Addr: "other", ID: "op/remote/0.0"}, remote: true}
+	h.table.Store(&Table{Version: 1, Live: map[string]bool{"me": true, "other": true}, Streams: map[string][]*Subscription{"s": {
+		{Stream: "s", Operator: "local", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{local}},
+		{Stream: "s", Operator: "remote", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{remote}},
+	}}})
+	p := New(h, Config{BatchSize: 4, RemoteBatchSize: 10, Credits: 100, BufferBatches: 2}, Endpoint{Addr: "me", ID: "p"}, 1)
+	p.Begin()
+	for i := range 20 {
+		p.Produce("s", rec(i))
+		p.Flush(false)
+	}
+	sizes := func(d *testDest) []int {
+		var out []int
+		for _, b := range d.batches {
+			out = append(out, len(b.Records))
+		}
+		return out
+	}
+	if got := fmt.Sprint(sizes(local)); got != "[4 4 4 4 4]" {
+		t.Errorf("batches to the local reader: %s records, want [4 4 4 4 4]", got)
+	}
+	if got := fmt.Sprint(sizes(remote)); got != "[10 10]" {
+		t.Errorf("batches to the remote reader: %s records, want [10 10]", got)
+	}
+}

@@ -49,6 +49,9 @@ func run() error {
 	traceSample := flag.String("trace-sample", "", "trace sampling, e.g. \"1000\" or \"1000,gen=1\"; 0 = off (empty: $SLUICE_TRACE_SAMPLE, else 1000); exporters from the OTEL_* variables")
 	events := flag.String("events", "", "file to append instance and membership events to (JSON lines)")
 	level := flag.String("log-level", "info", "log level")
+	flag.IntVar(&cfg.BatchSize, "batch-size", 0, "records per batch between instances (0: the default)")
+	flag.IntVar(&cfg.RemoteBatchSize, "remote-batch-size", 0, "records per batch to an instance on another node (0: the default)")
+	flag.IntVar(&cfg.RemoteCredits, "remote-credits", 0, "unacknowledged batches per destination on another node (0: the default)")
 	flag.DurationVar(&cfg.Settle, "settle", 0, "delay before acting on a membership change (0: the default, 200ms); a long one makes this node see a crash after the others")
 	cfg.Guarantee = sdk.NoGuarantee // the tests choose; sdk's default is exactly-once
 	if err := cfg.RegisterGuaranteeFlags(flag.CommandLine, os.Getenv); err != nil {
