@@ -493,17 +493,25 @@ func TestSlowSubscriberHoldsOnlyItsOwnRecords(t *testing.T) {
 // A destination on another node may have RemoteCredits batches in flight,
 // one on the Producer's node Credits; without RemoteCredits both have
 // Credits.
+// localAndRemote returns a host whose table has two readers of stream
+// "s", each with one instance: operator "local" on this node and "remote"
+// on another.
+func localAndRemote() (h *testHost, local, remote *testDest) {
+	h = newHost()
+	local = &testDest{ep: Endpoint{Addr: "me", ID: "op/local/0.0"}}
+	remote = &testDest{ep: Endpoint{Addr: "other", ID: "op/remote/0.0"}, remote: true}
+	h.table.Store(&Table{Version: 1, Live: map[string]bool{"me": true, "other": true}, Streams: map[string][]*Subscription{"s": {
+		{Stream: "s", Operator: "local", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{local}},
+		{Stream: "s", Operator: "remote", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{remote}},
+	}}})
+	return h, local, remote
+}
+
 func TestRemoteDestinationsGetRemoteCredits(t *testing.T) {
 	for _, tc := range []struct {
 		remoteCredits, wantLocal, wantRemote int
 	}{{remoteCredits: 5, wantLocal: 2, wantRemote: 5}, {remoteCredits: 0, wantLocal: 2, wantRemote: 2}} {
-		h := newHost()
-		local := &testDest{ep: Endpoint{Addr: "me", ID: "op/local/0.0"}}
-		remote := &testDest{ep: Endpoint{Addr: "other", ID: "op/remote/0.0"}, remote: true}
-		h.table.Store(&Table{Version: 1, Live: map[string]bool{"me": true, "other": true}, Streams: map[string][]*Subscription{"s": {
-			{Stream: "s", Operator: "local", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{local}},
-			{Stream: "s", Operator: "remote", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{remote}},
-		}}})
+		h, local, remote := localAndRemote()
 		p := New(h, Config{BatchSize: 4, Credits: 2, RemoteCredits: tc.remoteCredits, BufferBatches: 100}, Endpoint{Addr: "me", ID: "p"}, 1)
 		p.Begin()
 		for i := range 4 * 20 { // 20 full batches for each reader, none acknowledged
@@ -593,13 +601,7 @@ func TestBatchesEndAtBatchBytes(t *testing.T) {
 // A destination on another node gets batches of RemoteBatchSize records,
 // one on this node of BatchSize; the buffer limit follows each one's size.
 func TestRemoteDestinationsGetRemoteBatchSize(t *testing.T) {
-	h := newHost()
-	local := &testDest{ep: Endpoint{Addr: "me", ID: "op/local/0.0"}}
-	remote := &testDest{ep: Endpoint{Addr: "other", ID: "op/remote/0.0"}, remote: true}
-	h.table.Store(&Table{Version: 1, Live: map[string]bool{"me": true, "other": true}, Streams: map[string][]*Subscription{"s": {
-		{Stream: "s", Operator: "local", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{local}},
-		{Stream: "s", Operator: "remote", Routing: core.Shuffle, KeyGroups: 16, Dests: []Dest{remote}},
-	}}})
+	h, local, remote := localAndRemote()
 	p := New(h, Config{BatchSize: 4, RemoteBatchSize: 10, Credits: 100, BufferBatches: 2}, Endpoint{Addr: "me", ID: "p"}, 1)
 	p.Begin()
 	for i := range 20 {
