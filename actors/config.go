@@ -331,26 +331,22 @@ func (c Config) Validate() error {
 	if c.CommitInterval < 0 {
 		errs = append(errs, fmt.Errorf("Config.CommitInterval must be ≥ 0 (0: %v), got %v", DefaultConfig().CommitInterval, c.CommitInterval))
 	}
-	if c.BatchSize < 1 {
-		errs = append(errs, fmt.Errorf("Config.BatchSize must be ≥ 0 (0: %d), got %d", DefaultConfig().BatchSize, c.BatchSize))
-	}
-	if c.RemoteBatchSize < 1 {
-		errs = append(errs, fmt.Errorf("Config.RemoteBatchSize must be ≥ 0 (0: %d), got %d", DefaultConfig().RemoteBatchSize, c.RemoteBatchSize))
-	}
-	if c.BatchBytes < 1 {
-		errs = append(errs, fmt.Errorf("Config.BatchBytes must be ≥ 0 (0: %d), got %d", DefaultConfig().BatchBytes, c.BatchBytes))
-	}
-	if c.MaxRecordBytes < 1 {
-		errs = append(errs, fmt.Errorf("Config.MaxRecordBytes must be ≥ 0 (0: %d), got %d", DefaultConfig().MaxRecordBytes, c.MaxRecordBytes))
-	}
-	if c.Credits < 1 {
-		errs = append(errs, fmt.Errorf("Config.Credits must be ≥ 0 (0: %d), got %d", DefaultConfig().Credits, c.Credits))
-	}
-	if c.RemoteCredits < 1 {
-		errs = append(errs, fmt.Errorf("Config.RemoteCredits must be ≥ 0 (0: %d), got %d", DefaultConfig().RemoteCredits, c.RemoteCredits))
-	}
-	if c.BufferBatches < 1 {
-		errs = append(errs, fmt.Errorf("Config.BufferBatches must be ≥ 0 (0: %d), got %d", DefaultConfig().BufferBatches, c.BufferBatches))
+	d := DefaultConfig()
+	for _, f := range []struct {
+		name       string
+		got, deflt int
+	}{
+		{"BatchSize", c.BatchSize, d.BatchSize},
+		{"RemoteBatchSize", c.RemoteBatchSize, d.RemoteBatchSize},
+		{"BatchBytes", c.BatchBytes, d.BatchBytes},
+		{"MaxRecordBytes", c.MaxRecordBytes, d.MaxRecordBytes},
+		{"Credits", c.Credits, d.Credits},
+		{"RemoteCredits", c.RemoteCredits, d.RemoteCredits},
+		{"BufferBatches", c.BufferBatches, d.BufferBatches},
+	} {
+		if f.got < 1 { // zero became the default above: only a negative value is left
+			errs = append(errs, fmt.Errorf("Config.%s must be ≥ 0 (0: %d), got %d", f.name, f.deflt, f.got))
+		}
 	}
 	if c.DiskCheckInterval < 0 {
 		errs = append(errs, fmt.Errorf("disk check interval must be > 0, got %v", c.DiskCheckInterval))
