@@ -18,7 +18,9 @@
 // stream and the time the record's batch waited; records it produces
 // meanwhile carry the new span's traceparent on, to whichever node they
 // go. An untraced record costs a header scan and no allocation; a record
-// whose header is not sampled (flag 00) is passed on untouched.
+// whose header is not sampled (flag 00) is passed on untouched. The spans
+// are recorded without the SDK's tracer, into a queue whose goroutine
+// hands them to the exporters in batches (docs/observability.md says why).
 //
 // # Metrics
 //

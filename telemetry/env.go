@@ -10,7 +10,7 @@ import (
 // OpenTelemetry SDK read the other standard ones themselves:
 // OTEL_EXPORTER_OTLP_{,TRACES_,METRICS_}{ENDPOINT,HEADERS,TIMEOUT,
 // COMPRESSION,CERTIFICATE,INSECURE}, OTEL_RESOURCE_ATTRIBUTES,
-// OTEL_METRIC_EXPORT_INTERVAL, OTEL_BSP_*.
+// OTEL_METRIC_EXPORT_INTERVAL; New reads OTEL_BSP_* for its span queue.
 const (
 	EnvSDKDisabled     = "OTEL_SDK_DISABLED"
 	EnvServiceName     = "OTEL_SERVICE_NAME"

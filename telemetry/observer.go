@@ -1,11 +1,9 @@
 package telemetry
 
 import (
-	"context"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/actors"
@@ -32,8 +30,8 @@ const (
 // observer implements actors.Observer with OpenTelemetry.
 type observer struct {
 	sampler *sampler
-	tracer  trace.Tracer // nil: this node records no spans
-	metrics *metrics     // nil: no metrics
+	spans   *spanQueue // nil: this node records no spans
+	metrics *metrics   // nil: no metrics
 }
 
 var _ actors.Observer = (*observer)(nil)
@@ -44,7 +42,7 @@ var noEnd = func(error) {}
 // Sample implements actors.Observer: one record in N of each source
 // operator's, per Config.Sampling; none when the node records no spans.
 func (o *observer) Sample(operator string, n int) (first, every int) {
-	if o.tracer == nil {
+	if o.spans == nil {
 		return 0, 0
 	}
 	return o.sampler.reserve(operator, n)
@@ -53,16 +51,20 @@ func (o *observer) Sample(operator string, n int) (first, every int) {
 // StartSpan implements actors.Observer. A record whose parent is invalid
 // continues untraced; one whose parent is not sampled (the W3C flag),
 // or that reaches a node that records no spans, keeps its parent's header
-// and gets no span here.
+// and gets no span here. A root span (no parent) is sampled; a child
+// keeps its parent's trace and flags.
 func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
-	if o.tracer == nil {
+	if o.spans == nil {
 		return info.Parent, noEnd
 	}
-	ctx := context.Background()
-	name, kind := SpanProduce+info.Operator, trace.SpanKindProducer
-	attrs := [5]attribute.KeyValue{AttrOperator.String(info.Operator), AttrInstance.Int(info.Instance), AttrNode.String(info.Node)}
-	nattrs := 3
-	if info.Parent != "" {
+	r := &spanRecord{operator: info.Operator, node: info.Node, instance: info.Instance, start: info.Start, q: o.spans}
+	if r.start.IsZero() {
+		r.start = time.Now()
+	}
+	cfg := trace.SpanContextConfig{SpanID: newSpanID(), TraceFlags: trace.FlagsSampled}
+	if info.Parent == "" {
+		cfg.TraceID = newTraceID()
+	} else {
 		parent, ok := ParseTraceparent(info.Parent)
 		if !ok {
 			return "", noEnd
@@ -70,27 +72,11 @@ func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
 		if !parent.IsSampled() {
 			return info.Parent, noEnd
 		}
-		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
-		name, kind = SpanProcess+info.Operator, trace.SpanKindConsumer
-		attrs[3], attrs[4], nattrs = AttrStream.String(info.Stream), AttrQueueWait.Float64(info.QueueWait.Seconds()), 5
+		cfg.TraceID, cfg.TraceFlags = parent.TraceID(), parent.TraceFlags()
+		r.parent, r.stream, r.queueWait = parent, info.Stream, info.QueueWait
 	}
-	start := info.Start
-	if start.IsZero() {
-		start = time.Now()
-	}
-	_, span := o.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithTimestamp(start))
-	// The attributes are set on the started span rather than passed with
-	// trace.WithAttributes, which copies them once more (its option keeps
-	// them for the sampler, and the parent-based sampler does not read
-	// them).
-	span.SetAttributes(attrs[:nattrs]...)
-	return FormatTraceparent(span.SpanContext()), func(err error) {
-		if err != nil {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.End()
-	}
+	r.sc = trace.NewSpanContext(cfg)
+	return FormatTraceparent(r.sc), r.finish
 }
 
 // Processed implements actors.Observer: it records the processing time and

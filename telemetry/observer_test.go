@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -103,6 +104,14 @@ func TestSpansChainThroughOperators(t *testing.T) {
 	}
 	if c.Status.Code != codes.Error || c.Status.Description != "boom" {
 		t.Errorf("count span status %+v, want error \"boom\"", c.Status)
+	}
+	if len(c.Events) != 1 || c.Events[0].Name != "exception" ||
+		!slices.Contains(c.Events[0].Attributes, attribute.String("exception.type", "*errors.errorString")) ||
+		!slices.Contains(c.Events[0].Attributes, attribute.String("exception.message", "boom")) {
+		t.Errorf("count span events %+v, want one exception event of *errors.errorString \"boom\"", c.Events)
+	}
+	if c.Resource == nil || c.InstrumentationScope.Name != ScopeName {
+		t.Errorf("count span resource %v, scope %q; want the node's resource and %q", c.Resource, c.InstrumentationScope.Name, ScopeName)
 	}
 	if g.Status.Code == codes.Error || s.Status.Code == codes.Error {
 		t.Errorf("gen/sink spans have error status")

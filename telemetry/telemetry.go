@@ -27,9 +27,10 @@ import (
 // ScopeName is the instrumentation scope of Sluice's spans and metrics.
 const ScopeName = "github.com/sluicehq/sluice/telemetry"
 
-// Telemetry is one node's OpenTelemetry instrumentation: a tracer provider
-// and a meter provider of its own (the global providers are left alone),
-// the actors.Observer that feeds them, and the Prometheus handler.
+// Telemetry is one node's OpenTelemetry instrumentation: a span queue
+// feeding the span exporters, a meter provider of its own (the global
+// providers are left alone), the actors.Observer that feeds them, and the
+// Prometheus handler.
 //
 // Its life: New, then Observer goes into actors.Config.Observer and
 // Handler is mounted at /metrics before the node starts; Attach once the
@@ -37,7 +38,7 @@ const ScopeName = "github.com/sluicehq/sluice/telemetry"
 // buffered. A nil *Telemetry is valid and does nothing.
 type Telemetry struct {
 	obs     *observer
-	tp      *sdktrace.TracerProvider
+	spans   *spanQueue
 	mp      *sdkmetric.MeterProvider
 	metrics *metrics
 	handler http.Handler
@@ -100,14 +101,12 @@ func newResource(ctx context.Context, node, service string) (*resource.Resource,
 }
 
 func (t *Telemetry) startTracing(ctx context.Context, cfg Config, res *resource.Resource) error {
-	opts := []sdktrace.TracerProviderOption{
-		sdktrace.WithResource(res),
-		// Sources decide (Config.Sampling); later operators follow the
-		// sampled flag of the record's trace header.
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
+	opts, err := queueOptionsFromEnv()
+	if err != nil {
+		return err
 	}
+	var exps []sdktrace.SpanExporter
 	var exp sdktrace.SpanExporter
-	var err error
 	switch cfg.TraceExport {
 	case ExportGRPC:
 		exp, err = otlptracegrpc.New(ctx)
@@ -118,13 +117,15 @@ func (t *Telemetry) startTracing(ctx context.Context, cfg Config, res *resource.
 		return fmt.Errorf("telemetry: OTLP span exporter (%s): %w", cfg.TraceExport, err)
 	}
 	if exp != nil {
-		opts = append(opts, sdktrace.WithBatcher(exp))
+		exps = append(exps, exp)
 	}
 	if cfg.SpanExporter != nil {
-		opts = append(opts, sdktrace.WithBatcher(cfg.SpanExporter))
+		exps = append(exps, cfg.SpanExporter)
 	}
-	t.tp = sdktrace.NewTracerProvider(opts...)
-	t.obs.tracer = t.tp.Tracer(ScopeName)
+	// Sources decide which records are traced (Config.Sampling); later
+	// operators follow the sampled flag of the record's trace header.
+	t.spans = newSpanQueue(res, opts, exps...)
+	t.obs.spans = t.spans
 	t.obs.sampler = newSampler(cfg.Sampling)
 	return nil
 }
@@ -216,8 +217,8 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
-	if t.tp != nil {
-		errs = append(errs, t.tp.ForceFlush(ctx))
+	if t.spans != nil {
+		errs = append(errs, t.spans.export(ctx))
 	}
 	if t.mp != nil {
 		errs = append(errs, t.mp.ForceFlush(ctx))
@@ -238,8 +239,8 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	}
 	t.shutdownOnce.Do(func() {
 		var errs []error
-		if t.tp != nil {
-			errs = append(errs, t.tp.Shutdown(ctx))
+		if t.spans != nil {
+			errs = append(errs, t.spans.shutdown(ctx))
 		}
 		if t.mp != nil {
 			errs = append(errs, t.mp.Shutdown(ctx))
