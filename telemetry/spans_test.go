@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"reflect"
 	"testing"
 	"time"
 
@@ -227,5 +228,28 @@ func TestQueueOptionsFromEnv(t *testing.T) {
 	if _, err := New(context.Background(), "n1", Config{SpanExporter: &recordingExporter{}, Sampling: Sampling{Every: 1}}); err == nil ||
 		!strings.Contains(err.Error(), "OTEL_BSP_EXPORT_TIMEOUT") {
 		t.Fatalf("New with OTEL_BSP_EXPORT_TIMEOUT=5s: %v, want an error naming it", err)
+	}
+}
+
+func TestExportedSpanImplementsEveryMethod(t *testing.T) {
+	// exported gets sdktrace.ReadOnlySpan's unexported method from a nil
+	// embedded interface; a method it does not define itself would be
+	// promoted from that nil and panic when an exporter calls it.
+	e := exported{spanRecord: &spanRecord{q: &spanQueue{}}}
+	v := reflect.ValueOf(e)
+	iface := reflect.TypeFor[sdktrace.ReadOnlySpan]()
+	for i := range iface.NumMethod() {
+		m := iface.Method(i)
+		if !m.IsExported() {
+			continue
+		}
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("ReadOnlySpan.%s is not defined by exported: %v", m.Name, p)
+				}
+			}()
+			v.MethodByName(m.Name).Call(nil)
+		}()
 	}
 }
