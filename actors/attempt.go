@@ -34,7 +34,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 			}
 			i.begin(kg, rec.EventTime)
 			i.cur.attempts++
-			if obs := i.node.cfg.Observer; obs != nil {
+			if obs := i.node.cfg.Observer; obs != nil && i.observed(&rec) {
 				i.observeRecord(obs, &rec, m)
 			} else {
 				i.callRecord(rec)
@@ -69,16 +69,21 @@ func dequeued(n *Node, m *batchMsg) {
 	}
 }
 
-// observeRecord runs callRecord with a span for a traced record and a
-// timing for one record in ProcessedSampleEvery.
+// observed counts a record towards the next timed one and reports whether
+// the Observer sees it: it is traced, or it is the one in
+// ProcessedSampleEvery that is timed. The others, nearly all, go straight
+// to callRecord without a call to observeRecord, whose frame is large.
+func (i *instance) observed(rec *core.Record) bool {
+	i.sampleN++
+	return i.sampleN >= ProcessedSampleEvery || traceOf(rec) != ""
+}
+
+// observeRecord runs callRecord, for a record observed says is seen, with
+// a span if it is traced and a timing if it is the one in
+// ProcessedSampleEvery.
 func (i *instance) observeRecord(obs Observer, rec *core.Record, m *batchMsg) {
 	tp := traceOf(rec)
-	i.sampleN++
 	timed := i.sampleN >= ProcessedSampleEvery
-	if tp == "" && !timed {
-		i.callRecord(*rec)
-		return
-	}
 	start := time.Now()
 	if tp != "" {
 		var wait time.Duration
