@@ -19,7 +19,7 @@ func (t *tabler) eoRows() ([]row, error) {
 	if n <= 0 {
 		n = 10_000_000
 	}
-	none, eo, err := t.alternate([2]string{"word count, no guarantee", "word count, exactly-once"}, func(exactly bool) (Result, error) {
+	none, eo, err := t.alternate([2]string{"word count, no guarantee", "word count, exactly-once"}, t.cfg.Runs, false, func(exactly bool) (Result, error) {
 		return WordCount(WordCountConfig{Records: n, Keys: 10_000, ExactlyOnce: exactly, NoLatencies: true})
 	}, func(r Result) string {
 		if r.Checkpoints == nil {

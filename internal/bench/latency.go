@@ -25,7 +25,7 @@ func (t *tabler) latencyRows() ([]row, error) {
 		dur = 3 * time.Second
 	}
 	if t.saturated == 0 {
-		r, err := t.once("sluice keyed word count, saturated (for pacing)", 0, func() (Result, error) {
+		r, err := t.once("sluice keyed word count, saturated (for pacing)", 0, t.cfg.Runs, func() (Result, error) {
 			return WordCount(WordCountConfig{Records: cfg.Records, Keys: 10_000, NoLatencies: true})
 		})
 		fmt.Fprintln(t.w)
@@ -53,7 +53,7 @@ func (t *tabler) latencyRows() ([]row, error) {
 		n := max(int(rate*dur.Seconds()), 1_000)
 		b := &Breakdown{}
 		name := fmt.Sprintf("word count at %.0f%%, latency breakdown", f*100)
-		r, err := t.once(name, 0, func() (Result, error) {
+		r, err := t.once(name, 0, t.cfg.Runs, func() (Result, error) {
 			return WordCount(WordCountConfig{Records: n, Keys: 10_000, Rate: rate, Telemetry: BreakdownTelemetry(b)})
 		})
 		fmt.Fprintln(t.w)

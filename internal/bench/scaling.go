@@ -26,7 +26,7 @@ func (t *tabler) scalingRows() ([]row, error) {
 	byPar := make([][]Result, len(pars))
 	for i := 0; i < cfg.Runs; i++ {
 		for j, p := range pars {
-			r, err := t.once(fmt.Sprintf("word count, %d counter instances", p), i, func() (Result, error) {
+			r, err := t.once(fmt.Sprintf("word count, %d counter instances", p), i, t.cfg.Runs, func() (Result, error) {
 				return WordCount(WordCountConfig{Records: cfg.Records, Keys: 10_000, Parallelism: p})
 			})
 			if err != nil {
@@ -53,7 +53,7 @@ func (t *tabler) scalingRows() ([]row, error) {
 		for i := 0; i < cfg.Runs; i++ {
 			for j, nodes := range counts {
 				name := fmt.Sprintf("word count, %d node processes", nodes)
-				r, err := t.once(name, i, func() (Result, error) {
+				r, err := t.once(name, i, t.cfg.Runs, func() (Result, error) {
 					return NodesWordCount(cfg.NodeBinary, cfg.ConsulAddr, fmt.Sprintf("%s/scale-%d-%d", cfg.TempDir, nodes, i), cfg.Records, nodes,
 						func(id string) []string { return t.prof.nodeFlags(name, i, id) })
 				})
@@ -82,7 +82,7 @@ func (t *tabler) scalingRows() ([]row, error) {
 	if keys <= 0 {
 		keys = 10_000_000
 	}
-	r, err := t.once(fmt.Sprintf("word count, %s keys", human(float64(keys))), 0, func() (Result, error) {
+	r, err := t.once(fmt.Sprintf("word count, %s keys", human(float64(keys))), 0, t.cfg.Runs, func() (Result, error) {
 		return WordCount(WordCountConfig{Records: keys, Keys: keys})
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"syscall"
 	"text/tabwriter"
@@ -90,7 +91,7 @@ type tabler struct {
 func (t *tabler) measure(name string, run func() (Result, error)) ([]Result, error) {
 	var rs []Result
 	for i := 0; i < t.cfg.Runs; i++ {
-		r, err := t.once(name, i, run)
+		r, err := t.once(name, i, t.cfg.Runs, run)
 		if err != nil {
 			return nil, err
 		}
@@ -102,8 +103,8 @@ func (t *tabler) measure(name string, run func() (Result, error)) ([]Result, err
 
 // once runs run i of a scenario (profiled), printing its rate without a
 // newline.
-func (t *tabler) once(name string, i int, run func() (Result, error)) (Result, error) {
-	fmt.Fprintf(t.w, "  %s: run %d/%d…", name, i+1, t.cfg.Runs)
+func (t *tabler) once(name string, i, n int, run func() (Result, error)) (Result, error) {
+	fmt.Fprintf(t.w, "  %s: run %d/%d…", name, i+1, n)
 	r, err := t.prof.run(name, i, run)
 	if err != nil {
 		fmt.Fprintln(t.w)
@@ -251,12 +252,36 @@ func (t *tabler) coreRows() ([]row, error) {
 	return rows, nil
 }
 
-// alternate runs two variants of a scenario cfg.Runs times each,
-// alternating, so that drift on a shared machine affects both alike.
-func (t *tabler) alternate(names [2]string, run func(second bool) (Result, error), note func(r Result) string) (a, b []Result, err error) {
-	for i := 0; i < t.cfg.Runs; i++ {
+// alternate runs two variants of a scenario runs times each,
+// alternating, so that drift on a shared machine affects both alike. The
+// order within a pair alternates too (a b, b a, a b, …), so that whatever
+// the position in a pair costs falls on both variants alike.
+//
+// inProcess is for scenarios that run in the benchmark's own process: each
+// variant first runs once unmeasured, and each run starts with a garbage
+// collection. The first runs in a process pay for its cold start (a fresh
+// heap's page faults, lazy initialisation; about 20 % more CPU for a
+// 2 M-record word count), which would otherwise fall on one variant; and a
+// run would pay for collecting the garbage of the run before it.
+func (t *tabler) alternate(names [2]string, runs int, inProcess bool, run func(second bool) (Result, error), note func(r Result) string) (a, b []Result, err error) {
+	if inProcess {
 		for j, name := range names {
-			r, err := t.once(name, i, func() (Result, error) { return run(j == 1) })
+			fmt.Fprintf(t.w, "  %s: warm-up run (not measured)…\n", name)
+			if _, err := run(j == 1); err != nil {
+				return nil, nil, fmt.Errorf("%s: warm-up: %w", name, err)
+			}
+		}
+	}
+	for i := 0; i < runs; i++ {
+		for k := range names {
+			j := k
+			if i%2 == 1 {
+				j = 1 - k
+			}
+			if inProcess {
+				runtime.GC()
+			}
+			r, err := t.once(names[j], i, runs, func() (Result, error) { return run(j == 1) })
 			if err != nil {
 				return nil, nil, err
 			}
@@ -274,12 +299,19 @@ func (t *tabler) alternate(names [2]string, run func(second bool) (Result, error
 	return a, b, nil
 }
 
-// telemetryRows: the word count with telemetry off and on, alternating.
+// telemetryRunsPer is how many pairs of runs the telemetry rows make per
+// cfg.Runs. Their target is a 5 % difference, and on a shared 2-core
+// machine single runs of the word count vary by 10–15 % (telemetry off
+// against off), so a median of 5 runs would move by more than the target.
+const telemetryRunsPer = 3
+
+// telemetryRows: the word count with telemetry off and on, alternating,
+// telemetryRunsPer·cfg.Runs times each, in this process (see alternate).
 // The process's CPU time per run is measured too: on a machine shared
 // with other work it is a steadier figure than the throughput.
 func (t *tabler) telemetryRows() ([]row, error) {
 	cfg := t.cfg
-	telOff, telOn, err := t.alternate([2]string{"word count, telemetry off", "word count, telemetry on"}, func(on bool) (Result, error) {
+	telOff, telOn, err := t.alternate([2]string{"word count, telemetry off", "word count, telemetry on"}, telemetryRunsPer*cfg.Runs, true, func(on bool) (Result, error) {
 		wcc := WordCountConfig{Records: cfg.Records, Keys: 10_000}
 		if on {
 			wcc.Telemetry = TelemetryOn()
@@ -298,7 +330,7 @@ func (t *tabler) telemetryRows() ([]row, error) {
 	}
 	offRate, onRate := medianRate(telOff), medianRate(telOn)
 	rows := []row{
-		{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", "runs alternate with the next row; " + rateRange(telOff)},
+		{"sluice keyed word count, telemetry off (baseline)", human(offRate), "records/s", "1.00×", fmt.Sprintf("%d runs alternate with the next row's after a warm-up run of each; ", len(telOff)) + rateRange(telOff)},
 		{"sluice keyed word count, telemetry on", human(onRate), "records/s", fmt.Sprintf("%.2f×", onRate/offRate),
 			"traces 1/1000, metrics collected every 1 s, no-op exporters; target ≥ 0.95×; " + rateRange(telOn) + ", " + pairRange(telOff, telOn)},
 	}
@@ -318,7 +350,7 @@ func (t *tabler) crossRows() ([]row, error) {
 	}
 	names := [2]string{"protoactor remote one-way", "sluice cross-node"}
 	runs := [2]int{} // runs of each row so far: their index, for the processes' profiles
-	raw, cross, err := t.alternate(names, func(sluice bool) (Result, error) {
+	raw, cross, err := t.alternate(names, cfg.Runs, false, func(sluice bool) (Result, error) {
 		if !sluice {
 			i := runs[0]
 			runs[0]++

@@ -31,7 +31,7 @@ func (t *tabler) ysbRows() ([]row, error) {
 		n = 5_000_000
 	}
 	var rows []row
-	none, eo, err := t.alternate([2]string{"YSB, no guarantee", "YSB, exactly-once"}, func(exactly bool) (Result, error) {
+	none, eo, err := t.alternate([2]string{"YSB, no guarantee", "YSB, exactly-once"}, cfg.Runs, false, func(exactly bool) (Result, error) {
 		r, err := YSB(YSBConfig{Events: n, ExactlyOnce: exactly})
 		return r.Result, err
 	}, func(r Result) string { return fmt.Sprintf(" (%.1f s)", r.Elapsed.Seconds()) })
