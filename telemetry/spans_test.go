@@ -3,9 +3,9 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
-	"reflect"
 	"testing"
 	"time"
 
