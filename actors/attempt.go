@@ -17,6 +17,9 @@ import (
 func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	routing := m.Routing
 	kgs := i.spec.Meta.KeyGroups
+	if from == 0 && len(m.Records) < ProcessedSampleEvery/4 && i.node.cfg.Observer != nil {
+		i.sampleN = max(i.sampleN, ProcessedSampleEvery-1) // a small batch: time its first record
+	}
 	for j := from; j < len(m.Records); j++ {
 		i.cur = work{kind: workRecord, batch: m, idx: j, from: from, attempts: attempts, lastErr: lastErr}
 		attempts, lastErr = 0, ""
@@ -70,17 +73,17 @@ func dequeued(n *Node, m *batchMsg) {
 }
 
 // observed counts a record towards the next timed one and reports whether
-// the Observer sees it: it is traced, or it is the one in
-// ProcessedSampleEvery that is timed. The others, nearly all, go straight
-// to callRecord without a call to observeRecord, whose frame is large.
+// the Observer sees it: it is traced, or it is timed (one in
+// ProcessedSampleEvery, or the first of a small batch). The others, nearly
+// all, go straight to callRecord without a call to observeRecord, whose
+// frame is large.
 func (i *instance) observed(rec *core.Record) bool {
 	i.sampleN++
 	return i.sampleN >= ProcessedSampleEvery || traceOf(rec) != ""
 }
 
 // observeRecord runs callRecord, for a record observed says is seen, with
-// a span if it is traced and a timing if it is the one in
-// ProcessedSampleEvery.
+// a span if it is traced and a timing if it is timed.
 func (i *instance) observeRecord(obs Observer, rec *core.Record, m *batchMsg) {
 	tp := traceOf(rec)
 	timed := i.sampleN >= ProcessedSampleEvery

@@ -141,3 +141,25 @@ func TestTracesFollowRecordsThroughOperators(t *testing.T) {
 		t.Fatalf("%d restarts observed, want 1", obs.restarts.Load())
 	}
 }
+
+func TestSlowStreamsAreTimed(t *testing.T) {
+	// A record alone in its batch (a slow stream) is timed: one in
+	// ProcessedSampleEvery alone would time none of these few.
+	obs := &fakeObserver{sampleEvery: 1 << 30}
+	got := &sluicetest.Collector{}
+	n, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), Observer: obs},
+		func() core.Operator {
+			return &sluicetest.Sink{Name: "sink", Inputs: []core.Input{{Stream: "in"}}, Into: got}
+		},
+	)
+	sluicetest.Must(t, err)
+	defer stop(t, n)
+	const slow = 10
+	for i := range slow {
+		sluicetest.Must(t, n.Produce(context.Background(), "in", core.Record{Value: []byte(fmt.Sprint(i))}))
+		sluicetest.WaitFor(t, 10*time.Second, fmt.Sprintf("record %d at the sink", i), func() bool { return got.Len() == i+1 })
+	}
+	if p := obs.processed.Load(); p != slow {
+		t.Fatalf("%d of %d records sent one at a time were timed, want all", p, slow)
+	}
+}

@@ -29,7 +29,8 @@ const (
 	// excluded); counter, {record}.
 	MetricProduced = "sluice.operator.produced.records"
 	// MetricProcessDuration is the time ProcessRecord took, for one record
-	// in actors.ProcessedSampleEvery (64); histogram, s.
+	// in actors.ProcessedSampleEvery (256) and the first of each small
+	// batch; histogram, s.
 	MetricProcessDuration = "sluice.operator.process.duration"
 	// MetricEndToEnd is the time from a record's event time to the end of
 	// its processing by this operator, for the same sample; histogram, s.

@@ -36,7 +36,7 @@ var stageMetrics = [...]struct{ name, desc string }{
 
 // sampleNote returns the description of a histogram of sampled records.
 func sampleNote(what string) string {
-	return fmt.Sprintf("%s, for one record in %d.", what, actors.ProcessedSampleEvery)
+	return fmt.Sprintf("%s, for one record in %d and the first of each batch of fewer than %d.", what, actors.ProcessedSampleEvery, actors.ProcessedSampleEvery/4)
 }
 
 // Stage implements actors.StageObserver.
