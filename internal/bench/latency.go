@@ -46,7 +46,7 @@ func (t *tabler) latencyRows() ([]row, error) {
 		}
 		rows = append(rows, row{fmt.Sprintf("  e2e latency p50 / p99 / p99.9 at %.0f%% of saturation", f*100),
 			fmt.Sprintf("%s / %s / %s", fmtDur(medianPct(rs, 50)), fmtDur(medianPct(rs, 99)), fmtDur(medianPct(rs, 99.9))), "",
-			"", fmt.Sprintf("%s records/s paced (%s saturated), %v runs; target p99 ≤ 1 ms", human(rate), human(t.saturated), dur)})
+			"", fmt.Sprintf("%s records/s paced (%s saturated), %v runs; measured, no target (the p99 ≤ 1 ms target is at 100k records/s)", human(rate), human(t.saturated), dur)})
 	}
 	for _, f := range []float64{0.10, 0.90} {
 		rate := f * t.saturated
