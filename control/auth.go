@@ -84,9 +84,13 @@ func who(ctx context.Context) principal {
 	return p
 }
 
-// ServeHTTP authenticates every request but GET /healthz and the console's
+// ServeHTTP refuses requests for other hosts and cross-origin changes
+// (guard), authenticates every request but GET /healthz and the console's
 // pages, then routes it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.guard(w, r) {
+		return
+	}
 	if console.Public(r.URL.Path) {
 		s.mux.ServeHTTP(w, r)
 		return
@@ -107,6 +111,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeError(w, code, err)
 		return
+	}
+	if s.auth.enabled {
+		s.conns.authenticated(r)
 	}
 	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 }

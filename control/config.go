@@ -47,16 +47,26 @@ type Limits struct {
 	// IdleTimeout bounds how long a kept-alive connection waits for the
 	// next request.
 	IdleTimeout time.Duration
-	// MaxConns bounds the connections served at once; more wait to be
-	// accepted.
+	// MaxConns bounds the connections held at once. A connection past it
+	// closes the oldest idle one (one that never authenticated first), or
+	// is closed itself when every connection is busy: accepting never
+	// waits, so idle connections cannot lock an administrator out.
 	MaxConns int
+	// MaxConnsPerClient bounds the connections of one IP address in the
+	// same way.
+	MaxConnsPerClient int
+	// UnauthIdleTimeout bounds how long a kept-alive connection that has
+	// not authenticated waits for its next request (IdleTimeout applies
+	// to the others).
+	UnauthIdleTimeout time.Duration
 	// PeerTimeout bounds a request to another node (for its status).
 	PeerTimeout time.Duration
 }
 
 // DefaultLimits returns the default limits: 1 MiB bodies, 64 KiB headers,
-// 10 s for the headers, 30 s for a request, 60 s to answer, 2 min idle,
-// 1024 connections, 3 s per request to another node.
+// 10 s for the headers, 30 s for a request, 60 s to answer, 2 min idle
+// (10 s before a connection has authenticated), 1024 connections, 128 of
+// them per client address, 3 s per request to another node.
 func DefaultLimits() Limits {
 	return Limits{
 		MaxBodyBytes:      1 << 20,
@@ -66,6 +76,8 @@ func DefaultLimits() Limits {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxConns:          1024,
+		MaxConnsPerClient: 128,
+		UnauthIdleTimeout: 10 * time.Second,
 		PeerTimeout:       3 * time.Second,
 	}
 }
@@ -109,6 +121,12 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxConns == 0 {
 		l.MaxConns = d.MaxConns
 	}
+	if l.MaxConnsPerClient == 0 {
+		l.MaxConnsPerClient = d.MaxConnsPerClient
+	}
+	if l.UnauthIdleTimeout == 0 {
+		l.UnauthIdleTimeout = d.UnauthIdleTimeout
+	}
 	if l.PeerTimeout == 0 {
 		l.PeerTimeout = d.PeerTimeout
 	}
@@ -140,6 +158,7 @@ func (l Limits) Validate() error {
 		{"MaxBodyBytes", l.MaxBodyBytes}, {"MaxHeaderBytes", int64(l.MaxHeaderBytes)}, {"MaxConns", int64(l.MaxConns)},
 		{"ReadHeaderTimeout", int64(l.ReadHeaderTimeout)}, {"ReadTimeout", int64(l.ReadTimeout)}, {"WriteTimeout", int64(l.WriteTimeout)},
 		{"IdleTimeout", int64(l.IdleTimeout)}, {"PeerTimeout", int64(l.PeerTimeout)},
+		{"MaxConnsPerClient", int64(l.MaxConnsPerClient)}, {"UnauthIdleTimeout", int64(l.UnauthIdleTimeout)},
 	} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("control: Limits.%s must be ≥ 0 (0: the default), got %d", f.name, f.v))

@@ -36,6 +36,9 @@ func (s *Server) request(w http.ResponseWriter, r *http.Request, body any, param
 		}
 		return true
 	}
+	if !checkJSON(w, r) {
+		return false
+	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.Limits.MaxBodyBytes))
 	var tooBig *http.MaxBytesError
 	switch {

@@ -64,9 +64,18 @@
 // (ErrNoAuth) and refuses deploys that name an executable, unless
 // Security.Insecure (a proxy in front authenticates).
 //
+// Before authentication, every request passes Server.guard: a Host
+// header the node does not serve (DNS rebinding) answers 421, a
+// cross-origin change (http.CrossOriginProtection: Sec-Fetch-Site, Origin)
+// 403. The connections are bounded without blocking Accept (conns.go): past
+// Limits.MaxConns or Limits.MaxConnsPerClient the oldest idle connection,
+// one that never authenticated first, is closed, and an unauthenticated
+// one idles Limits.UnauthIdleTimeout at most.
+//
 // Every handler starts with Server.request, which refuses unknown query
-// parameters and bodies where none belongs, bounds the body
-// (Limits.MaxBodyBytes) and decodes it with api.Decode; the http.Server has
+// parameters and bodies where none belongs, a body that is not
+// application/json (415), bounds the body (Limits.MaxBodyBytes) and
+// decodes it with api.Decode; the http.Server has
 // read, write and idle timeouts and a header limit (Limits). A node asks
 // the others for their status with its own credentials: HTTPS verified
 // against the CA bundle, its certificate, its peer token.

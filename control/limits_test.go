@@ -59,10 +59,10 @@ func TestSlowClientsAreDisconnected(t *testing.T) {
 	srv := serveWith(t, control.Config{Limits: control.Limits{ReadHeaderTimeout: 200 * time.Millisecond, ReadTimeout: 300 * time.Millisecond,
 		IdleTimeout: 300 * time.Millisecond}})
 	for _, tc := range []struct{ name, send string }{
-		{"slow body", "POST /v1/operators HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"manifest\": {"},
-		{"slow body on a GET", "GET /v1/operators HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{"},
-		{"slow headers", "GET /v1/operators HTTP/1.1\r\nHost: x\r\nX-Slow: "},
-		{"idle after a request", "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"slow body", "POST /v1/operators HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"manifest\": {"},
+		{"slow body on a GET", "GET /v1/operators HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n{"},
+		{"slow headers", "GET /v1/operators HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "},
+		{"idle after a request", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"},
 		{"nothing at all", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,6 +50,13 @@ type Security struct {
 	// Insecure allows serving without authentication on an address other
 	// than loopback, for an API behind a proxy that authenticates.
 	Insecure bool
+	// Hosts are the host names under which clients reach the API, besides
+	// IP addresses, localhost and the host name of its listen address: a
+	// request whose Host header names another host is refused (421), so
+	// that a web page on a name an attacker rebinds to this address (DNS
+	// rebinding) cannot use the API. A name "*.example.com" admits its
+	// subdomains.
+	Hosts []string
 }
 
 // Authenticated reports whether s configures any credential, so that the
@@ -92,13 +99,14 @@ const (
 	EnvCertRoles         = "SLUICE_CONTROL_CERT_ROLES"
 	EnvRequireClientCert = "SLUICE_CONTROL_REQUIRE_CLIENT_CERT"
 	EnvInsecure          = "SLUICE_CONTROL_INSECURE"
+	EnvHosts             = "SLUICE_CONTROL_HOSTS"
 )
 
 // SecurityFromEnv reads the security settings from the SLUICE_CONTROL_*
 // variables (getenv nil means none is set): *_TOKENS_FILE, *_TOKENS,
 // *_PEER_TOKEN, *_CERT, *_KEY, *_CA, *_CERT_ROLES ("role:name,…"),
 // *_REQUIRE_CLIENT_CERT and *_INSECURE (any non-empty value but 0 or
-// false).
+// false) and *_HOSTS (comma-separated names).
 func SecurityFromEnv(getenv func(string) string) (Security, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
@@ -110,6 +118,7 @@ func SecurityFromEnv(getenv func(string) string) (Security, error) {
 		PeerToken:         getenv(EnvPeerToken),
 		RequireClientCert: truthy(getenv(EnvRequireClientCert)),
 		Insecure:          truthy(getenv(EnvInsecure)),
+		Hosts:             ParseHosts(getenv(EnvHosts)),
 	}
 	roles, err := ParseCertRoles(getenv(EnvCertRoles))
 	if err != nil {
@@ -148,6 +157,7 @@ func (s Security) Environ() []string {
 	if s.Insecure {
 		add(EnvInsecure, "1")
 	}
+	add(EnvHosts, strings.Join(s.Hosts, ","))
 	return env
 }
 
@@ -165,6 +175,17 @@ func oneLine(tokens string) string {
 		}
 	}
 	return strings.Join(out, ",")
+}
+
+// ParseHosts parses comma-separated host names, as in -control-hosts.
+func ParseHosts(v string) []string {
+	var out []string
+	for _, h := range strings.Split(v, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, strings.ToLower(h))
+		}
+	}
+	return out
 }
 
 // ParseCertRoles parses certificate roles written "role:name,role:name"
@@ -226,6 +247,11 @@ func (s *Security) RegisterFlags(fs *flag.FlagSet, getenv func(string) string) e
 			return err
 		})
 	fs.BoolVar(&s.RequireClientCert, "control-require-client-cert", env.RequireClientCert, "refuse connections without a client certificate of -control-ca (mutual TLS) ($"+EnvRequireClientCert+")")
+	fs.Func("control-hosts", "host names clients use to reach the control API besides IP addresses and localhost, as sluice.example.com,*.corp.example; a request for another host is refused ($"+EnvHosts+")",
+		func(v string) error {
+			s.Hosts = ParseHosts(v)
+			return nil
+		})
 	fs.BoolVar(&s.Insecure, "control-insecure", env.Insecure, "allow the control API without authentication on an address other than loopback (behind an authenticating proxy only) ($"+EnvInsecure+")")
 	return nil
 }

@@ -66,6 +66,9 @@ func (c caller) try(method, path string, body, out any) (int, http.Header, error
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	hc := c.http
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}

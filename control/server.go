@@ -12,8 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/control/api"
@@ -64,9 +62,12 @@ type Server struct {
 	scheme   string // "http" or "https", for this node and the others
 	mux      *http.ServeMux
 	auth     authenticator
-	tls      *creds.Source // nil: plain HTTP
-	tokens   *creds.Tokens // nil: no tokens
-	peer     *http.Client  // asks the other nodes
+	hosts    hostCheck                  // the Host headers served (guard.go)
+	csrf     http.CrossOriginProtection // refuses cross-origin changes
+	conns    *connTracker               // bounds the connections (conns.go)
+	tls      *creds.Source              // nil: plain HTTP
+	tokens   *creds.Tokens              // nil: no tokens
+	peer     *http.Client               // asks the other nodes
 	done     chan error
 
 	shutdownOnce sync.Once
@@ -122,10 +123,12 @@ func Listen(cfg Config) (*Server, net.Listener, error) {
 		return nil, nil, fmt.Errorf("control: listen on %s: %w", cfg.Addr, err)
 	}
 	s.addr = l.Addr().String()
+	s.hosts = newHostCheck(cfg.Addr, sec.Hosts)
 	if !s.auth.enabled {
 		s.log.Warn("control: the control API has no authentication: whoever reaches it can deploy and kill operators; see docs/security.md", "addr", s.addr)
 	}
-	l = netutil.LimitListener(l, cfg.Limits.MaxConns)
+	s.conns = newConnTracker(cfg.Limits)
+	l = s.conns.listener(l)
 	if s.tls != nil {
 		auth := creds.NoClientCert
 		switch {
@@ -256,6 +259,8 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		WriteTimeout:      lim.WriteTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
+		ConnState:         s.conns.connState,
+		ConnContext:       s.conns.connContext,
 		// TLS handshake failures (a client certificate of another CA, say)
 		// are logged with why.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),

@@ -45,7 +45,7 @@ func watermark(t time.Time) *time.Time {
 
 // deadLetterView converts a dead letter kept by a node.
 func deadLetterView(dl actors.DeadLetter) api.DeadLetter {
-	v := api.DeadLetter{Time: dl.Time, Node: dl.Node, Index: dl.Index, Key: strings.ToValidUTF8(string(dl.Key), "\uFFFD"),
+	v := api.DeadLetter{Time: dl.Time, Node: dl.Node, Index: dl.Index, Key: strings.ToValidUTF8(string(dl.Key), "\uFFFD"), KeyBytes: dl.KeyBytes,
 		Value: strings.ToValidUTF8(string(dl.Value), "\uFFFD"), ValueBytes: dl.ValueBytes, Headers: make([]api.Header, len(dl.Headers))}
 	for i, h := range dl.Headers {
 		v.Headers[i] = api.Header{Key: h.Key, Value: h.Value}

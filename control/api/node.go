@@ -63,9 +63,11 @@ type DeadLetter struct {
 	Node  string    `json:"node"`
 	Index int       `json:"index"`
 	// Key and Value are the record's bytes as text (invalid UTF-8
-	// replaced); Value is at most its first 256 bytes, ValueBytes its
-	// whole length.
+	// replaced), each at most its first 256 bytes; KeyBytes and
+	// ValueBytes are their whole lengths. Headers are at most 32, each cut
+	// to 1 KiB.
 	Key        string   `json:"key"`
+	KeyBytes   int      `json:"keyBytes"`
 	Value      string   `json:"value"`
 	ValueBytes int      `json:"valueBytes"`
 	Headers    []Header `json:"headers"`

@@ -41,6 +41,9 @@ func call(method string, n *node, path string, body []byte) (*http.Response, err
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+adminToken)
+	if len(body) > 0 {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	return http.DefaultClient.Do(req)
 }
 

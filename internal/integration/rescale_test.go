@@ -17,6 +17,7 @@ func scale(t *testing.T, n *node, op string, instances int) api.DeployResponse {
 	t.Helper()
 	b, _ := json.Marshal(api.ScaleRequest{Instances: instances})
 	req, _ := http.NewRequest(http.MethodPut, fmt.Sprintf("http://%s/v1/operators/%s/instances", n.http, op), bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
