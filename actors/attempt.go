@@ -212,7 +212,7 @@ func (i *instance) callPoll(src core.Source) (transient, ended bool) {
 // fail records err as the current attempt's failure and hands it to the
 // supervisor.
 func (i *instance) fail(err error) {
-	i.cur.lastErr = err.Error()
+	i.cur.lastErr = clipText(err.Error(), ErrorTextMax)
 	panic(&failure{err: err})
 }
 
@@ -226,7 +226,7 @@ func (i *instance) recoverAttempt() {
 	f, ok := r.(*failure)
 	if !ok {
 		f = &failure{value: r, stack: debug.Stack()}
-		i.cur.lastErr = "panic: " + fmt.Sprint(r)
+		i.cur.lastErr = clipText("panic: "+fmt.Sprint(r), ErrorTextMax)
 	}
 	i.setLastError(i.cur.lastErr)
 	i.failedAttempt()
@@ -366,18 +366,19 @@ func (i *instance) scheduleTimers() {
 // deadLetter sends rec to the operator's dead-letter stream with the reason.
 func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts int) {
 	name := i.key.op
+	runtime := []core.Header{
+		{Key: core.HeaderError, Value: clipText(reason, ErrorTextMax)},
+		{Key: core.HeaderAttempts, Value: strconv.Itoa(attempts)},
+		{Key: core.HeaderOperator, Value: name},
+		{Key: core.HeaderInstance, Value: strconv.Itoa(i.key.index)},
+		{Key: core.HeaderStream, Value: stream},
+	}
 	dl := rec
-	dl.Headers = append(append([]core.Header(nil), rec.Headers...),
-		core.Header{Key: core.HeaderError, Value: reason},
-		core.Header{Key: core.HeaderAttempts, Value: strconv.Itoa(attempts)},
-		core.Header{Key: core.HeaderOperator, Value: name},
-		core.Header{Key: core.HeaderInstance, Value: strconv.Itoa(i.key.index)},
-		core.Header{Key: core.HeaderStream, Value: stream},
-	)
+	dl.Headers = append(append([]core.Header(nil), rec.Headers...), runtime...)
 	i.out.Begin()
 	i.out.Produce(core.DeadLetterStream(name), dl)
 	i.deadLetters.Add(1)
-	i.node.dlLog.add(name, i.node.cfg.NodeID, i.key.index, dl)
+	i.node.dlLog.add(name, i.node.cfg.NodeID, i.key.index, rec, runtime)
 	if obs := i.node.cfg.Observer; obs != nil {
 		obs.DeadLettered(name, i.key.index)
 	}

@@ -1,8 +1,10 @@
 package actors
 
 import (
+	"fmt"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/internal/core"
 )
@@ -12,8 +14,21 @@ import (
 // only in the dead-letter stream.
 const RecentDeadLetters = 5
 
-// deadLetterValueMax is how much of a dead letter's value is kept.
-const deadLetterValueMax = 256
+// What a node keeps of a dead letter to show, so that a record with a
+// 4 MB key costs its viewers no more than any other: the first
+// deadLetterValueMax bytes of its key and value, at most
+// deadLetterHeadersMax headers, each cut to deadLetterHeaderMax bytes.
+// The dead-letter stream has the whole record.
+const (
+	deadLetterValueMax   = 256
+	deadLetterHeadersMax = 32
+	deadLetterHeaderMax  = 1024
+)
+
+// ErrorTextMax bounds an error's text kept in a status (LastError,
+// FailedReason, a dead letter's error header): an operator's error that
+// quotes a huge record is cut, saying how long it was.
+const ErrorTextMax = 4096
 
 // DeadLetter is a record or timer an instance sent to its operator's
 // dead-letter stream, as the node keeps it to show.
@@ -21,13 +36,18 @@ type DeadLetter struct {
 	Time  time.Time
 	Node  string
 	Index int
-	Key   []byte
+	// Key is at most the first 256 bytes of the record's key; KeyBytes is
+	// its whole length.
+	Key      []byte
+	KeyBytes int
 	// Value is at most the first 256 bytes of the record's value;
 	// ValueBytes is its whole length.
 	Value      []byte
 	ValueBytes int
 	// Headers are the record's, with those the runtime adds (the error,
-	// the attempts, the operator, the instance and the stream).
+	// the attempts, the operator, the instance and the stream): at most
+	// 32, the runtime's first, each key and value cut to 1 KiB (see
+	// clipText).
 	Headers []core.Header
 }
 
@@ -38,11 +58,18 @@ type deadLetterLog struct {
 	byOp map[string][]DeadLetter
 }
 
-// add keeps dl (a copy of its key, headers and truncated value) as op's
-// latest dead letter.
-func (l *deadLetterLog) add(op, node string, index int, rec core.Record) {
-	dl := DeadLetter{Time: time.Now(), Node: node, Index: index, Key: append([]byte(nil), rec.Key...), ValueBytes: len(rec.Value),
-		Value: append([]byte(nil), rec.Value[:min(len(rec.Value), deadLetterValueMax)]...), Headers: append([]core.Header(nil), rec.Headers...)}
+// add keeps a bounded copy of rec as op's latest dead letter; runtime are
+// the headers the runtime added, which are kept before the record's own.
+func (l *deadLetterLog) add(op, node string, index int, rec core.Record, runtime []core.Header) {
+	dl := DeadLetter{Time: time.Now(), Node: node, Index: index,
+		Key: append([]byte(nil), rec.Key[:min(len(rec.Key), deadLetterValueMax)]...), KeyBytes: len(rec.Key),
+		Value: append([]byte(nil), rec.Value[:min(len(rec.Value), deadLetterValueMax)]...), ValueBytes: len(rec.Value)}
+	for _, h := range append(runtime[:len(runtime):len(runtime)], rec.Headers...) {
+		if len(dl.Headers) == deadLetterHeadersMax {
+			break
+		}
+		dl.Headers = append(dl.Headers, core.Header{Key: clipText(h.Key, deadLetterHeaderMax), Value: clipText(h.Value, deadLetterHeaderMax)})
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.byOp == nil {
@@ -76,4 +103,17 @@ func (l *deadLetterLog) forget(keep map[string]*OperatorStatus) {
 			delete(l.byOp, op)
 		}
 	}
+}
+
+// clipText returns s cut to at most max bytes (at a character boundary)
+// and a note of its whole length when it is longer.
+func clipText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes in all)", len(s))
 }

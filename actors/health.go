@@ -143,11 +143,15 @@ func (n *Node) checkHealth() {
 			next.Healthy, next.Cause, next.Reason = true, "", "" // no reserve to wait for: Pebble writes again
 		}
 	case min == 0:
-	case sp.Free < min || (!prev.Healthy && sp.Free < 2*min):
+	case sp.Free < min:
 		// Unhealthy below the reserve, and until twice it is free (no
 		// flapping); the reason says how much is free now.
 		next.Healthy, next.Cause = false, HealthDiskFull
 		next.Reason = fmt.Sprintf("disk full: %s free of %s on %s, below the %s kept in reserve; taking no work until %s are free",
+			bytesText(sp.Free), bytesText(sp.Total), n.cfg.DataDir, bytesText(min), bytesText(2*min))
+	case !prev.Healthy && sp.Free < 2*min:
+		next.Healthy, next.Cause = false, HealthDiskFull
+		next.Reason = fmt.Sprintf("waiting for disk space: %s free of %s on %s, more than the %s reserve but taking no work until %s are free (twice the reserve, so as not to stop again at once)",
 			bytesText(sp.Free), bytesText(sp.Total), n.cfg.DataDir, bytesText(min), bytesText(2*min))
 	case !prev.Healthy:
 		next.Healthy, next.Cause, next.Reason = true, "", ""

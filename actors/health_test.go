@@ -78,6 +78,26 @@ func TestDiskFullPausesAndResumes(t *testing.T) {
 	}
 	t.Logf("paused at %d of %d records: %s", last, records, h.Reason)
 
+	// With 8 MiB more free (about 12 MiB: above the reserve, below twice
+	// it) the node still waits, and says what for ("88.4 MiB free … below
+	// the 64.0 MiB" read as if it were still below the reserve).
+	fi, err := os.Stat(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filler, fi.Size()-8<<20); err != nil {
+		t.Fatal(err)
+	}
+	sluicetest.WaitFor(t, 10*time.Second, "the node says it waits for space", func() bool {
+		return strings.HasPrefix(n.Health().Reason, "waiting for disk space: ")
+	})
+	if h := n.Health(); h.Healthy || h.Cause != actors.HealthDiskFull || !strings.Contains(h.Reason, "until 16.0 MiB are free") {
+		t.Fatalf("health above the reserve, below twice it: %+v, want unhealthy, waiting for 16.0 MiB", h)
+	}
+	if p := processed(n, "count"); p != last {
+		t.Fatalf("processed %d → %d while waiting for twice the reserve", last, p)
+	}
+
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}

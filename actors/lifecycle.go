@@ -284,7 +284,7 @@ func (i *instance) noteFailure(reason any) { i.setLastError(fmt.Sprint(reason)) 
 func (i *instance) markFailed(reason string) {
 	i.mu.Lock()
 	i.state = StateFailed
-	i.failedReason = reason
+	i.failedReason = clipText(reason, ErrorTextMax)
 	i.mu.Unlock()
 	i.log.Error("operator instance failed: restart policy exhausted; its input now goes to the dead-letter stream", "reason", reason)
 }
@@ -304,7 +304,7 @@ func (i *instance) failedReasonSnapshot() string {
 
 func (i *instance) setLastError(s string) {
 	i.mu.Lock()
-	i.lastError = s
+	i.lastError = clipText(s, ErrorTextMax)
 	i.mu.Unlock()
 }
 

@@ -185,7 +185,7 @@
   // headers (sluice-error says why).
   function deadLetters(dls) {
     if (!dls || !dls.length) return '';
-    const rows = dls.map((d) => '<tr data-dead-letter><td>' + esc(new Date(d.time).toLocaleTimeString()) + '</td><td>' + esc(d.node) + ' #' + d.index + '</td><td><code>' + esc(d.key) + '</code></td>' +
+    const rows = dls.map((d) => '<tr data-dead-letter><td>' + esc(new Date(d.time).toLocaleTimeString()) + '</td><td>' + esc(d.node) + ' #' + d.index + '</td><td><code>' + esc(d.key) + '</code>' + (d.keyBytes > 256 ? ' <span class="muted">… (' + d.keyBytes + ' bytes, first 256 shown)</span>' : '') + '</td>' +
       '<td><code>' + esc(d.value) + '</code>' + (d.valueBytes > 256 ? ' <span class="muted">… (' + d.valueBytes + ' bytes, first 256 shown)</span>' : '') + '</td>' +
       '<td><dl class="headers">' + (d.headers || []).map((h) => '<dt>' + esc(h.key) + '</dt><dd>' + esc(h.value) + '</dd>').join('') + '</dl></td></tr>').join('');
     return '<h3>Recent dead letters</h3><table id="op-dead-letters"><tr><th>time</th><th>instance</th><th>key</th><th>value</th><th>headers</th></tr>' + rows + '</table>';
