@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,7 +63,8 @@ type Config struct {
 	// HTTP is the address of the control API (see package control); empty
 	// means none, ":0" a free port.
 	HTTP string
-	// Version is announced in the cluster membership.
+	// Version is announced in the cluster membership (sluice status
+	// shows it); empty means BuildVersion().
 	Version string
 	// Settle delays acting on a cluster membership change, so that changes
 	// arriving together are applied together; 0 means 200 ms.
@@ -239,7 +241,7 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 			closeListener(lis)
 			return nil, fmt.Errorf("sdk: start: %w", err)
 		}
-		ncfg.Cluster = &actors.ClusterConfig{Discovery: d, BindAddr: cfg.Bind, AdvertiseAddr: cfg.Advertise, Version: cfg.Version,
+		ncfg.Cluster = &actors.ClusterConfig{Discovery: d, BindAddr: cfg.Bind, AdvertiseAddr: cfg.Advertise, Version: cmp.Or(cfg.Version, BuildVersion()),
 			Settle: cfg.Settle, Security: nodeSecurity(cfg)}
 		if srv != nil {
 			ncfg.Cluster.HTTPAddr = srv.Addr()
