@@ -73,8 +73,7 @@ type checkpointer struct {
 	rb       *nodeRollback
 	fwd      forwarding // savepoint requests forwarded to the coordinator (ckrequest.go)
 
-	ticker *time.Ticker
-	tickCh chan struct{}
+	ticker *ticker // sends ckTickMsg (ticker.go)
 }
 
 // ckView is what the placement coordinator publishes to the checkpointer.
@@ -117,25 +116,13 @@ func (c *checkpointer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.self = ctx.Self()
-		c.ticker = time.NewTicker(min(c.cfg.Interval, 250*time.Millisecond))
-		c.tickCh = make(chan struct{})
-		pid, root, t, stop := ctx.Self(), c.n.system.Root, c.ticker, c.tickCh
-		c.n.goFunc(func() {
-			for {
-				select {
-				case <-t.C:
-					root.Send(pid, ckTickMsg{})
-				case <-stop:
-					return
-				}
-			}
-		})
+		c.ticker.stop() // a restarted actor's previous one
+		c.ticker = c.n.tickSelf(ctx.Self(), min(c.cfg.Interval, 250*time.Millisecond), ckTickMsg{})
 		if !c.coord.loaded {
 			c.loadLatest()
 		}
 	case *actor.Stopping:
-		c.ticker.Stop()
-		close(c.tickCh)
+		c.ticker.stop()
 	case ckViewMsg:
 		c.onView(m.view)
 	case ckTickMsg:

@@ -63,8 +63,7 @@ type coordinator struct {
 	gen uint64
 
 	ready  chan struct{} // closed after the first placement
-	ticker *time.Ticker
-	tickCh chan struct{}
+	ticker *ticker       // sends tickMsg (ticker.go)
 }
 
 // localInst is the coordinator's record of an instance on this node.
@@ -144,22 +143,10 @@ func newCoordinator(n *Node, selfID string, topo topology.Topology, held map[str
 func (c *coordinator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		c.ticker = time.NewTicker(250 * time.Millisecond)
-		c.tickCh = make(chan struct{})
-		pid, root, t, stop := ctx.Self(), c.n.system.Root, c.ticker, c.tickCh
-		c.n.goFunc(func() {
-			for {
-				select {
-				case <-t.C:
-					root.Send(pid, tickMsg{})
-				case <-stop:
-					return
-				}
-			}
-		})
+		c.ticker.stop() // a restarted actor's previous one
+		c.ticker = c.n.tickSelf(ctx.Self(), 250*time.Millisecond, tickMsg{})
 	case *actor.Stopping:
-		c.ticker.Stop()
-		close(c.tickCh)
+		c.ticker.stop()
 	case membershipMsg:
 		c.pending = m.members
 		if !c.applyQueued {

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/cenkalti/backoff/v5"
 
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/topology"
@@ -106,9 +106,10 @@ type instance struct {
 	future          []*batchMsg // batches of a later generation, waiting for the reset
 	restoredGen     uint64      // the generation whose state the instance restored
 	releaseReported bool        // the coordinator was told of the release
-	// restartBackoff is the delay before the next restart (the
-	// supervisor's goroutine only; reset when a failure-free Window passed).
-	restartBackoff backoff.ExponentialBackOff
+	// restartBackoff hands out the delays before restarts (the
+	// supervisor's goroutine only; a new one from InitialBackoff when
+	// strike says the backoff starts over).
+	restartBackoff *backoff.Backoff
 	dlNextLog      time.Time
 
 	// current attempt

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/cenkalti/backoff/v5"
 
+	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/placement"
 	"github.com/sluicehq/sluice/topology"
@@ -175,9 +175,9 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 	}
 	p := inst.spec.Meta.Restart
 	failures, fresh := inst.strike(time.Now(), p.Window)
-	if fresh {
-		inst.restartBackoff = backoff.ExponentialBackOff{InitialInterval: p.InitialBackoff, Multiplier: 2, MaxInterval: p.MaxBackoff}
-		inst.restartBackoff.Reset()
+	if fresh || inst.restartBackoff == nil {
+		// Unjittered: one instance's restarts do not contend with others'.
+		inst.restartBackoff = backoff.New(p.InitialBackoff, p.MaxBackoff, 0)
 	}
 	inst.noteFailure(reason)
 	if failures > p.MaxRestarts {
@@ -185,7 +185,7 @@ func (s *restartStrategy) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 		sup.RestartChildren(child)
 		return
 	}
-	delay := inst.restartBackoff.NextBackOff()
+	delay := inst.restartBackoff.Next()
 	inst.log.Warn("operator instance failed; restarting", "failures", failures, "backoff", delay, "reason", fmt.Sprint(reason))
 	s.op.mu.Lock()
 	defer s.op.mu.Unlock() // held until t is in the map: the callback locks too

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
@@ -95,57 +95,35 @@ func TestRestartResubscribes(t *testing.T) {
 
 // proc is a sluice-mesos process.
 type proc struct {
-	id   string
-	cmd  *exec.Cmd
-	log  string
-	done chan error
+	id  string
+	svc *proctest.Service
+	log string
 }
 
-// startProc runs sluice-mesos with the env's master and Consul.
+// startProc runs sluice-mesos with the env's master and Consul; the
+// process is killed when the test ends.
 func (e *env) startProc(id, poolsFile string) *proc {
 	e.t.Helper()
-	p := &proc{id: id, log: filepath.Join(e.t.TempDir(), id+".log"), done: make(chan error, 1)}
-	logFile, err := os.Create(p.log)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	p.cmd = exec.Command(schedBinary,
+	p := &proc{id: id, log: filepath.Join(e.t.TempDir(), id+".log")}
+	cmd := exec.Command(schedBinary,
 		"--master", e.master.URL(), "--consul", e.consul.Addr(), "--cluster", e.cluster, "--id", id,
 		"--pools", poolsFile, "--node-binary", nodeBinary, "--http", "127.0.0.1:0", "--log-level", "debug",
 		"--failover-timeout", "60s", "--session-ttl", "10s", "--lock-delay", "5s", "--kill-grace", "5s",
 		"--relaunch-backoff-min", "200ms", "--relaunch-backoff-max", "1s",
 		"--subscribe-backoff-min", "100ms", "--subscribe-backoff-max", "1s",
 		"--reconcile-retry", "3s", "--decline-refuse", "1s", "--status-interval", "1s")
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
+	svc, err := proctest.Spawn(cmd, p.log)
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	go func() {
-		p.done <- p.cmd.Wait()
-		logFile.Close()
-	}()
+	p.svc = svc
 	e.t.Cleanup(func() {
-		p.kill()
+		svc.Kill()
 		if e.t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			if len(b) > 6000 {
-				b = b[len(b)-6000:]
-			}
-			e.t.Logf("%s log tail:\n%s", id, b)
+			e.t.Logf("%s log tail:\n%s", id, proctest.LogTail(p.log))
 		}
 	})
 	return p
-}
-
-// kill SIGKILLs the process group and waits for the process.
-func (p *proc) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case err := <-p.done:
-		p.done <- err
-	case <-time.After(10 * time.Second):
-	}
 }
 
 // httpAddr returns the status address the process logged.
@@ -219,7 +197,7 @@ func TestHAFailover(t *testing.T) {
 	before := slices.Sorted(maps.Keys(e.running()))
 
 	killed := time.Now()
-	s1.kill()
+	s1.svc.Kill()
 	sluicetest.WaitEvery(t, 60*time.Second, 20*time.Millisecond, "s2 leading with the tasks confirmed", func() bool {
 		st, err := e.readStatus()
 		if err != nil || st.Scheduler != "s2" || st.Role != mesosstatus.RoleLeader || st.Subscription.State != mesosstatus.Subscribed ||
@@ -254,17 +232,8 @@ func TestHAFailover(t *testing.T) {
 		t.Fatalf("s3 role %q, want standby", st.Role)
 	}
 	stopped := time.Now()
-	if err := s2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-s2.done:
-		s2.done <- err
-		if err != nil {
-			t.Fatalf("s2 exited with %v after SIGTERM", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("s2 did not exit after SIGTERM")
+	if err := s2.svc.Terminate(30 * time.Second); err != nil {
+		t.Fatalf("s2 after SIGTERM: %v", err)
 	}
 	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "s3 leading", func() bool {
 		st, err := e.readStatus()

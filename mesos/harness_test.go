@@ -10,7 +10,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/mesos"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
@@ -43,20 +43,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	nodeBinary = filepath.Join(dir, "testnode")
-	schedBinary = filepath.Join(dir, "sluice-mesos")
-	for bin, pkg := range map[string]string{
-		nodeBinary:  "github.com/sluicehq/sluice/internal/testnode",
-		schedBinary: "github.com/sluicehq/sluice/cmd/sluice-mesos",
+	for bin, pkg := range map[*string]string{
+		&nodeBinary:  "github.com/sluicehq/sluice/internal/testnode",
+		&schedBinary: "github.com/sluicehq/sluice/cmd/sluice-mesos",
 	} {
-		args := []string{"build", "-o", bin}
-		if raceEnabled {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "building %s: %v\n", pkg, err)
+		if *bin, err = proctest.Build(dir, pkg, raceEnabled); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			os.RemoveAll(dir)
 			os.Exit(1)
 		}

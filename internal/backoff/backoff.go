@@ -2,8 +2,9 @@
 // loop (Consul heartbeats and watches, topology watches, checkpoint and
 // rollback retries, Kafka commits and coordinator requests, the Mesos
 // scheduler's subscription and relaunches, the local launcher's restarts)
-// waits the delays of a Backoff, or of Nth where what is kept is a count of
-// failures rather than a Backoff.
+// and the supervisor's restarts of a failed operator instance wait the
+// delays of a Backoff, or of Nth where what is kept is a count of failures
+// rather than a Backoff.
 //
 // Delays start at a minimum and double per failure up to a maximum; each may
 // be randomized by a jitter factor (±jitter of the delay) so that many

@@ -11,27 +11,20 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/internal/proctest"
 )
 
-// proc is a child process of a benchmark (a testnode).
+// proc is a child process of a benchmark (a testnode), run by
+// internal/proctest: in its own process group, SIGKILLed if the benchmark
+// dies, its stderr discarded.
 type proc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string   // stdout, line by line
-	exited chan struct{} // closed once the process has exited and been waited for
-}
-
-// watch starts p's waiter: cmd must have been started.
-func (p *proc) watch() {
-	p.exited = make(chan struct{})
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
+	cmd   *exec.Cmd
+	svc   *proctest.Service
+	stdin io.WriteCloser
+	lines chan string // stdout, line by line
 }
 
 // startProc runs bin with args and waits for a stdout line starting with
@@ -40,27 +33,28 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = io.Discard
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, "", err
+		return nil, "", fmt.Errorf("bench: start %s: %w", bin, err)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, "", fmt.Errorf("bench: start %s: %w", bin, err)
 	}
-	p := &proc{cmd: cmd, stdin: in, lines: make(chan string, 16)}
-	go func() {
+	svc, err := proctest.Spawn(cmd, "")
+	if err != nil {
+		return nil, "", fmt.Errorf("bench: start %s: %w", bin, err)
+	}
+	p := &proc{cmd: cmd, svc: svc, stdin: in, lines: make(chan string, 16)}
+	go func() { // ends at the end of stdout: when the process exits
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			p.lines <- sc.Text()
 		}
 		close(p.lines)
 	}()
-	p.watch()
+	t := time.NewTimer(proctest.ReadyTimeout)
+	defer t.Stop()
 	select {
 	case l, ok := <-p.lines:
 		if ok && strings.HasPrefix(l, "ready") {
@@ -68,9 +62,9 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 		}
 		p.kill()
 		return nil, "", fmt.Errorf("bench: %s %v: unexpected first line %q", bin, args, l)
-	case <-time.After(60 * time.Second):
+	case <-t.C:
 		p.kill()
-		return nil, "", fmt.Errorf("bench: %s %v: not ready after 60s", bin, args)
+		return nil, "", fmt.Errorf("bench: %s %v: not ready after %v", bin, args, proctest.ReadyTimeout)
 	}
 }
 
@@ -79,17 +73,19 @@ func startProc(bin string, args []string, env []string) (*proc, string, error) {
 // USER_HZ) while it runs, from its wait status once it has exited (a
 // process may end on its own, as the raw sink does after its count).
 func (p *proc) cpu() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.svc.Pid()))
 	if err == nil {
 		return statCPU(string(b))
 	}
 	// Gone from /proc: reaped, or about to be.
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
 	select {
-	case <-p.exited:
+	case <-p.svc.Exited(): // cmd.Wait has set ProcessState
 		st := p.cmd.ProcessState
 		return st.UserTime() + st.SystemTime(), nil
-	case <-time.After(10 * time.Second):
-		return 0, fmt.Errorf("bench: cpu of %d: %w", p.cmd.Process.Pid, err)
+	case <-t.C:
+		return 0, fmt.Errorf("bench: cpu of %d: %w", p.svc.Pid(), err)
 	}
 }
 
@@ -116,35 +112,25 @@ func statCPU(stat string) (time.Duration, error) {
 	return time.Duration(ticks) * 10 * time.Millisecond, nil
 }
 
-// kill ends the process group and waits.
-func (p *proc) kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-	}
-}
+// kill ends the process group and waits for the process to exit.
+func (p *proc) kill() { p.svc.Kill() }
 
 // finish closes p's stdin, which ends a process that reads it to its end
 // (the raw sender), and waits for it to exit (killing it after timeout).
 func (p *proc) finish(timeout time.Duration) {
 	_ = p.stdin.Close()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
 	select {
-	case <-p.exited:
-	case <-time.After(timeout):
+	case <-p.svc.Exited():
+	case <-t.C:
 		p.kill()
 	}
 }
 
-// stop asks for a graceful stop and waits (killing after timeout).
-func (p *proc) stop(timeout time.Duration) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(timeout):
-		p.kill()
-	}
-}
+// stop asks for a graceful stop (SIGTERM) and waits, killing the process
+// group after timeout.
+func (p *proc) stop(timeout time.Duration) { p.svc.Stop(timeout) }
 
 // nodeStatus fetches a node's /v1/status.
 func nodeStatus(httpAddr string) (control.Status, error) {

@@ -2,9 +2,10 @@ package bench
 
 import (
 	"os/exec"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/proctest"
 )
 
 func TestStatCPU(t *testing.T) {
@@ -24,12 +25,11 @@ func TestStatCPU(t *testing.T) {
 // A busy child's CPU time, read from /proc, grows.
 func TestProcCPU(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "while :; do :; done")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // as startProc: kill ends the group
-	if err := cmd.Start(); err != nil {
+	svc, err := proctest.Spawn(cmd, "") // as startProc
+	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd}
-	p.watch()
+	p := &proc{cmd: cmd, svc: svc}
 	t.Cleanup(p.kill)
 	deadline := time.Now().Add(30 * time.Second)
 	var c time.Duration

@@ -82,18 +82,8 @@ func (p *Process) Signal(sig syscall.Signal) { p.svc.Signal(sig) }
 
 // Stop sends SIGTERM to the process (a graceful leave) and waits up to
 // timeout for it to exit; it returns the process's exit error, or an error
-// if it is still running.
-func (p *Process) Stop(timeout time.Duration) error {
-	_ = p.svc.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-p.svc.Exited():
-		return p.svc.Err()
-	case <-t.C:
-		return fmt.Errorf("did not stop within %v", timeout)
-	}
-}
+// if it is still running (Service.Terminate).
+func (p *Process) Stop(timeout time.Duration) error { return p.svc.Terminate(timeout) }
 
 // StartNode is Start for a test's node id: it runs bin with -id id -data
 // dir/id/data and args, its stderr in dir/id.log, fails t with the end of

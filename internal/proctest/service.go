@@ -41,22 +41,27 @@ type Service struct {
 
 // Spawn starts cmd (its Dir and Env set by the caller) as a Service: the
 // stdout and stderr that cmd does not set already are appended to logPath,
-// after a line saying what starts when.
+// after a line saying what starts when. With logPath "" they are
+// discarded (a program such as the benchmark harness, which keeps no logs).
 func Spawn(cmd *exec.Cmd, logPath string) (*Service, error) {
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("proctest: open log: %w", err)
-	}
-	fmt.Fprintf(logf, "==> proctest: starting %s at %s\n", filepath.Base(cmd.Path), time.Now().Format(time.RFC3339Nano))
-	if cmd.Stdout == nil {
-		cmd.Stdout = logf
-	}
-	if cmd.Stderr == nil {
-		cmd.Stderr = logf
+	var logf *os.File
+	if logPath != "" {
+		var err error
+		if logf, err = os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return nil, fmt.Errorf("proctest: open log: %w", err)
+		}
+		fmt.Fprintf(logf, "==> proctest: starting %s at %s\n", filepath.Base(cmd.Path), time.Now().Format(time.RFC3339Nano))
+		if cmd.Stdout == nil {
+			cmd.Stdout = logf
+		}
+		if cmd.Stderr == nil {
+			cmd.Stderr = logf
+		}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
+		s := &Service{log: logf}
+		s.closeLog()
 		return nil, fmt.Errorf("proctest: exec %s: %w", cmd.Path, err)
 	}
 	s := &Service{cmd: cmd, log: logf, exited: make(chan struct{})}
@@ -117,7 +122,23 @@ func (s *Service) Stop(grace time.Duration) {
 		s.Signal(syscall.SIGKILL)
 		<-s.exited
 	}
-	s.log.Close()
+	s.closeLog()
+}
+
+// Terminate sends SIGTERM to the process (not its group: a graceful stop
+// of the process itself) and waits up to timeout for it to exit. It
+// returns the process's exit error (nil for a clean exit), or an error if
+// it still runs, which it is then left to do.
+func (s *Service) Terminate(timeout time.Duration) error {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+		return s.waitErr
+	case <-t.C:
+		return fmt.Errorf("proctest: %s did not stop within %v of SIGTERM", filepath.Base(s.cmd.Path), timeout)
+	}
 }
 
 // Kill sends SIGKILL to the process group (it works on a stopped,
@@ -125,7 +146,14 @@ func (s *Service) Stop(grace time.Duration) {
 func (s *Service) Kill() {
 	s.Signal(syscall.SIGKILL)
 	<-s.exited
-	s.log.Close()
+	s.closeLog()
+}
+
+// closeLog closes the log file, if there is one.
+func (s *Service) closeLog() {
+	if s.log != nil {
+		_ = s.log.Close()
+	}
 }
 
 // Build compiles the main package pkg (an import path) into dir and returns
