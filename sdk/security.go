@@ -17,6 +17,10 @@ type ControlSecurity = control.Security
 // NodeSecurity configures mutual TLS between the nodes of a cluster: the
 // cluster CA and this node's certificate, named after its node id; see
 // actors.TransportSecurity and docs/security.md.
+//
+// Its fields (go doc actors.TransportSecurity has them in full):
+//
+//	TLS creds.Config // TLS names the cluster CA bundle (CAFile) and this node's certificate and key …
 type NodeSecurity = actors.TransportSecurity
 
 // LaunchPolicy says which executables the local launcher (Config.Launch)

@@ -63,11 +63,19 @@ type Closer = core.Closer
 type Source = core.Source
 
 // Replayable is implemented by sources that can produce again from a
-// durable position (Kafka): see core docs on at-least-once delivery.
+// durable position (Kafka), for at-least-once delivery. Its methods run on
+// the instance's goroutine:
+//
+//	Source
+//	Position() any                // the position now; called when the instance commits
+//	Durable(ctx Context, pos any) // everything produced before pos is durable downstream
+//	Rewind(ctx Context) error     // produce again from the last durable position
 type Replayable = core.Replayable
 
 // Flusher is implemented by operators that buffer output outside the
 // runtime (a Kafka producer); Flush runs before every state commit.
+//
+//	Flush(ctx Context) error
 type Flusher = core.Flusher
 
 // Resumable is implemented by sources that keep their read position in
@@ -94,10 +102,12 @@ type Factory = core.Factory
 //	Produce(stream string, rec Record) error
 //		Sends rec to one of the operator's declared outputs; delivered
 //		after the callback returns successfully, discarded if it fails.
-//	SetTimer(key string, at time.Time) error / DeleteTimer(key string) error
+//	SetTimer(key string, at time.Time) error
+//	DeleteTimer(key string) error
 //		Durable timers (one per key; setting again replaces it), fired by
 //		ProcessTimer at or after at, also after a restart.
-//	SetEventTimer(key string, at time.Time) error / DeleteEventTimer(key string) error
+//	SetEventTimer(key string, at time.Time) error
+//	DeleteEventTimer(key string) error
 //		Event-time timers, fired by ProcessEventTimer (EventTimerProcessor)
 //		once the instance's watermark reaches at.
 //	Watermark() time.Time
@@ -127,34 +137,81 @@ type State = core.State
 
 // AllGroupsScanner is implemented by the runtime's State: Scan over every
 // key group the instance owns (see ScanAllGroups).
+//
+//	ScanAllGroups(prefix []byte, fn func(key, value []byte) error) error
 type AllGroupsScanner = core.AllGroupsScanner
 
 // OwnedSetter is implemented by the runtime's State: SetOwned(key, value)
 // is Set without the copy of value, which the State keeps, so the caller
 // must not modify value afterwards (PutInt64 uses it).
+//
+//	SetOwned(key, value []byte)
 type OwnedSetter = core.OwnedSetter
 
 // Record is one item on a stream.
+//
+// Its fields (go doc internal/core.Record has them in full):
+//
+//	Key []byte          // Key routes the record on group-by inputs and names it in logs.
+//	Value []byte        // Value is the payload.
+//	EventTime time.Time // EventTime is when the event happened.
+//	Headers []Header    // Headers carry metadata such as trace context and, on dead letters, the error.
+//	Stream string       // Stream is the stream the record arrived on.
 type Record = core.Record
 
 // Header is one record header.
+//
+// Its fields (go doc internal/core.Header has them in full):
+//
+//	Key string
+//	Value string
 type Header = core.Header
 
 // Metadata describes an operator.
+//
+// Its fields (go doc internal/core.Metadata has them in full):
+//
+//	Name string                   // Name identifies the operator; it must be unique in a runtime and may contain letters, …
+//	Inputs []Input                // Inputs are the streams the operator subscribes to, each with its routing.
+//	Outputs []string              // Outputs are the streams the operator may produce to.
+//	Parallelism int               // Parallelism is the number of instances; 0 means 1.
+//	KeyGroups int                 // KeyGroups is the number of key groups that keys (and state) are hashed into; 0 means 256.
+//	Restart RestartPolicy         // Restart says how failures are handled; zero fields take defaults.
+//	Watermarks *WatermarkStrategy // Watermarks, on a source, makes it emit watermarks derived from the event times of the …
+//	Window *WindowSpec            // Window, on a window operator (sdk/window), is its windows; a manifest may change them …
 type Metadata = core.Metadata
 
 // Input is a subscription to a stream with a routing.
+//
+// Its fields (go doc internal/core.Input has them in full):
+//
+//	Stream string
+//	Routing Routing
 type Input = core.Input
 
 // Routing says which instance receives a record.
 type Routing = core.Routing
 
 // RestartPolicy says how failures are handled.
+//
+// Its fields (go doc internal/core.RestartPolicy has them in full):
+//
+//	MaxRestarts int              // MaxRestarts is the number of failures that count (see above) allowed within Window; 0 …
+//	Window time.Duration         // Window is the period over which restarts are counted; 0 means 1 minute.
+//	InitialBackoff time.Duration // InitialBackoff is the delay before the first restart; 0 means 10 ms.
+//	MaxBackoff time.Duration     // MaxBackoff caps the delay; 0 means 5 s.
+//	DeadLetterAfter int          // DeadLetterAfter is the number of failed attempts after which a record or timer goes to …
 type RestartPolicy = core.RestartPolicy
 
 // WatermarkStrategy says how a source derives watermarks from event times
 // (Metadata.Watermarks): bounded out-of-orderness (0: monotonic),
 // idleness, interval.
+//
+// Its fields (go doc internal/core.WatermarkStrategy has them in full):
+//
+//	OutOfOrderness time.Duration // OutOfOrderness bounds how far an event time may be behind the largest one produced …
+//	Idleness time.Duration       // Idleness is how long a source instance producing nothing waits before it is marked …
+//	Interval time.Duration       // Interval is the least time between two watermarks of an instance; 0 means …
 type WatermarkStrategy = core.WatermarkStrategy
 
 // WatermarkGenerator is implemented by sources with a custom watermark
@@ -165,12 +222,39 @@ type WatermarkGenerator = core.WatermarkGenerator
 
 // WindowSpec is a window operator's windows (Metadata.Window): what a
 // manifest's window mapping sets (see sdk/window).
+//
+// Its fields (go doc internal/core.WindowSpec has them in full):
+//
+//	Type WindowType        // Type is the kind of windows (required).
+//	Size time.Duration     // Size of tumbling and hopping windows (> 0).
+//	Slide time.Duration    // Slide of hopping windows: a window starts every Slide (> 0, ≤ Size).
+//	Gap time.Duration      // Gap of session windows (> 0).
+//	Count int64            // Count of records of count windows (> 0).
+//	Lateness time.Duration // Lateness is how long after a window's end late records are still added to it (≥ 0; …
+//	Emit WindowEmit        // Emit says when results are produced.
 type WindowSpec = core.WindowSpec
 
 // InstanceInfo describes a running instance.
+//
+// Its fields (go doc internal/core.InstanceInfo has them in full):
+//
+//	Operator string          // Operator is the operator's name.
+//	Index int                // Index is the instance's index in [0, Parallelism).
+//	Parallelism int          // Parallelism is the operator's number of instances.
+//	Node string              // Node is the id of the node the instance runs on.
+//	KeyGroups int            // KeyGroups is the operator's total number of key groups.
+//	FirstGroup, EndGroup int // FirstGroup and EndGroup bound the key groups this instance owns: [FirstGroup, EndGroup).
+//	Guarantee Guarantee      // Guarantee is the node's delivery guarantee, for connectors whose behaviour depends on …
+//	Window *WindowSpec       // Window is the operator's windows as deployed (Metadata.Window, which a manifest may …
 type InstanceInfo = core.InstanceInfo
 
 // MetadataError reports an invalid metadata field.
+//
+// Its fields (go doc internal/core.MetadataError has them in full):
+//
+//	Operator string // the operator's name, or its position if the name is empty
+//	Field string    // e.g.
+//	Problem string  // what is wrong and what is allowed
 type MetadataError = core.MetadataError
 
 // Guarantee is what a crash may cost a pipeline: ExactlyOnce, AtLeastOnce
@@ -264,10 +348,46 @@ type StateLog = core.StateLog
 
 // KV is one committed state write handed to a StateLog: its key group and
 // the runtime's opaque key and value (nil value: deleted).
+//
+// Its fields (go doc internal/core.KV has them in full):
+//
+//	KeyGroup int
+//	Key, Value []byte
 type KV = core.KV
 
 // OperatorStatus describes one operator and its instances.
+//
+// Its fields (go doc actors.OperatorStatus has them in full):
+//
+//	Name string
+//	Kind string
+//	Parallelism int
+//	Epoch int64
+//	Inputs []core.Input
+//	Outputs []string
+//	Instances []InstanceStatus     // Instances are the instances on this node (of any epoch, in any mode).
+//	RecentDeadLetters []DeadLetter // RecentDeadLetters are the operator's latest dead letters on this node (at most …
 type OperatorStatus = actors.OperatorStatus
 
 // InstanceStatus describes one operator instance.
+//
+// Its fields (go doc actors.InstanceStatus has them in full):
+//
+//	Index int
+//	Epoch int64
+//	Node string
+//	FirstGroup, EndGroup int // FirstGroup and EndGroup bound the key groups the instance owns.
+//	State InstanceState      // State is what the instance is doing on this node.
+//	Restarts int             // Restarts counts restarts since the node started.
+//	Processed int64          // Processed counts records taken from the instance's inputs (including those …
+//	Produced int64           // Produced counts records the instance produced (dead letters excluded), over the …
+//	DeadLetters int64        // DeadLetters counts records and timers sent to the dead-letter stream.
+//	Queued int64             // Queued is the number of records delivered to the instance and not yet processed (its …
+//	Blocked time.Duration    // Blocked is the time the instance spent blocked by backpressure (a full output buffer …
+//	StateBytes int64         // StateBytes estimates the disk space of the instance's key groups.
+//	TransientErrors int64    // TransientErrors counts the transient failures (core.ErrTransient) of the instance's …
+//	Watermark time.Time      // Watermark is the instance's event-time watermark (zero before any; the end of time, …
+//	Finished bool            // Finished says the instance's input ended (a source: its Poll returned ErrEndOfStream), …
+//	LastError string         // LastError is the most recent failure, if any.
+//	FailedReason string      // FailedReason says why the instance was marked failed.
 type InstanceStatus = actors.InstanceStatus
