@@ -101,6 +101,10 @@ func (c Config) Validate() error {
 	if err := n.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.Launch && c.Consul == "" {
+		bad("Launch", "runs the executables of deployed operators as processes that join this node's cluster, and an embedded node has none: "+
+			"give Consul (-consul) to run a cluster, or leave Launch (-launch) out")
+	}
 	if c.StopTimeout < 0 {
 		bad("StopTimeout", "must be ≥ 0 (0: %v), got %v", DefaultStopTimeout, c.StopTimeout)
 	}

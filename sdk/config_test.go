@@ -28,6 +28,7 @@ func TestConfigValidate(t *testing.T) {
 		{"restore from no id", sdk.Config{RestoreFrom: "newest"}, []string{"Config.RestoreFrom"}},
 		{"restore from 0", sdk.Config{RestoreFrom: "0"}, []string{"Config.RestoreFrom"}},
 		{"addresses", sdk.Config{Bind: "7000", Advertise: "host", HTTP: "localhost"}, []string{"Config.Bind", "Config.Advertise", "Config.HTTP"}},
+		{"launch on an embedded node", sdk.Config{Launch: true}, []string{"Config.Launch"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.cfg.Validate()

@@ -78,7 +78,8 @@ type Config struct {
 	// launcher).
 	Deploy   []string
 	HostOnly bool
-	// Launch runs a local launcher in this process (cluster mode only): it
+	// Launch runs a local launcher in this process (cluster mode: Validate
+	// refuses it without Consul, which an embedded node would ignore): it
 	// starts the executable of deployed operators whose kind no node hosts
 	// (see package launcher), keeping their state under DataDir/launched.
 	// It needs a control API (HTTP) that requires authentication (see
