@@ -58,6 +58,13 @@ type SourceConfig struct {
 	MaxLineSize int
 	// Stdin is what the path "-" reads; nil means os.Stdin.
 	Stdin io.Reader
+	// Follow keeps reading as the file grows, as tail -f does: at its end
+	// the source waits for more, and a last line without its '\n' waits
+	// for it. Otherwise (the default) the end of the file is the end of
+	// the stream: the source's last line is produced and its next Poll
+	// returns sdk.ErrEndOfStream, so that an embedded batch job (sdk.Run)
+	// returns once everything read is processed.
+	Follow bool
 }
 
 // withDefaults fills zero fields and makes Path absolute.

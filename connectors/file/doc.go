@@ -7,11 +7,15 @@
 // A source (NewSource) reads SourceConfig.Path and produces one record per
 // line to SourceConfig.Stream: the value is the line without its '\n' (a
 // '\r' before it is kept), the key is SourceConfig.Key(line) or empty, and
-// the event time is when the line was read. A final line without a '\n' is
-// produced too. A file is read by one instance, in order (Parallelism is
-// 1). At the end of the file the source produces nothing more; it does not
-// follow a growing file, but an instance that starts again (after a
-// failure or a restart of the runtime) reads on from where it stopped.
+// the event time is when the line was read. A file is read by one
+// instance, in order (Parallelism is 1). By default the file is bounded:
+// its final line is produced even without a '\n', and the end of the file
+// is the end of the stream (Poll returns sdk.ErrEndOfStream), so that an
+// embedded sdk.Run over a file returns once everything is processed. With
+// SourceConfig.Follow the source reads on as the file grows, like tail -f,
+// producing a last line only once its '\n' is written. Either way an
+// instance that starts again (after a failure or a restart of the runtime)
+// reads on from where it stopped.
 //
 // A file source keeps its position, the byte offset after the last line it
 // produced, in its instance's state, written in the same attempt (Poll) as

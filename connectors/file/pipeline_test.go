@@ -405,3 +405,48 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// TestBoundedFileRunReturns: by default a file's end is its stream's end,
+// so an embedded batch job over a file returns once every line is
+// written (it waited for ever: the source idled at the end of the file).
+func TestBoundedFileRunReturns(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")
+	want := makeLines(0, 5000)
+	writeLines(t, in, want, os.O_TRUNC)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	err := sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: filepath.Join(dir, "data"), NoSync: true, Logger: sluicetest.Logger(t)},
+		Guarantee: sdk.AtLeastOnce},
+		mustSource(t, file.SourceConfig{Name: "read", Stream: "lines", Path: in, Batch: 100}),
+		mustSink(t, file.SinkConfig{Name: "write", Stream: "lines", Path: out, Parallelism: 2}))
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("Run over a file: %v (context: %v), want it to return by itself at the end of the file", err, ctx.Err())
+	}
+	checkExactlyOnce(t, readLines(t, out), want)
+}
+
+// TestFollowReadsAsTheFileGrows: with Follow the source reads on as lines
+// are appended, and a last line without its '\n' is produced only whole.
+func TestFollowReadsAsTheFileGrows(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.txt"), filepath.Join(dir, "out.txt")
+	first := makeLines(0, 100)
+	writeLines(t, in, first, os.O_TRUNC)
+	f, err := os.OpenFile(in, os.O_WRONLY|os.O_APPEND, 0)
+	sluicetest.Must(t, err)
+	defer f.Close()
+	_, err = f.WriteString("a line written in two")
+	sluicetest.Must(t, err)
+	start(t, filepath.Join(dir, "data"),
+		mustSource(t, file.SourceConfig{Name: "read", Stream: "lines", Path: in, Batch: 10, Follow: true}),
+		mustSink(t, file.SinkConfig{Name: "write", Stream: "lines", Path: out}))
+	waitLines(t, out, len(first))
+	_, err = f.WriteString(" halves\n")
+	sluicetest.Must(t, err)
+	more := makeLines(100, 50)
+	writeLines(t, in, more, os.O_APPEND)
+	want := append(append(first, "a line written in two halves"), more...)
+	waitLines(t, out, len(want))
+	checkExactlyOnce(t, readLines(t, out), want)
+}

@@ -89,15 +89,16 @@ func (s *Source) Init(ctx sdk.Context) error {
 	return nil
 }
 
-// Poll produces up to Batch lines. At the end of the file it produces
-// nothing more (until the instance restarts, when the file is looked at
-// again from the stored offset). A file that cannot be opened is a
+// Poll produces up to Batch lines. At the end of the file the stream
+// ends: the next Poll returns sdk.ErrEndOfStream; with Follow it waits for
+// the file to grow instead, reading a last line only once its '\n' is
+// there. A file that cannot be opened is a
 // transient failure (the runtime retries with backoff and shows the error
 // in the instance's status); a read error fails the attempt, and the
 // restarted instance reads again from the stored offset.
 func (s *Source) Poll(ctx sdk.Context) error {
 	if s.done {
-		return nil
+		return sdk.ErrEndOfStream
 	}
 	if s.r == nil {
 		if err := s.open(); err != nil {
@@ -110,6 +111,16 @@ func (s *Source) Poll(ctx sdk.Context) error {
 		if err != nil {
 			return fmt.Errorf("file source %q: read %s at offset %d: %w", s.op, s.cfg.Path, s.offset, err)
 		}
+		if l.eof && s.cfg.Follow {
+			// Wait for more: a last line without its '\n' is read again,
+			// whole, once the file has grown.
+			if l.n > 0 {
+				if err := s.rewind(); err != nil {
+					return err
+				}
+			}
+			break
+		}
 		if l.n > 0 {
 			if err := emit(ctx, s.cfg, s.op, s.log, l, s.offset); err != nil {
 				return err
@@ -118,7 +129,7 @@ func (s *Source) Poll(ctx sdk.Context) error {
 		}
 		if l.eof {
 			s.done = true
-			s.log.Info("end of file: the source produces nothing more", "path", s.cfg.Path, "offset", s.offset)
+			s.log.Info("end of file: the source's stream ends (set Follow to read on as the file grows)", "path", s.cfg.Path, "offset", s.offset)
 			break
 		}
 	}
@@ -126,6 +137,15 @@ func (s *Source) Poll(ctx sdk.Context) error {
 		// In the same attempt as the records: both are kept, or neither.
 		ctx.State().Set(s.stateKey, strconv.AppendInt(nil, s.offset, 10))
 	}
+	return nil
+}
+
+// rewind makes the reader read on from the offset again.
+func (s *Source) rewind() error {
+	if _, err := s.f.Seek(s.offset, io.SeekStart); err != nil {
+		return fmt.Errorf("file source %q: seek %s to %d: %w", s.op, s.cfg.Path, s.offset, err)
+	}
+	s.r.Reset(s.f)
 	return nil
 }
 

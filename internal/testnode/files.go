@@ -14,7 +14,7 @@ import (
 // decimal counts, and a sink "sink" writing "key\tcount" lines to out.
 func fileOps(in, out string, rate float64, countPar int) ([]sdk.Factory, error) {
 	src, err := file.NewSource(file.SourceConfig{Name: "gen", Stream: testkinds.Words, Path: in, Batch: 100,
-		Key: func(line []byte) []byte { return line }})
+		Follow: true, Key: func(line []byte) []byte { return line }}) // a node runs on at the end of its input
 	if err != nil {
 		return nil, fmt.Errorf("-file-in: %w", err)
 	}
