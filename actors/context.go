@@ -31,7 +31,10 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 			}
 		}
 		if !i.outs[stream] {
-			return fmt.Errorf("operator %q: produce to %q: %w (declared outputs: %v)", i.key.op, stream, core.ErrUnknownStream, i.spec.Meta.Outputs)
+			err := fmt.Errorf("operator %q: produce to %q: %w (declared outputs: %v)", i.key.op, stream, core.ErrUnknownStream, i.spec.Meta.Outputs)
+			// Shown in the status even if the operator drops the error.
+			i.setLastError(err.Error())
+			return err
 		}
 		c.lastStream = stream
 	}

@@ -273,6 +273,18 @@ func TestUnknownStreams(t *testing.T) {
 	if err := <-errs; !errors.Is(err, sdk.ErrUnknownStream) || !strings.Contains(err.Error(), `"undeclared"`) {
 		t.Fatalf("operator Produce to undeclared stream: %v, want ErrUnknownStream naming it", err)
 	}
+	// The operator drops the error; the status still says it.
+	var last string
+	for _, st := range n.Status() {
+		for _, in := range st.Instances {
+			if st.Name == "u" {
+				last = in.LastError
+			}
+		}
+	}
+	if !strings.Contains(last, `produce to "undeclared"`) {
+		t.Fatalf("the status's last error = %q, want the refused produce (the operator dropped the error)", last)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if c := strings.Count(logs.String(), "input stream has no producer"); c != 1 || !strings.Contains(logs.String(), "stream=in") {

@@ -273,6 +273,11 @@ func (s *Server) specFromManifest(mf api.Manifest) (topology.OperatorSpec, []str
 	if mf.Window != nil && known && meta.Window == nil {
 		return topology.OperatorSpec{}, []string{fmt.Sprintf("window: kind %q is not a window operator (it declares no windows, see sdk/window): remove window", kind)}
 	}
+	if known {
+		if problems := contradictions(mf, kind, meta); len(problems) > 0 {
+			return topology.OperatorSpec{}, problems
+		}
+	}
 	meta = manifest.Metadata(mf, meta)
 	spec := topology.OperatorSpec{Kind: kind, Meta: meta, Executable: mf.Executable, CPUs: mf.CPUs, Mem: mf.Mem, Disk: mf.Disk,
 		Retries: mf.Retries, Env: mf.Environment}
