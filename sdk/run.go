@@ -242,6 +242,9 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 			closeListener(lis)
 			return nil, fmt.Errorf("sdk: start: %w", err)
 		}
+		if sec.Authenticated() {
+			warnAnonymousConsul(ctx, logger, cfg.Consul)
+		}
 		ncfg.Cluster = &actors.ClusterConfig{Discovery: d, BindAddr: cfg.Bind, AdvertiseAddr: cfg.Advertise, Version: cmp.Or(cfg.Version, BuildVersion()),
 			Settle: cfg.Settle, Security: nodeSecurity(cfg)}
 		if srv != nil {
@@ -495,4 +498,20 @@ func Run(ctx context.Context, cfg Config, operators ...Factory) error {
 		return fmt.Errorf("sdk: stop: %w", err)
 	}
 	return nil
+}
+
+// warnAnonymousConsul logs an error when the Consul agent at addr takes
+// writes without a token: its KV store and catalog then let anyone who
+// reaches it change the topology and the membership, which the control
+// API's credentials were set to prevent.
+func warnAnonymousConsul(ctx context.Context, logger *slog.Logger, addr string) {
+	anon, err := consul.AnonymousWrites(ctx, consul.Config{Address: addr})
+	switch {
+	case err != nil:
+		logger.Warn("sdk: could not check whether Consul takes writes without a token", "consul", addr, "error", err)
+	case anon:
+		logger.Error("sdk: INSECURE: Consul takes writes without a token, so anyone who reaches it can deploy, kill and take over instances "+
+			"whatever the control API's tokens say: enable Consul's ACLs with default_policy \"deny\" and give the nodes a token "+
+			"(CONSUL_HTTP_TOKEN; docs/security.md, \"Consul\")", "consul", addr)
+	}
 }

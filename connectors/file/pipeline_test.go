@@ -314,7 +314,7 @@ func TestStdinSource(t *testing.T) {
 
 // TestStdoutSink writes key-value lines to an injected stdout.
 func TestStdoutSink(t *testing.T) {
-	var stdout syncBuffer
+	var stdout sluicetest.Buffer
 	rt := start(t, t.TempDir(),
 		mustSink(t, file.SinkConfig{Name: "write", Stream: "in", Path: file.Stdio, Format: file.FormatKeyValue, Stdout: &stdout}))
 	var want strings.Builder
@@ -387,24 +387,6 @@ func (probe) Metadata() sdk.Metadata {
 func (probe) Init(sdk.Context) error                            { return nil }
 func (probe) ProcessRecord(sdk.Context, sdk.Record) error       { return nil }
 func (probe) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
-
-// syncBuffer is a bytes.Buffer safe for the sink and the test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // TestBoundedFileRunReturns: by default a file's end is its stream's end,
 // so an embedded batch job over a file returns once every line is
