@@ -262,8 +262,8 @@ func (s *Server) clusterStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cs := v.status(s.node.ID())
-	if s.mesos != nil {
-		launched, pending := s.mesos(r.Context())
+	if s.external != nil {
+		launched, pending := s.external(r.Context())
 		cs.Launcher = append(cs.Launcher, launched...)
 		cs.Pending = append(cs.Pending, pending...)
 	}

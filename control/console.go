@@ -183,8 +183,8 @@ func (s *Server) consoleSnapshot(ctx context.Context) (api.ConsoleSnapshot, erro
 		return api.ConsoleSnapshot{}, err
 	}
 	cs := v.status(s.node.ID())
-	if s.mesos != nil {
-		launched, pending := s.mesos(ctx)
+	if s.external != nil {
+		launched, pending := s.external(ctx)
 		cs.Launcher = append(cs.Launcher, launched...)
 		cs.Pending = append(cs.Pending, pending...)
 	}

@@ -73,8 +73,9 @@ type Server struct {
 	shutdownOnce sync.Once
 	shutdownErr  error
 
-	// mesos, when set, reads the Mesos framework's tasks and problems.
-	mesos func(ctx context.Context) ([]api.LaunchedView, []string)
+	// external, when set, reads a launcher's processes and problems from
+	// outside the node (the Mesos framework's tasks).
+	external func(ctx context.Context) ([]api.LaunchedView, []string)
 
 	console consoleHub // the web console's rates and event streams (console.go)
 }

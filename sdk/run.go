@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/console"
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/launcher"
+	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/objstore/storeurl"
 	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
@@ -303,8 +304,10 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 	}
 	if srv != nil {
 		if cfg.Consul != "" {
-			if err := srv.ShowMesos(cfg.Consul, clusterName(cfg)); err != nil {
+			if read, err := mesosstatus.Reader(cfg.Consul, clusterName(cfg)); err != nil {
 				logger.Warn("the status will not show Mesos tasks", "error", err)
+			} else {
+				srv.SetExternalStatus(read)
 			}
 		}
 		srv.Serve(lis, n)

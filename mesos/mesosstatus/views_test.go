@@ -1,4 +1,4 @@
-package control
+package mesosstatus_test
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
-func TestMesosViews(t *testing.T) {
+func TestViews(t *testing.T) {
 	st := mesosstatus.Status{
 		Master:       "http://m:5050",
 		Subscription: mesosstatus.SubscriptionStatus{State: "subscribed"},
@@ -20,7 +20,7 @@ func TestMesosViews(t *testing.T) {
 			{Pool: "big", Instance: 0, State: "PENDING", Pending: "no offer with 8 cpus seen in 60 s; largest offer: 4 cpus"},
 		},
 	}
-	launched, pending := mesosViews(st)
+	launched, pending := mesosstatus.Views(st)
 	if len(launched) != 2 || launched[0].State != "TASK_RUNNING" || launched[0].Where != "mesos agent a1" || !strings.Contains(launched[1].Message, "8 cpus") {
 		t.Fatalf("launched = %+v", launched)
 	}

@@ -1,4 +1,4 @@
-package control
+package mesosstatus
 
 import (
 	"context"
@@ -9,36 +9,36 @@ import (
 	consul "github.com/hashicorp/consul/api"
 
 	"github.com/sluicehq/sluice/control/api"
-	"github.com/sluicehq/sluice/mesos/mesosstatus"
 )
 
-// ShowMesos makes the cluster status include the Mesos framework's tasks
-// and pending reasons, as its leader publishes them in Consul.
-func (s *Server) ShowMesos(consulAddr, cluster string) error {
+// Reader returns what a node's control API shows of the Mesos framework
+// of cluster (control.Server.SetExternalStatus): its tasks as launched
+// processes and its pending reasons, as its leader publishes them in the
+// Consul at consulAddr; nothing when the cluster has no framework.
+func Reader(consulAddr, cluster string) (func(context.Context) ([]api.LaunchedView, []string), error) {
 	cfg := consul.DefaultConfig()
 	cfg.Address = consulAddr
 	c, err := consul.NewClient(cfg)
 	if err != nil {
-		return fmt.Errorf("control: consul client for the Mesos status: %w", err)
+		return nil, fmt.Errorf("mesosstatus: consul client: %w", err)
 	}
-	s.mesos = func(ctx context.Context) ([]api.LaunchedView, []string) {
+	return func(ctx context.Context) ([]api.LaunchedView, []string) {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		st, err := mesosstatus.ReadStatus(ctx, c, cluster)
-		if errors.Is(err, mesosstatus.ErrNoStatus) {
+		st, err := ReadStatus(ctx, c, cluster)
+		if errors.Is(err, ErrNoStatus) {
 			return nil, nil // no Mesos framework in this cluster
 		}
 		if err != nil {
 			return nil, []string{"Mesos framework status unavailable: " + err.Error()}
 		}
-		return mesosViews(st)
-	}
-	return nil
+		return Views(st)
+	}, nil
 }
 
-// mesosViews turns the framework's status into launcher entries and
-// pending reasons.
-func mesosViews(st mesosstatus.Status) ([]api.LaunchedView, []string) {
+// Views turns the framework's status into launcher entries and pending
+// reasons.
+func Views(st Status) ([]api.LaunchedView, []string) {
 	var launched []api.LaunchedView
 	var pending []string
 	for _, t := range st.Tasks {
