@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"flag"
+	"strings"
 
 	"github.com/sluicehq/sluice/creds"
 )
@@ -28,6 +29,12 @@ type TransportSecurity struct {
 	// and key (CertFile, KeyFile). All three, or none (no TLS: anyone who
 	// reaches the node's address can send it messages).
 	TLS creds.Config
+	// Insecure lets a cluster node run its actor port without TLS, open
+	// to whoever reaches its address (records, state handoff, membership
+	// messages), on a network only the cluster reaches: sdk.Start refuses
+	// to join a cluster without TLS otherwise. It changes nothing when TLS
+	// is configured.
+	Insecure bool
 }
 
 // Enabled reports whether s configures any file.
@@ -59,6 +66,9 @@ const (
 	EnvNodeCA   = "SLUICE_NODE_CA"
 	EnvNodeCert = "SLUICE_NODE_CERT"
 	EnvNodeKey  = "SLUICE_NODE_KEY"
+	// EnvNodeInsecure is TransportSecurity.Insecure: any value but "", 0
+	// or false.
+	EnvNodeInsecure = "SLUICE_NODE_INSECURE"
 )
 
 // TransportSecurityFromEnv reads the settings from $SLUICE_NODE_CA,
@@ -67,7 +77,9 @@ func TransportSecurityFromEnv(getenv func(string) string) TransportSecurity {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	return TransportSecurity{TLS: creds.Config{CAFile: getenv(EnvNodeCA), CertFile: getenv(EnvNodeCert), KeyFile: getenv(EnvNodeKey)}}
+	v := strings.ToLower(strings.TrimSpace(getenv(EnvNodeInsecure)))
+	return TransportSecurity{TLS: creds.Config{CAFile: getenv(EnvNodeCA), CertFile: getenv(EnvNodeCert), KeyFile: getenv(EnvNodeKey)},
+		Insecure: v != "" && v != "0" && v != "false" && v != "no"}
 }
 
 // Environ returns the SLUICE_NODE_* variables that make another process
@@ -80,6 +92,9 @@ func (s TransportSecurity) Environ() []string {
 			env = append(env, kv[0]+"="+kv[1])
 		}
 	}
+	if s.Insecure {
+		env = append(env, EnvNodeInsecure+"=1")
+	}
 	return env
 }
 
@@ -90,4 +105,5 @@ func (s *TransportSecurity) RegisterFlags(fs *flag.FlagSet, getenv func(string) 
 	fs.StringVar(&s.TLS.CAFile, "node-ca", s.TLS.CAFile, "cluster CA bundle (PEM) that signs every node's certificate: mutual TLS between nodes ($"+EnvNodeCA+")")
 	fs.StringVar(&s.TLS.CertFile, "node-cert", s.TLS.CertFile, "this node's certificate (PEM), named after the node id, for node-to-node traffic ($"+EnvNodeCert+")")
 	fs.StringVar(&s.TLS.KeyFile, "node-key", s.TLS.KeyFile, "the private key of -node-cert ($"+EnvNodeKey+")")
+	fs.BoolVar(&s.Insecure, "node-insecure", s.Insecure, "join a cluster without -node-* certificates: the actor port then takes records and membership messages from whoever reaches it; only on a network the cluster alone reaches ($"+EnvNodeInsecure+")")
 }

@@ -171,7 +171,7 @@ func startCluster(t *testing.T) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, dir: t.TempDir(), agent: consultest.Start(t)}
 	for _, id := range []string{"n1", "n2", "n3"} {
-		args := []string{"-id", id, "-data", filepath.Join(c.dir, id), "-consul", c.agent.Addr(),
+		args := []string{"-id", id, "-data", filepath.Join(c.dir, id), "-consul", c.agent.Addr(), "-node-insecure",
 			"-records", "1000000000", "-keys", "1000", "-rate", "400", "-gen-parallelism", "2", "-count-parallelism", "3",
 			"-trace-sample", "1"} // every record timed: latencies at once
 		p, err := proctest.Start(bins.node, args, filepath.Join(c.dir, id+".log"))

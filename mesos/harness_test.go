@@ -230,6 +230,7 @@ func (s *sched) stop(t *testing.T) {
 // nodePool is a pool of testnode tasks: a slow generator and a counter.
 func nodePool(name string, n int) mesos.Pool {
 	return mesos.Pool{Name: name, Instances: n, CPUs: 0.5, Mem: 128, Retries: 3, Env: map[string]string{
+		"SLUICE_NODE_INSECURE":          "1", // the test nodes run without node certificates
 		"SLUICE_TEST_RECORDS":           "100000000",
 		"SLUICE_TEST_RATE":              "200",
 		"SLUICE_TEST_KEYS":              "1000",

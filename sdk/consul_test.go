@@ -27,7 +27,7 @@ func TestNodeWarnsOfAConsulOpenToAnyone(t *testing.T) {
 		var logs sluicetest.Buffer
 		rt, err := sdk.Start(context.Background(), sdk.Config{
 			NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
-			Consul:     addr, HTTP: "127.0.0.1:0", Guarantee: sdk.AtLeastOnce, ControlSecurity: &sdk.ControlSecurity{TokensFile: tokens}}, sink)
+			Consul:     addr, HTTP: "127.0.0.1:0", Guarantee: sdk.AtLeastOnce, NodeSecurity: &sdk.NodeSecurity{Insecure: true}, ControlSecurity: &sdk.ControlSecurity{TokensFile: tokens}}, sink)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func TestDiskFullNodeReportsUnhealthyAndRecovers(t *testing.T) {
 	service := fmt.Sprintf("sluice-disk-%d", time.Now().UnixNano())
 	rt, err := sdk.Start(context.Background(), sdk.Config{
 		NodeConfig: sdk.NodeConfig{NodeID: "n1", DataDir: dir, NoSync: true, MinFreeDisk: 8 << 20, Logger: sluicetest.Logger(t)},
-		Consul:     agent.Addr(), ClusterName: service, HTTP: "127.0.0.1:0", Guarantee: sdk.NoGuarantee,
+		Consul:     agent.Addr(), ClusterName: service, NodeSecurity: &sdk.NodeSecurity{Insecure: true}, HTTP: "127.0.0.1:0", Guarantee: sdk.NoGuarantee,
 	},
 		func() sdk.Operator {
 			// The second half waits for the full disk: the pause comes

@@ -95,9 +95,10 @@ type Config struct {
 	ControlSecurity *ControlSecurity
 	// NodeSecurity configures mutual TLS between nodes (cluster mode): the
 	// cluster CA and this node's certificate, named after NodeID. nil means
-	// NodeSecurityFromEnv (the SLUICE_NODE_* variables). Without it, node
-	// traffic is neither encrypted nor authenticated, and a node bound to
-	// an address other than loopback logs a warning.
+	// NodeSecurityFromEnv (the SLUICE_NODE_* variables). A cluster node
+	// without certificates is refused (ErrInsecureCluster) unless
+	// NodeSecurity.Insecure (-node-insecure): its traffic would be neither
+	// encrypted nor authenticated.
 	NodeSecurity *NodeSecurity
 	// LaunchPolicy says which executables Launch may start and which
 	// environment variables manifests may give them; nil means
@@ -236,6 +237,13 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		if srv, lis, err = control.Listen(ccfg); err != nil {
 			return nil, fmt.Errorf("sdk: start: %w", err)
 		}
+	}
+	if ns := nodeSecurity(cfg); cfg.Consul != "" && !ns.Enabled() && !ns.Insecure {
+		closeListener(lis)
+		return nil, fmt.Errorf("%w: without them its actor port takes records, state and membership messages from whoever reaches it: "+
+			"give -node-ca, -node-cert and -node-key (sluice certs ca, sluice certs node; $%s, $%s, $%s), "+
+			"or -node-insecure ($%s=1) on a network only the cluster reaches (docs/security.md, \"Between nodes\")",
+			ErrInsecureCluster, actors.EnvNodeCA, actors.EnvNodeCert, actors.EnvNodeKey, actors.EnvNodeInsecure)
 	}
 	if cfg.Consul != "" {
 		d, err := consul.New(consul.Config{Address: cfg.Consul, Service: clusterName(cfg), Logger: logger})

@@ -21,6 +21,7 @@ type ControlSecurity = control.Security
 // Its fields (go doc actors.TransportSecurity has them in full):
 //
 //	TLS creds.Config // TLS names the cluster CA bundle (CAFile) and this node's certificate and key …
+//	Insecure bool    // Insecure lets a cluster node run its actor port without TLS, open to whoever reaches …
 type NodeSecurity = actors.TransportSecurity
 
 // LaunchPolicy says which executables the local launcher (Config.Launch)

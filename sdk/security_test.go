@@ -109,3 +109,23 @@ func TestNodeSecurityFromTheEnvironment(t *testing.T) {
 		t.Fatalf("Config.NodeSecurity with a CA only: got %v, want the missing certificate named", err)
 	}
 }
+
+// TestClusterNodeWithoutCertificatesIsRefused: a node joining a cluster
+// without node certificates is refused, naming the flags, unless told
+// -node-insecure (its actor port took records and a spoofed "n2 leaves"
+// from anyone on the host, which wedged two nodes for 17 minutes).
+func TestClusterNodeWithoutCertificatesIsRefused(t *testing.T) {
+	for _, k := range []string{"SLUICE_NODE_CA", "SLUICE_NODE_CERT", "SLUICE_NODE_KEY", "SLUICE_NODE_INSECURE"} {
+		t.Setenv(k, "")
+	}
+	// Consul is never reached: the refusal comes first.
+	cfg := sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", Guarantee: sdk.AtLeastOnce}
+	_, err := sdk.Start(context.Background(), cfg, sink)
+	if !errors.Is(err, sdk.ErrInsecureCluster) || !strings.Contains(err.Error(), "-node-cert") || !strings.Contains(err.Error(), "-node-insecure") {
+		t.Fatalf("a cluster node without certificates: %v, want ErrInsecureCluster naming -node-cert and -node-insecure", err)
+	}
+	t.Setenv("SLUICE_NODE_INSECURE", "1")
+	if _, err := sdk.Start(context.Background(), cfg, sink); err == nil || errors.Is(err, sdk.ErrInsecureCluster) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("with SLUICE_NODE_INSECURE=1: %v, want it to go on and fail on the missing Consul", err)
+	}
+}

@@ -314,6 +314,12 @@ var (
 	// whose control API requires no authentication: a launcher runs what
 	// deployers name, so only authenticated admins may deploy.
 	ErrLaunchNeedsAuth = errors.New("sdk: Launch needs an authenticated control API")
+	// ErrInsecureCluster is returned by Start for a cluster node (Consul
+	// set) without node certificates (NodeSecurity.TLS) and without
+	// NodeSecurity.Insecure: its actor port would take records, state and
+	// membership messages (a spoofed "node n2 leaves") from anyone who
+	// reaches it.
+	ErrInsecureCluster = errors.New("sdk: a cluster node needs node certificates")
 	// ErrNodeFailed is wrapped by Run's error when the node's state
 	// database failed (a full disk, an I/O error) and the process must
 	// restart.

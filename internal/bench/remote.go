@@ -76,7 +76,7 @@ func RemoteRaw(nodeBin string, n int, procFlags func(id string) []string) (Resul
 // nodeFlags, when not nil, adds flags of each node by id (see
 // NodeTLSFlags).
 func CrossNode(nodeBin, consulAddr, dataDir string, n int, nodeFlags func(id string) []string) (Result, error) {
-	common := []string{"-consul", consulAddr, "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36),
+	common := []string{"-consul", consulAddr, "-node-insecure", "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		"-records", strconv.Itoa(n), "-keys", "10000", "-gen-parallelism", "1", "-count-parallelism", "4", "-log-level", "error"}
 	args := func(id string, own ...string) []string {
 		a := append(append([]string{"-id", id, "-data", dataDir + "/" + id}, own...), common...)

@@ -121,7 +121,7 @@ func dirSize(dir string) int64 {
 // end-to-end p99 from the nodes' own histograms (Prometheus, bucket
 // bound). nodeFlags adds flags per node id.
 func NodesWordCount(nodeBin, consulAddr, dataDir string, n, nodes int, nodeFlags func(id string) []string) (Result, error) {
-	common := []string{"-consul", consulAddr, "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36), "-http", "127.0.0.1:0",
+	common := []string{"-consul", consulAddr, "-node-insecure", "-cluster", "bench" + strconv.FormatInt(time.Now().UnixNano(), 36), "-http", "127.0.0.1:0",
 		"-records", strconv.Itoa(n), "-keys", "10000", "-gen-parallelism", "1", "-count-parallelism", "4", "-log-level", "error"}
 	var counters []string // control API addresses of the nodes that count
 	for k := 1; k <= nodes; k++ {

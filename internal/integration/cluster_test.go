@@ -89,7 +89,7 @@ func TestBadConsulAddressFailsFast(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	start := time.Now()
-	out, err := exec.Command(nodeBinary, "-id", "x", "-data", t.TempDir(), "-consul", addr).CombinedOutput()
+	out, err := exec.Command(nodeBinary, "-id", "x", "-data", t.TempDir(), "-consul", addr, "-node-insecure").CombinedOutput()
 	elapsed := time.Since(start)
 	if err == nil {
 		t.Fatalf("node started with no Consul at %s", addr)

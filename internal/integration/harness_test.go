@@ -94,7 +94,7 @@ func (c *cluster) keepLogs() {
 func (c *cluster) start(id string) *node {
 	c.t.Helper()
 	n := &node{id: id, events: filepath.Join(c.dir, "events.jsonl")}
-	args := append([]string{"-consul", c.consul, "-events", n.events}, c.flags...)
+	args := append([]string{"-consul", c.consul, "-node-insecure", "-events", n.events}, c.flags...)
 	if c.nodeFlags != nil {
 		args = append(args, c.nodeFlags(id)...)
 	}

@@ -75,7 +75,7 @@ func TestLaunchWithoutAuthenticationRefusesToStart(t *testing.T) {
 	agent := consultest.Start(t)
 	dir := t.TempDir()
 	log := filepath.Join(dir, "n1.log")
-	p, err := proctest.Start(nodeBinary, []string{"-id", "n1", "-data", filepath.Join(dir, "data"), "-consul", agent.Addr(), "-launch"}, log)
+	p, err := proctest.Start(nodeBinary, []string{"-id", "n1", "-data", filepath.Join(dir, "data"), "-consul", agent.Addr(), "-node-insecure", "-launch"}, log)
 	if err == nil {
 		p.Kill()
 		t.Fatal("a node with -launch and no authentication started")

@@ -71,7 +71,7 @@ func newTopics(t *testing.T, b *kafkatest.Broker, name string) topics {
 
 // nodeArgs are the flags of every node of an at-least-once run.
 func (tp topics) nodeArgs(b *kafkatest.Broker, consul string) []string {
-	return []string{"-consul", consul, "-cluster", tp.cluster, "-brokers", strings.Join(b.Addrs(), ","), "-guarantee", "at-least-once",
+	return []string{"-consul", consul, "-node-insecure", "-cluster", tp.cluster, "-brokers", strings.Join(b.Addrs(), ","), "-guarantee", "at-least-once",
 		"-input", tp.in, "-output", tp.out, "-dlq", tp.dlq, "-group", tp.group, "-state-prefix", tp.state, "-log-level", "info"}
 }
 

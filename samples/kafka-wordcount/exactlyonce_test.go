@@ -23,7 +23,7 @@ import (
 // the S3 server (credentials and endpoint in the environment, as users
 // give them).
 func (tp topics) eoArgs(b *kafkatest.Broker, consul string, s3 *s3test.Server) []string {
-	return []string{"-consul", consul, "-cluster", tp.cluster, "-brokers", strings.Join(b.Addrs(), ","), "-guarantee", "exactly-once",
+	return []string{"-consul", consul, "-node-insecure", "-cluster", tp.cluster, "-brokers", strings.Join(b.Addrs(), ","), "-guarantee", "exactly-once",
 		"-checkpoints", "s3://" + s3.Bucket() + "/" + tp.cluster, "-checkpoint-interval", "500ms",
 		"-input", tp.in, "-output", tp.out, "-dlq", tp.dlq, "-group", tp.group, "-log-level", "info"}
 }
