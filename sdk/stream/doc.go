@@ -19,8 +19,9 @@
 //
 // Stages are added by functions rather than methods where a stage makes
 // a new type (Go methods take no type parameters of their own): From and
-// FromSource start a path, Map, Filter and FlatMap transform it, To and
-// Output end it. Every stage has a name, unique in its pipeline.
+// FromSource start a path, Map, Filter and FlatMap transform it, KeyBy
+// partitions it by key, To and Output (ToKeyed and OutputKeyed for keyed
+// streams) end it. Every stage has a name, unique in its pipeline.
 //
 // # Operators, streams and chaining
 //
@@ -38,6 +39,13 @@
 // An operator is named after the first stage of its chain. A stage read by
 // several stages hands each value to all of them in turn; where some of
 // them do not chain, the value is encoded once.
+//
+// KeyBy chains too, as the end of its operator's chain: it encodes the
+// key with its codec into the record's Key and the value into its Value
+// and produces them to "<pipeline>.<KeyBy stage>", which each stage
+// reading the keyed stream reads in an operator of its own with group-by
+// routing on the key's bytes; ToKeyed and OutputKeyed write the same
+// records to their streams.
 //
 // A stage after From starts an operator reading From's stream. FromSource
 // and To take a source and a sink operator (connectors) as they are: the

@@ -46,8 +46,9 @@ func encodeWith[T any](a *arena, c codec.Codec[T], v T) ([]byte, error) {
 // feed several stages, each of which sees every value.
 type Stream[T any] struct {
 	st    *stage
-	f     format[T]
-	links []link[T] // the stages after it that take Go values when they chain
+	c     codec.Codec[T] // a value alone (KeyBy's record values)
+	f     format[T]      // a value as a record of the stream the stage publishes
+	links []link[T]      // the stages after it that take Go values when they chain
 }
 
 // link is a stage after a stream with how it takes the stream's values
@@ -114,10 +115,12 @@ func (s *Stream[T]) push(in *inst) func(T) error {
 	}
 }
 
-// newStream adds a stage of kind k reading in (nil for From) whose output
-// is encoded with f.
-func newStream[T any](p *Pipeline, name string, k kind, in *stage, f format[T], opts []Option) *Stream[T] {
-	return &Stream[T]{st: p.add(name, k, in, opts), f: f}
+// newStream adds a stage of kind k reading in (nil for From) whose values
+// are encoded with c, alone in a record's Value.
+func newStream[T any](p *Pipeline, name string, k kind, in *stage, c codec.Codec[T], opts []Option) *Stream[T] {
+	s := &Stream[T]{st: p.add(name, k, in, opts), c: c, f: valueFormat(c)}
+	requireCodec(s.st, c)
+	return s
 }
 
 // requireCodec records a problem with s for a codec without functions.
@@ -130,9 +133,8 @@ func requireCodec[T any](s *stage, c codec.Codec[T]) {
 // pipeline, by sdk.Runtime.Produce, or sent by a test (Stream.Send). The
 // stage is named after the stream.
 func From[T any](p *Pipeline, stream string, c codec.Codec[T]) *Stream[T] {
-	s := newStream(p, stream, kindFrom, nil, valueFormat(c), nil)
+	s := newStream(p, stream, kindFrom, nil, c, nil)
 	s.st.stream = stream
-	requireCodec(s.st, c)
 	return s
 }
 
@@ -141,19 +143,17 @@ func From[T any](p *Pipeline, stream string, c codec.Codec[T]) *Stream[T] {
 // record values are encoded with c. Build returns the source's factory
 // with the pipeline's operators, as it is (its name is its own).
 func FromSource[T any](p *Pipeline, name string, source sdk.Factory, c codec.Codec[T]) *Stream[T] {
-	s := newStream(p, name, kindFrom, nil, valueFormat(c), nil)
+	s := newStream(p, name, kindFrom, nil, c, nil)
 	s.st.source = source
 	s.st.require(source != nil, "the source")
-	requireCodec(s.st, c)
 	return s
 }
 
 // Map adds a stage that turns each value into f(value), encoded with c
 // where it leaves its operator. It chains.
 func Map[T, U any](s *Stream[T], name string, f func(T) U, c codec.Codec[U], opts ...Option) *Stream[U] {
-	out := newStream(s.st.p, name, kindMap, s.st, valueFormat(c), opts)
+	out := newStream(s.st.p, name, kindMap, s.st, c, opts)
 	out.st.require(f != nil, "Map's function")
-	requireCodec(out.st, c)
 	s.attach(out.st, func(in *inst) func(T) error {
 		next := out.push(in)
 		return func(v T) error { return next(f(v)) }
@@ -164,7 +164,8 @@ func Map[T, U any](s *Stream[T], name string, f func(T) U, c codec.Codec[U], opt
 // Filter adds a stage that keeps the values for which keep is true. It
 // chains.
 func Filter[T any](s *Stream[T], name string, keep func(T) bool, opts ...Option) *Stream[T] {
-	out := newStream(s.st.p, name, kindFilter, s.st, s.f, opts)
+	out := newStream(s.st.p, name, kindFilter, s.st, s.c, opts)
+	out.f = s.f
 	out.st.require(keep != nil, "Filter's function")
 	s.attach(out.st, func(in *inst) func(T) error {
 		next := out.push(in)
@@ -183,9 +184,8 @@ func Filter[T any](s *Stream[T], name string, keep func(T) bool, opts ...Option)
 // encoded with c where it leaves its operator. emit must not be called
 // after f returns. It chains.
 func FlatMap[T, U any](s *Stream[T], name string, f func(v T, emit func(U)), c codec.Codec[U], opts ...Option) *Stream[U] {
-	out := newStream(s.st.p, name, kindFlatMap, s.st, valueFormat(c), opts)
+	out := newStream(s.st.p, name, kindFlatMap, s.st, c, opts)
 	out.st.require(f != nil, "FlatMap's function")
-	requireCodec(out.st, c)
 	s.attach(out.st, func(in *inst) func(T) error {
 		next := out.push(in)
 		var err error // the first failure of the values emitted
@@ -217,11 +217,7 @@ type Out[T any] struct {
 // operators, as it is. The stage chains (it is where its operator's
 // records leave), unless it follows From or Aggregate.
 func To[T any](s *Stream[T], name string, sink sdk.Factory, opts ...Option) *Out[T] {
-	o := &Out[T]{st: s.st.p.add(name, kindTo, s.st, opts), f: s.f}
-	o.st.sink = sink
-	o.st.require(sink != nil, "the sink")
-	o.st.head = forward(o.st, s.f.decode)
-	return o
+	return to(s.st, name, s.f, sink, opts)
 }
 
 // Output adds a stage, named after the stream, that produces the
@@ -229,9 +225,23 @@ func To[T any](s *Stream[T], name string, sink sdk.Factory, opts ...Option) *Out
 // readers outside the pipeline (sdk.Runtime.Subscribe, another operator,
 // a test: Out.Take). It chains like To.
 func Output[T any](s *Stream[T], stream string, opts ...Option) *Out[T] {
-	o := &Out[T]{st: s.st.p.add(stream, kindOutput, s.st, opts), f: s.f}
+	return output(s.st, stream, s.f, opts)
+}
+
+// to adds a To stage after in, whose records are in format f.
+func to[T any](in *stage, name string, f format[T], sink sdk.Factory, opts []Option) *Out[T] {
+	o := &Out[T]{st: in.p.add(name, kindTo, in, opts), f: f}
+	o.st.sink = sink
+	o.st.require(sink != nil, "the sink")
+	o.st.head = forward(o.st, f.decode)
+	return o
+}
+
+// output adds an Output stage after in, whose records are in format f.
+func output[T any](in *stage, stream string, f format[T], opts []Option) *Out[T] {
+	o := &Out[T]{st: in.p.add(stream, kindOutput, in, opts), f: f}
 	o.st.stream = stream
-	o.st.head = forward(o.st, s.f.decode)
+	o.st.head = forward(o.st, f.decode)
 	return o
 }
 
