@@ -20,7 +20,8 @@
 // Stages are added by functions rather than methods where a stage makes
 // a new type (Go methods take no type parameters of their own): From and
 // FromSource start a path, Map, Filter and FlatMap transform it, KeyBy
-// partitions it by key, To and Output (ToKeyed and OutputKeyed for keyed
+// partitions it by key, Aggregate folds a keyed stream's windows
+// (sdk/window), To and Output (ToKeyed and OutputKeyed for keyed
 // streams) end it. Every stage has a name, unique in its pipeline.
 //
 // # Operators, streams and chaining
@@ -47,6 +48,13 @@
 // routing on the key's bytes; ToKeyed and OutputKeyed write the same
 // records to their streams.
 //
+// Aggregate is an operator of its own, sdk/window's window operator
+// "<pipeline>.<stage>" over the keyed stream, its accumulators in State;
+// it writes its results (key, encoded result, bounds in headers) to
+// "<pipeline>.<stage>", or straight to the stream of a To or Output that
+// is all that reads it. A stage after it starts an operator reading those
+// results, as a stage after From does.
+//
 // A stage after From starts an operator reading From's stream. FromSource
 // and To take a source and a sink operator (connectors) as they are: the
 // pipeline reads the source's one output stream and writes the sink's one
@@ -70,6 +78,7 @@
 // # Tests
 //
 // A built pipeline runs in memory with sdktest.NewGraph, with typed input
-// and output: Stream.Send encodes values into the stream a From reads,
-// Out.Take decodes what reached an Output or a To.
+// and output: Stream.Send (SendAt, with an event time for windows)
+// encodes values into the stream a From reads, Out.Take decodes what
+// reached an Output or a To.
 package stream

@@ -18,6 +18,15 @@ func shape(m sdk.Metadata) string {
 	return m.Name + "(" + strings.Join(ins, ",") + " → " + strings.Join(m.Outputs, ",") + ")"
 }
 
+// shapes returns the shape of every operator of fs, in order.
+func shapes(fs []sdk.Factory) []string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, shape(f().Metadata().WithDefaults()))
+	}
+	return s
+}
+
 // source produces the int64s 0..n-1 (codec.Int64) to its first output,
 // one per Poll, then ends; its position is in State.
 type source struct {

@@ -19,6 +19,8 @@ type KV[K, V any] struct {
 // Aggregate, Process).
 type Keyed[K, T any] struct {
 	st *stage
+	kc codec.Codec[K]
+	vc codec.Codec[T]
 	f  format[KV[K, T]]
 }
 
@@ -55,7 +57,7 @@ func keyedFormat[K, T any](kc codec.Codec[K], vc codec.Codec[T]) format[KV[K, T]
 // read with group-by routing, and to the streams of OutputKeyed and
 // ToKeyed.
 func KeyBy[T, K any](s *Stream[T], name string, key func(T) K, kc codec.Codec[K], opts ...Option) *Keyed[K, T] {
-	k := &Keyed[K, T]{st: s.st.p.add(name, kindKeyBy, s.st, opts), f: keyedFormat(kc, s.c)}
+	k := &Keyed[K, T]{st: s.st.p.add(name, kindKeyBy, s.st, opts), kc: kc, vc: s.c, f: keyedFormat(kc, s.c)}
 	k.st.require(key != nil, "KeyBy's function")
 	requireCodec(k.st, kc)
 	vc, st := s.c, k.st

@@ -24,10 +24,7 @@ func TestKeyByChainsAndKeysRecords(t *testing.T) {
 	outCount := stream.OutputKeyed(byCount, "events-by-count")
 
 	fs := build(t, p)
-	var got []string
-	for _, m := range metas(fs) {
-		got = append(got, shape(m))
-	}
+	got := shapes(fs)
 	if want := []string{"k.norm(events/shuffle → events-by-user)", "k.by-count(events/shuffle → events-by-count)"}; !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}

@@ -30,7 +30,13 @@ func (in *inst) produce(streams []string, rec sdk.Record) error {
 // stage: returned from ProcessRecord, it sends the record to the
 // operator's dead letters (after its retries) with this text.
 func (in *inst) decodeError(stage, stream string, err error) error {
-	return fmt.Errorf("stream: operator %q, stage %q: decode a record of %q: %w", in.op, stage, stream, err)
+	return decodeError(in.op, stage, stream, err)
+}
+
+// decodeError wraps err, the failed decoding of a record of stream for
+// stage of operator op.
+func decodeError(op, stage, stream string, err error) error {
+	return fmt.Errorf("stream: operator %q, stage %q: decode a record of %q: %w", op, stage, stream, err)
 }
 
 // encodeError wraps err, the failed encoding of a value of stage.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/codec"
@@ -310,7 +311,10 @@ func (s *Stream[T]) Record(v T) (sdk.Record, error) { return s.f.encode(nil, v) 
 
 // Send encodes vs and sends them to the stream a From stage reads, in
 // order: a test's typed input.
-func (s *Stream[T]) Send(to Sender, vs ...T) error {
+func (s *Stream[T]) Send(to Sender, vs ...T) error { return s.SendAt(to, time.Time{}, vs...) }
+
+// SendAt is Send with at as the records' event time (for windows).
+func (s *Stream[T]) SendAt(to Sender, at time.Time, vs ...T) error {
 	if s.Stream() == "" {
 		return fmt.Errorf("stream: stage %q (%v) reads no stream of its own: send to its From", s.st.name, s.st.kind)
 	}
@@ -321,6 +325,7 @@ func (s *Stream[T]) Send(to Sender, vs ...T) error {
 		if err != nil {
 			return fmt.Errorf("stream: stage %q: encode: %w", s.st.name, err)
 		}
+		r.EventTime = at
 		recs[i] = r
 	}
 	return to.Send(s.st.stream, recs...)

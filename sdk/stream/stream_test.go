@@ -347,10 +347,7 @@ func TestSourceAndSink(t *testing.T) {
 	sq := stream.Map(in, "square", func(n int64) int64 { return n * n }, codec.Int64())
 	out := stream.To(sq, "store", func() sdk.Operator { return &sink{in: "squares"} })
 	fs := build(t, p)
-	var got []string
-	for _, m := range metas(fs) {
-		got = append(got, shape(m))
-	}
+	got := shapes(fs)
 	if want := []string{"numbers( → nums)", "sink-squares(squares/shuffle → )", "io.square(nums/shuffle → squares)"}; !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q", got, want)
 	}
