@@ -21,8 +21,9 @@
 // a new type (Go methods take no type parameters of their own): From and
 // FromSource start a path, Map, Filter and FlatMap transform it, KeyBy
 // partitions it by key, Aggregate folds a keyed stream's windows
-// (sdk/window), To and Output (ToKeyed and OutputKeyed for keyed
-// streams) end it. Every stage has a name, unique in its pipeline.
+// (sdk/window), Process runs a typed keyed operator with state (sdk/state)
+// and timers, To and Output (ToKeyed and OutputKeyed for keyed streams)
+// end it. Every stage has a name, unique in its pipeline.
 //
 // # Operators, streams and chaining
 //
@@ -30,8 +31,9 @@
 // after them) chain: they run in one operator, each handing its values to
 // the next as Go values through closures built once per instance, with no
 // record, copy, encoding or mailbox between them (what Flink calls
-// operator chaining). A stage chains to the stage before it when that one
-// hands on Go values (Map, Filter, FlatMap) and the stage sets no option
+// operator chaining); they chain to a Process before them too. A stage
+// chains to the stage before it when that one hands on Go values (Map,
+// Filter, FlatMap, Process) and the stage sets no option
 // that operator has otherwise (Parallelism, KeyGroups, Restart), nor
 // Unchained. Where a stage does not chain, an edge is made: the stage
 // before it encodes its values with its codec and produces them to the
@@ -54,6 +56,22 @@
 // "<pipeline>.<stage>", or straight to the stream of a To or Output that
 // is all that reads it. A stage after it starts an operator reading those
 // results, as a stage after From does.
+//
+// Process is an operator of its own too, "<pipeline>.<stage>", reading the
+// keyed stream with group-by routing: its Processor's functions get each
+// key's values in order, on one instance, with State in the key's key
+// group (keep per-key state in a state.Map keyed by the key), named
+// timers of both kinds per key (Context.SetTimer, SetEventTimer) and
+// Context.Emit to hand values on to the stages chained after it.
+//
+// In all, the stages that chain are Map, Filter, FlatMap, KeyBy, To,
+// Output, ToKeyed and OutputKeyed, after Map, Filter, FlatMap or Process
+// (KeyBy's and the ends' after KeyBy too); From, Aggregate and Process
+// never chain to what is before them, and nothing chains to From or
+// Aggregate. The word count is two operators:
+//
+//	From(sentences) → FlatMap(split) → KeyBy(by-word)   "wc.split"  (sentences → wc.by-word)
+//	Process(count) → Map(text) → Output(counts)         "wc.count"  (wc.by-word, group-by → counts)
 //
 // A stage after From starts an operator reading From's stream. FromSource
 // and To take a source and a sink operator (connectors) as they are: the

@@ -22,6 +22,10 @@ var (
 	// argument (a bad name, a nil function or codec, an option that does
 	// not apply).
 	ErrInvalid = errors.New("stream: invalid stage")
+	// ErrNoTimerFunc is wrapped by Context.SetTimer and SetEventTimer in
+	// a Process stage without the Processor function the timer would
+	// call.
+	ErrNoTimerFunc = errors.New("stream: no timer function")
 )
 
 // StageError reports a stage Build refuses: the pipeline, the stage and
