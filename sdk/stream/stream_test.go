@@ -366,3 +366,35 @@ func TestSourceAndSink(t *testing.T) {
 		t.Fatalf("got %v on %q, want %v on squares", squares, out.Stream(), want)
 	}
 }
+
+// counting wraps c, counting its Encode and Decode calls.
+func counting[T any](c codec.Codec[T], enc, dec *int) codec.Codec[T] {
+	return codec.Codec[T]{Name: c.Name,
+		Encode: func(dst []byte, v T) ([]byte, error) { *enc++; return c.Encode(dst, v) },
+		Decode: func(b []byte) (T, error) { *dec++; return c.Decode(b) },
+	}
+}
+
+// TestChainedStagesDoNotEncode: in a chain, values pass as Go values: a
+// record is decoded once where it enters the operator and encoded once
+// where it leaves; the codecs of the stages inside are not called.
+func TestChainedStagesDoNotEncode(t *testing.T) {
+	var inEnc, inDec, midEnc, midDec, outEnc, outDec int
+	p := stream.New("calls")
+	in := stream.From(p, "in", counting(codec.Int64(), &inEnc, &inDec))
+	mid := stream.Map(in, "plus", func(n int64) int64 { return n + 1 }, counting(codec.Int64(), &midEnc, &midDec))
+	odd := stream.Filter(mid, "odd", func(n int64) bool { return n%2 == 1 })
+	out := stream.Output(stream.Map(odd, "times", func(n int64) int64 { return 10 * n }, counting(codec.Int64(), &outEnc, &outDec)), "out")
+	g := graph(t, p)
+	if err := in.Send(g, 0, 1, 2, 3); err != nil {
+		t.Fatal(err)
+	}
+	inEnc = 0 // Send's
+	got, err := out.Take(g)
+	if err != nil || !slices.Equal(got, []int64{10, 30}) {
+		t.Fatalf("got %v, %v, want [10 30]", got, err)
+	}
+	if inDec != 4 || inEnc != 0 || midEnc+midDec != 0 || outEnc != 2 || outDec != 2 { // outDec: Take's
+		t.Fatalf("calls: in %d/%d, mid %d/%d, out %d/%d (encode/decode), want 0/4, 0/0, 2/2", inEnc, inDec, midEnc, midDec, outEnc, outDec)
+	}
+}
