@@ -192,7 +192,7 @@ func (p *Pipeline) build() ([]sdk.Factory, error) {
 			return nil, s.errorf(ErrUnconsumed, "its output goes nowhere: pass it to a later stage, To or Output")
 		}
 	}
-	var foreign []sdk.Factory // sources and sinks, as given
+	var foreign []*stage // FromSource and To stages, whose operators are given
 	var ops []*plannedOp
 	for _, s := range p.stages { // a stage's input comes before it
 		switch s.kind {
@@ -203,7 +203,7 @@ func (p *Pipeline) build() ([]sdk.Factory, error) {
 					return nil, s.errorf(ErrInvalid, fmt.Sprintf("source operator %q has %d outputs (%v): From takes a source with one", meta.Name, len(meta.Outputs), meta.Outputs))
 				}
 				s.stream = meta.Outputs[0]
-				foreign = append(foreign, s.source)
+				foreign = append(foreign, s)
 			}
 		case kindAggregate, kindProcess:
 			ops = append(ops, p.startOp(s))
@@ -214,10 +214,10 @@ func (p *Pipeline) build() ([]sdk.Factory, error) {
 					return nil, s.errorf(ErrInvalid, fmt.Sprintf("sink operator %q has %d inputs (%v): To takes a sink with one", meta.Name, len(meta.Inputs), meta.Inputs))
 				}
 				s.stream = meta.Inputs[0].Stream
-				foreign = append(foreign, s.sink)
+				foreign = append(foreign, s)
 			}
 			switch in := s.in; {
-			case in.kind.runsValues() || in.kind == kindKeyBy:
+			case in.kind == kindKeyBy || p.chains(s):
 				s.chained, s.op = true, in.op
 				in.targets = append(in.targets, s.stream)
 				in.op.addOutput(s.stream)
@@ -305,18 +305,31 @@ func (s *stage) errorf(err error, problem string) *StageError {
 	return &StageError{Pipeline: s.p.name, Stage: s.name, Problem: problem, Err: err}
 }
 
-// factoriesOf makes the factories of the planned operators, after the
-// sources and sinks, and checks names: operators, and the streams the
-// pipeline writes, once each.
-func (p *Pipeline) factoriesOf(ops []*plannedOp, foreign []sdk.Factory) ([]sdk.Factory, error) {
-	out := append([]sdk.Factory(nil), foreign...)
-	names := map[string]bool{}
-	for _, f := range foreign {
-		names[f().Metadata().Name] = true
+// factoriesOf makes the factories of the given sources and sinks (the
+// stages in foreign), then of the planned operators, and checks names:
+// operators, and the streams the pipeline writes, once each.
+func (p *Pipeline) factoriesOf(ops []*plannedOp, foreign []*stage) ([]sdk.Factory, error) {
+	var out []sdk.Factory
+	names := map[string]*stage{}
+	for _, s := range foreign {
+		f := s.source
+		if s.kind == kindTo {
+			f = s.sink
+		}
+		name := f().Metadata().Name
+		if prev := names[name]; prev != nil {
+			return nil, s.errorf(ErrDuplicate, fmt.Sprintf("its operator is named %q, as stage %q's is", name, prev.name))
+		}
+		names[name] = s
+		out = append(out, f)
 	}
 	written := map[string]*stage{}
 	for _, s := range p.stages {
-		for _, t := range s.targets {
+		ts := s.targets
+		if s.kind == kindAggregate {
+			ts = []string{s.published} // the window operator writes it
+		}
+		for _, t := range ts {
 			if w := written[t]; w != nil && w != s {
 				return nil, s.errorf(ErrDuplicate, fmt.Sprintf("writes stream %q, which stage %q writes too", t, w.name))
 			}
@@ -330,10 +343,10 @@ func (p *Pipeline) factoriesOf(ops []*plannedOp, foreign []sdk.Factory) ([]sdk.F
 	}
 	for _, op := range ops {
 		s := op.first
-		if names[op.meta.Name] {
-			return nil, s.errorf(ErrDuplicate, fmt.Sprintf("operator %q is the name of a source or sink of the pipeline", op.meta.Name))
+		if prev := names[op.meta.Name]; prev != nil {
+			return nil, s.errorf(ErrDuplicate, fmt.Sprintf("its operator %q is named as stage %q's", op.meta.Name, prev.name))
 		}
-		names[op.meta.Name] = true
+		names[op.meta.Name] = s
 		if err := op.meta.WithDefaults().Validate(); err != nil {
 			return nil, s.errorf(err, err.Error())
 		}

@@ -215,8 +215,10 @@ type Out[T any] struct {
 // To adds a stage that sends the stream's values, encoded, to sink: an
 // operator (a connector) with one input, whose stream the pipeline
 // produces to. Build returns the sink's factory with the pipeline's
-// operators, as it is. The stage chains (it is where its operator's
-// records leave), unless it follows From or Aggregate.
+// operators, as it is. The stage chains as Map does (it is where its
+// operator's records leave) and after KeyBy; after From or Aggregate, or
+// unchained, it is an operator checking that each record decodes and
+// passing it on.
 func To[T any](s *Stream[T], name string, sink sdk.Factory, opts ...Option) *Out[T] {
 	return to(s.st, name, s.f, sink, opts)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/sdk/codec"
 	"github.com/sluicehq/sluice/sdk/sdktest"
 	"github.com/sluicehq/sluice/sdk/stream"
+	"github.com/sluicehq/sluice/sdk/window"
 )
 
 // build builds p and fails the test on an error.
@@ -99,6 +100,7 @@ func TestFanOutAndUnchained(t *testing.T) {
 	outSmall := stream.Output(small, "small-out")
 	outBig := stream.Output(big, "big-out")
 	outNeg := stream.Output(neg, "neg-out")
+	outAll := stream.Output(double, "all-out", stream.Unchained())
 
 	fs := build(t, p)
 	type op struct {
@@ -114,6 +116,7 @@ func TestFanOutAndUnchained(t *testing.T) {
 		{"fan.double", "in", []string{"fan.double", "small-out"}, 1},
 		{"fan.big", "fan.double", []string{"big-out"}, 1},
 		{"fan.neg", "fan.double", []string{"neg-out"}, 3},
+		{"fan.all-out", "fan.double", []string{"all-out"}, 1},
 	}
 	if !slices.EqualFunc(got, want, func(a, b op) bool {
 		return a.name == b.name && a.in == b.in && slices.Equal(a.outs, b.outs) && a.par == b.par
@@ -131,7 +134,7 @@ func TestFanOutAndUnchained(t *testing.T) {
 	for _, c := range []struct {
 		out  *stream.Out[int64]
 		want []int64
-	}{{outSmall, []int64{2, 8}}, {outBig, []int64{14}}, {outNeg, []int64{-14, -8, -2}}} {
+	}{{outSmall, []int64{2, 8}}, {outBig, []int64{14}}, {outNeg, []int64{-14, -8, -2}}, {outAll, []int64{2, 8, 14}}} {
 		vs, err := c.out.Take(g)
 		if err != nil {
 			t.Fatal(err)
@@ -288,6 +291,15 @@ func TestBuildRefusesBadPipelines(t *testing.T) {
 		}, stream.ErrInvalid, "in"},
 		{"cycle by To", func(p *stream.Pipeline) {
 			stream.To(stream.Map(stream.From(p, "in", codec.String()), "m", id, codec.String()), "sink", func() sdk.Operator { return &sink{in: "in"} })
+		}, stream.ErrInvalid, "in"},
+		{"two sinks of one name", func(p *stream.Pipeline) {
+			in := stream.From(p, "in", codec.String())
+			stream.To(stream.Map(in, "a", id, codec.String()), "to-a", func() sdk.Operator { return &sink{in: "x"} })
+			stream.To(in, "to-b", func() sdk.Operator { return &sink{in: "x"} })
+		}, stream.ErrDuplicate, "to-b"},
+		{"cycle through a window", func(p *stream.Pipeline) {
+			k := stream.KeyBy(stream.From(p, "in", codec.String()), "key", id, codec.String())
+			stream.To(stream.Aggregate(k, "agg", window.Global(), stream.Count[string](), codec.Int64()), "sink", func() sdk.Operator { return &sink{in: "in"} })
 		}, stream.ErrInvalid, "in"},
 		{"source with two outputs", func(p *stream.Pipeline) {
 			stream.Output(stream.FromSource(p, "src", twoOutputs, codec.String()), "out")
