@@ -1,14 +1,18 @@
 package stream_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/sluicetest"
+	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/codec"
 	"github.com/sluicehq/sluice/sdk/sdktest"
 	"github.com/sluicehq/sluice/sdk/state"
@@ -188,5 +192,72 @@ func TestProcessWithoutTimerFunc(t *testing.T) {
 	g := graph(t, p)
 	if err := in.Send(g, "k"); !errors.Is(err, stream.ErrNoTimerFunc) {
 		t.Fatalf("got %v, want ErrNoTimerFunc", err)
+	}
+}
+
+// TestWordCountInTheRuntime runs the typed word count with sdk.Start:
+// its two operators, four count instances, exact counts.
+func TestWordCountInTheRuntime(t *testing.T) {
+	p, lines, counts, text := wordCount()
+	fs := build(t, p)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}}, fs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(context.Background())
+	sub, err := rt.Subscribe(ctx, counts.Stream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	texts, err := rt.Subscribe(ctx, text.Stream()) // a stream without a reader holds the checkpoints back
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer texts.Close()
+
+	want := map[string]int64{}
+	total := 0
+	rng := rand.New(rand.NewPCG(3, 4))
+	corpus := strings.Fields("a b c d e f g h")
+	for range 200 {
+		ws := make([]string, 1+rng.IntN(5))
+		for i := range ws {
+			ws[i] = corpus[rng.IntN(len(corpus))]
+			want[ws[i]]++
+		}
+		total += len(ws)
+		rec, err := lines.Record(strings.Join(ws, " "))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Produce(ctx, lines.Stream(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int64{}
+	for range total {
+		rec, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := counts.Decode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.N != got[c.Word]+1 {
+			t.Fatalf("%q counted %d after %d", c.Word, c.N, got[c.Word])
+		}
+		got[c.Word] = c.N
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for range total {
+		if _, err := texts.Next(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
