@@ -1,9 +1,12 @@
 package stream_test
 
 import (
+	"context"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/codec"
 )
@@ -66,3 +69,17 @@ func (s *sink) Metadata() sdk.Metadata {
 func (*sink) Init(sdk.Context) error                            { return nil }
 func (*sink) ProcessRecord(sdk.Context, sdk.Record) error       { return nil }
 func (*sink) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+
+// start runs fs in an embedded runtime, stopped when the test ends, and
+// returns it with a context that ends after a minute.
+func start(t *testing.T, fs []sdk.Factory) (context.Context, *sdk.Runtime) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}}, fs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Stop(context.Background()) })
+	return ctx, rt
+}

@@ -1,7 +1,6 @@
 package stream_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -11,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/sluicetest"
-	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/codec"
 	"github.com/sluicehq/sluice/sdk/sdktest"
 	"github.com/sluicehq/sluice/sdk/state"
@@ -199,14 +196,7 @@ func TestProcessWithoutTimerFunc(t *testing.T) {
 // its two operators, four count instances, exact counts.
 func TestWordCountInTheRuntime(t *testing.T) {
 	p, lines, counts, text := wordCount()
-	fs := build(t, p)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}}, fs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Stop(context.Background())
+	ctx, rt := start(t, build(t, p))
 	sub, err := rt.Subscribe(ctx, counts.Stream())
 	if err != nil {
 		t.Fatal(err)

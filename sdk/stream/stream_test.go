@@ -1,14 +1,12 @@
 package stream_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/codec"
 	"github.com/sluicehq/sluice/sdk/sdktest"
@@ -195,15 +193,7 @@ func TestDecodeFailureIsDeadLettered(t *testing.T) {
 	counts := stream.Map(in, "count", func(e event) int64 { return e.Count }, codec.Int64(),
 		stream.Restart(sdk.RestartPolicy{DeadLetterAfter: 2, InitialBackoff: time.Millisecond}))
 	out := stream.Output(counts, "dl-counts")
-	fs := build(t, p)
-
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}}, fs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Stop(context.Background())
+	ctx, rt := start(t, build(t, p))
 	dead, err := rt.Subscribe(ctx, sdk.DeadLetterStream("dl.count"))
 	if err != nil {
 		t.Fatal(err)
