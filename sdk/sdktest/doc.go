@@ -47,4 +47,9 @@
 // upstream operator's timers produce reaches downstream before the
 // downstream watermark passes it, as watermarks travel in band in the
 // runtime.
+//
+// A typed pipeline (sdk/stream) runs in a Graph from the factories its
+// Build returns, with typed input and output: stream.Stream.Send and
+// SendAt encode values into the stream a From reads, stream.Out.Take
+// decodes what an Output or To received.
 package sdktest
