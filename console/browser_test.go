@@ -308,7 +308,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		goTo(t, ctx, "#/deploy")
 		waitJS(t, ctx, "the manifest field", `document.querySelector('#manifest')`)
 		run(t, ctx, "deploy a bad manifest",
-			chromedp.SetValue(chromedp.CSS("#manifest"), "name: orphan\nkind: gen\ninstances: -1\noutputs: [nowhere]\n"),
+			chromedp.SetValue(chromedp.CSS("#manifest"), "name: orphan\nkind: gen\ninstances: -1\noutputs: [words, nowhere]\n"),
 			chromedp.Click(chromedp.CSS("#deploy-submit")))
 		waitJS(t, ctx, "the field error of instances", `document.querySelector('#manifest-errors li[data-field="instances"]')`)
 		got := eval[string](t, ctx, `document.querySelector('#manifest-errors li[data-field="instances"]').textContent`)
@@ -321,7 +321,7 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Fatal("the bad manifest was deployed")
 		}
 		run(t, ctx, "deploy a good manifest",
-			chromedp.SetValue(chromedp.CSS("#manifest"), "name: orphan\nkind: gen\noutputs: [nowhere]\n"),
+			chromedp.SetValue(chromedp.CSS("#manifest"), "name: orphan\nkind: gen\noutputs: [words, nowhere]\n"),
 			chromedp.Click(chromedp.CSS("#deploy-submit")))
 		waitJS(t, ctx, "the deploy to be confirmed", `document.querySelector('#deploy-result').textContent.startsWith('Deployed')`)
 		goTo(t, ctx, "#/graph")

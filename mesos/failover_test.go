@@ -176,7 +176,7 @@ func TestHAFailover(t *testing.T) {
   instances: 3
   cpus: 0.5
   mem: 128
-  env: {SLUICE_TEST_RECORDS: "100000000", SLUICE_TEST_RATE: "200", SLUICE_TEST_KEYS: "1000",
+  env: {SLUICE_NODE_INSECURE: "1", SLUICE_TEST_RECORDS: "100000000", SLUICE_TEST_RATE: "200", SLUICE_TEST_KEYS: "1000",
         SLUICE_TEST_GEN_PARALLELISM: "1", SLUICE_TEST_COUNT_PARALLELISM: "3"}
 `
 	if err := os.WriteFile(poolsFile, []byte(pools), 0o644); err != nil {

@@ -40,7 +40,9 @@ func readmeWalkthrough(t *testing.T) string {
 // and ports picked now): Consul, three TLS nodes, and the CLI's status,
 // ls, graph, deploy, scale, describe, tail and kill on them. (It broke at
 // its first CLI command: the nodes listened on 127.0.0.1:0 and the CLI
-// asked 127.0.0.1:7070.) The token files it writes are the user's alone.
+// asked 127.0.0.1:7070.) Its Consul refuses writes without a token (no
+// node logs that it is open), the nodes use a token of their own, and the
+// token files it writes are the user's alone.
 func TestREADMEWalkthrough(t *testing.T) {
 	script := readmeWalkthrough(t)
 	work := t.TempDir()
@@ -79,7 +81,16 @@ func TestREADMEWalkthrough(t *testing.T) {
 			t.Errorf("the walkthrough's output has no %q:\n%s", want, out)
 		}
 	}
-	for _, f := range []string{"tokens", "token", "certs/ca-key.pem"} {
+	for _, n := range []string{"n1", "n2", "n3"} {
+		b, err := os.ReadFile(filepath.Join(work, n+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "INSECURE") || strings.Contains(string(b), "could not check whether Consul") {
+			t.Errorf("%s found its Consul open to writes without a token (or could not tell):\n%s", n, toolbin.Tail(string(b), 20))
+		}
+	}
+	for _, f := range []string{"tokens", "token", "certs/ca-key.pem", "consul-token", "consul-admin-token"} {
 		fi, err := os.Stat(filepath.Join(work, f))
 		if err != nil {
 			t.Fatal(err)
