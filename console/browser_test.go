@@ -427,6 +427,13 @@ func TestConsoleInABrowser(t *testing.T) {
 		screenshot(t, ctx, shots, "token")
 		run(t, ctx, "give the read token", chromedp.SetValue(chromedp.CSS("#token"), readToken), chromedp.Click(chromedp.CSS("#token-submit")))
 		waitJS(t, ctx, "the graph with the token", `!document.querySelector('#token-dialog').open && document.querySelector('#graph [data-operator="count"]')`)
+		// An exactly-once node's checkpoints, on an operator's page: a
+		// table in the viewer's time, not the JSON with nanoseconds.
+		goTo(t, ctx, "#/operator/count")
+		waitJS(t, ctx, "count's checkpoints as a table",
+			`/^\d+ at \d{1,2}:\d\d:\d\d/.test(document.querySelector('#op-checkpoints [data-field="last"]')?.textContent || '') &&
+			 !document.querySelector('#op-detail pre') && !document.querySelector('#op-detail').textContent.includes('lastTime')`)
+		screenshot(t, ctx, shots, "checkpoints")
 		for _, e := range pageErrors()[before:] {
 			// The requests without a valid token fail with 401, as they
 			// should; nothing else may.

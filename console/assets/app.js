@@ -100,7 +100,7 @@
       else if (line.startsWith('data: ')) data += line.slice(6);
     }
     if (event === 'snapshot') {
-      S.snap = JSON.parse(data);
+      S.snap = JSON.parse(exactIDs(data));
       setConn('live · ' + S.snap.node + ' · v' + S.snap.topologyVersion, 'ok');
       render();
     } else if (event === 'problem') {
@@ -131,6 +131,27 @@
     if (S.snap && page.update) page.update(root, S.snap, r.arg);
   }
   window.addEventListener('hashchange', render);
+
+  // exactIDs quotes the checkpoint ids of a snapshot's JSON: they are
+  // 64-bit, beyond what a JavaScript number holds exactly.
+  const exactIDs = (json) => json.replace(/"(last|inProgress)":(\d{16,})/g, '"$1":"$2"');
+
+  // checkpointTable shows the coordinator's account of checkpoints, with
+  // times in the viewer's zone and sizes for people.
+  function checkpointTable(ck) {
+    if (!ck) return '';
+    const when = (t, agoMs) => (t ? esc(new Date(t).toLocaleTimeString()) + (agoMs !== undefined ? ' (' + fmtMs(agoMs) + ' ago)' : '') : '—');
+    const row = (field, label, value) => '<tr><th>' + esc(label) + '</th><td data-field="' + field + '">' + value + '</td></tr>';
+    let rows = ck.error ? row('error', 'error', '<span class="field-error">' + esc(ck.error) + '</span>') : '';
+    rows += row('coordinator', 'coordinator', esc(ck.coordinator || '—'));
+    rows += row('last', 'newest complete', ck.last && ck.last !== '0' ? esc(String(ck.last)) + (ck.lastSavepoint ? ' (savepoint)' : '') + ' at ' + when(ck.lastTime, ck.lastAgeMs) : 'none yet');
+    if (ck.lastSize) rows += row('size', 'its size', fmtBytes(ck.lastSize) + ', ' + fmtBytes(ck.lastUploaded) + ' uploaded, in ' + fmtMs(ck.lastDurationMs || 0));
+    rows += row('counts', 'completed / failed', ck.completed + ' / ' + ck.failed + (ck.consecutiveFailures ? ' (' + ck.consecutiveFailures + ' in a row)' : ''));
+    if (ck.inProgress) rows += row('progress', 'in progress', esc(String(ck.inProgress)));
+    if (ck.lastError) rows += row('failure', 'last failure', when(ck.lastFailure) + ': ' + esc(ck.lastError));
+    rows += row('rollbacks', 'rollbacks', ck.rollbacks + ' (generation ' + ck.generation + ')');
+    return '<h3>Checkpoints</h3><table id="op-checkpoints" class="kv">' + rows + '</table>';
+  }
 
   const badge = (s) => '<span class="badge ' + esc(s) + '">' + esc(s) + '</span>';
   const pct = (f) => Math.round((f || 0) * 100) + '%';
@@ -267,7 +288,7 @@
         '<td class="wm">' + fmtWatermark(i) + '</td><td>' + esc(i.lastError || '') + '</td></tr>').join('');
       const io = '<p>Inputs: ' + ((op.inputs || []).map((i) => esc(i.stream) + ' (' + esc(i.routing) + ')').join(', ') || 'none (a source)') +
         ' · Outputs: ' + (esc((op.outputs || []).join(', ')) || 'none (a sink)') + '</p>';
-      const ck = snap.checkpoints ? '<h3>Checkpoints</h3><pre>' + esc(JSON.stringify(snap.checkpoints, null, 2)) + '</pre>' : '';
+      const ck = checkpointTable(snap.checkpoints);
       $('#op-detail', root).innerHTML = (op.pending ? '<p class="message bad">' + esc(op.pending) + '</p>' : '') + io +
         '<h3>Instances</h3><table id="op-table"><tr><th>#</th><th>node</th><th>state</th><th>key groups</th><th>in</th><th>out</th><th>processing p50 / p99</th><th>end-to-end p50 / p99</th><th>processed</th>' +
         '<th>skew (share of records)</th><th>mailbox</th><th>backpressure</th><th>restarts</th><th>dead letters</th><th>transient errors</th><th>state size</th><th>watermark</th><th>last error</th></tr>' +
