@@ -382,6 +382,48 @@ func TestConsoleInABrowser(t *testing.T) {
 		screenshot(t, ctx, shots, "graph-50")
 	})
 
+	t.Run("the ad network fits and no edge crosses a node", func(t *testing.T) {
+		// The ad network with trending URLs, as at 1400 px it clipped its
+		// last operator behind a scroll bar and drew trending → dashboard
+		// through the ctr stream: every edge's points (but its ends) are
+		// checked against every node's box, and the graph against the
+		// page's width.
+		problem := eval[string](t, ctx, `(() => {
+			const op = (name, inputs, outputs) => ({name, kind: name, state: 'running', instances: 1, inRate: 10, outRate: 10,
+				inputs: inputs.map((s) => ({stream: s, routing: 'group-by'})), outputs});
+			const ops = [op('impressions', [], ['impressions']), op('clicks', [], ['clicks']),
+				op('publisher-counts', ['impressions', 'clicks'], ['publisher-counts']), op('ctr', ['publisher-counts'], ['ctr']),
+				op('trending-urls', ['impressions'], ['trending']), op('dashboard', ['ctr', 'trending'], [])];
+			const streams = ['impressions', 'clicks', 'publisher-counts', 'ctr', 'trending'].map((s) => ({name: s,
+				producers: ops.filter((o) => o.outputs.includes(s)).map((o) => o.name),
+				consumers: ops.filter((o) => o.inputs.some((i) => i.stream === s)).map((o) => ({operator: o.name, routing: 'group-by'}))}));
+			window.sluiceConsole.renderGraph({operators: ops, streams});
+			const wrap = document.querySelector('.graph-wrap');
+			if (wrap.scrollWidth > wrap.clientWidth) return 'the graph is ' + wrap.scrollWidth + ' px wide in a page ' + wrap.clientWidth + ' px wide';
+			const boxes = [...document.querySelectorAll('#graph g.op, #graph g.stream')].map((g) => {
+				const m = /translate\(([-\d.]+),([-\d.]+)\)/.exec(g.getAttribute('transform'));
+				const r = g.querySelector('rect');
+				return {id: (g.dataset.operator ? 'o:' + g.dataset.operator : 's:' + g.dataset.stream), x: +m[1], y: +m[2], w: +r.getAttribute('width'), h: +r.getAttribute('height')};
+			});
+			for (const p of document.querySelectorAll('#graph path.edge')) {
+				const len = p.getTotalLength();
+				for (let i = 1; i < 100; i++) {
+					const pt = p.getPointAtLength(len * i / 100);
+					for (const b of boxes) {
+						if (b.id === p.dataset.from || b.id === p.dataset.to) continue;
+						if (pt.x > b.x + 2 && pt.x < b.x + b.w - 2 && pt.y > b.y + 2 && pt.y < b.y + b.h - 2)
+							return 'the edge ' + p.dataset.from + ' → ' + p.dataset.to + ' crosses ' + b.id;
+					}
+				}
+			}
+			return '';
+		})()`)
+		screenshot(t, ctx, shots, "graph-adnetwork")
+		if problem != "" {
+			t.Fatal(problem)
+		}
+	})
+
 	for _, e := range pageErrors() {
 		// The bad manifest's deploy answered 400, as it should; nothing
 		// else may fail.

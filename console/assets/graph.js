@@ -6,6 +6,8 @@
 
 window.sluiceGraph = (() => {
   const W = 170, H = 44, COL = 240, ROW = 64, PAD = 20;
+  // The graph is scaled down to fit the page, to this much at most.
+  const MIN_SCALE = 0.6;
   // An operator's mailbox holding this many records colours it fully busy.
   const BUSY_QUEUED = 2048;
 
@@ -91,15 +93,32 @@ window.sluiceGraph = (() => {
     let maxX = 0, maxY = 0;
     for (const n of nodes) { maxX = Math.max(maxX, at[n].x + W); maxY = Math.max(maxY, at[n].y + H); }
     const parts = [];
+    // An edge between neighbouring columns is a curve in the gap between
+    // them; a longer one (a consumer that also reads something deeper)
+    // would cross the columns between, through their nodes, so it runs in
+    // a lane of its own below every node.
+    let lanes = 0;
     for (const [u, v] of edges) {
       const a = at[u], b = at[v];
-      const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2, mx = (x1 + x2) / 2;
+      const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
       // The producer's output rate on its edge into the stream, the
       // consumer's input rate on the edge out of it.
       const rate = u.startsWith('o:') ? byName.get(u.slice(2)).outRate : byName.get(v.slice(2)).inRate;
-      parts.push('<path class="edge" marker-end="url(#arrow)" d="M' + x1 + ',' + y1 + ' C' + mx + ',' + y1 + ' ' + mx + ',' + y2 + ' ' + x2 + ',' + y2 + '"/>');
-      parts.push('<text class="rate" text-anchor="middle" x="' + mx + '" y="' + ((y1 + y2) / 2 - 4) + '" data-edge="' + esc(u + '->' + v) + '" data-rate="' + (rate || 0) + '">' + fmtRate(rate) + '</text>');
+      let d, lx, ly;
+      if (b.layer - a.layer === 1) {
+        const mx = (x1 + x2) / 2;
+        d = 'M' + x1 + ',' + y1 + ' C' + mx + ',' + y1 + ' ' + mx + ',' + y2 + ' ' + x2 + ',' + y2;
+        lx = mx; ly = (y1 + y2) / 2 - 4;
+      } else {
+        const lane = maxY + 16 + 14 * lanes++, g = (COL - W) / 2;
+        d = 'M' + x1 + ',' + y1 + ' C' + (x1 + g) + ',' + y1 + ' ' + x1 + ',' + lane + ' ' + (x1 + g) + ',' + lane +
+          ' L' + (x2 - g) + ',' + lane + ' C' + x2 + ',' + lane + ' ' + (x2 - g) + ',' + y2 + ' ' + x2 + ',' + y2;
+        lx = (x1 + x2) / 2; ly = lane - 3;
+      }
+      parts.push('<path class="edge" marker-end="url(#arrow)" data-from="' + esc(u) + '" data-to="' + esc(v) + '" d="' + d + '"/>');
+      parts.push('<text class="rate" text-anchor="middle" x="' + lx + '" y="' + ly + '" data-edge="' + esc(u + '->' + v) + '" data-rate="' + (rate || 0) + '">' + fmtRate(rate) + '</text>');
     }
+    maxY += lanes ? 16 + 14 * lanes : 0;
     for (const o of ops) {
       const p = at['o:' + o.name];
       // A source shows what it produces, the others what they take in.
@@ -118,8 +137,13 @@ window.sluiceGraph = (() => {
         '<text x="14" y="' + (warn ? 17 : 26) + '">' + esc(s.name) + '</text>' +
         (warn ? '<text class="warn" x="14" y="34">⚠ ' + warn + (s.dropped ? ' · ' + s.dropped + ' dropped' : '') + (s.held ? ' · ' + s.held + ' held' : '') + '</text>' : '') + '</g>');
     }
-    svg.setAttribute('width', maxX + PAD);
-    svg.setAttribute('height', maxY + PAD);
+    // Scaled down to the page's width (to MIN_SCALE) rather than clipped
+    // behind a scroll bar; never scaled up.
+    svg.setAttribute('viewBox', '0 0 ' + (maxX + PAD) + ' ' + (maxY + PAD));
+    svg.setAttribute('width', '100%');
+    svg.removeAttribute('height');
+    svg.style.maxWidth = (maxX + PAD) + 'px';
+    svg.style.minWidth = Math.round((maxX + PAD) * MIN_SCALE) + 'px'; // smaller would be unreadable: then it scrolls
     svg.innerHTML = '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse">' +
       '<path d="M 0 0 L 10 5 L 0 10 z" fill="#8a93a6"/></marker></defs>' + parts.join('');
     svg.getBoundingClientRect(); // lay it out now, inside the measurement
