@@ -1,7 +1,6 @@
 package actors_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -257,9 +256,8 @@ func (u undeclared) ProcessRecord(ctx core.Context, rec core.Record) error {
 func (undeclared) ProcessTimer(core.Context, string, time.Time) error { return nil }
 
 func TestUnknownStreams(t *testing.T) {
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	var logs sluicetest.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	errs := make(chan error, 1)
 	n, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), Logger: logger},
 		func() core.Operator { return undeclared{errs} })
@@ -285,20 +283,7 @@ func TestUnknownStreams(t *testing.T) {
 	if !strings.Contains(last, `produce to "undeclared"`) {
 		t.Fatalf("the status's last error = %q, want the refused produce (the operator dropped the error)", last)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if c := strings.Count(logs.String(), "input stream has no producer"); c != 1 || !strings.Contains(logs.String(), "stream=in") {
 		t.Fatalf("dangling input logged %d times, want once naming stream in; logs:\n%s", c, logs.String())
 	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

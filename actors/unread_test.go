@@ -1,12 +1,10 @@
 package actors_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -128,9 +126,8 @@ func TestUnreadStreamIsHeldUntilAReaderIsDeployed(t *testing.T) {
 // dropped, counted per stream and logged at a rate limit.
 func TestUnreadStreamIsDroppedAndCountedWithoutDurability(t *testing.T) {
 	const count = 5_000
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	var logs sluicetest.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	var got sluicetest.Collector
 	n := unreadNode(t, actors.Config{Logger: logger}, count, &got)
 
@@ -140,10 +137,8 @@ func TestUnreadStreamIsDroppedAndCountedWithoutDurability(t *testing.T) {
 	if s := streamStatus(n, "s"); s.Held != 0 {
 		t.Fatalf("%+v: want nothing held without durability tracking", s)
 	}
-	mu.Lock()
-	lines := strings.Count(logs.String(), "records dropped: no operator reads the stream")
 	text := logs.String()
-	mu.Unlock()
+	lines := strings.Count(text, "records dropped: no operator reads the stream")
 	if lines < 1 || lines > 10 {
 		t.Fatalf("dropped records logged on %d lines, want 1 to 10 (rate-limited); logs:\n%s", lines, text)
 	}

@@ -1,13 +1,11 @@
 package kafka_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -70,25 +68,6 @@ func (c *callCtx) Logger() *slog.Logger {
 		return c.log
 	}
 	return quiet
-}
-
-// logBuffer keeps what a logger writes, for tests that check a message.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// count returns how many times s was logged.
-func (l *logBuffer) count(s string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), s)
 }
 
 // stateSnap is a copy of state by key group: what a checkpoint keeps.

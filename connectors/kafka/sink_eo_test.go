@@ -171,7 +171,7 @@ func TestExactlyOnceSinkCyclesThroughItsPool(t *testing.T) {
 	addrs := b.Addrs()
 	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.TransactionPool = 4 })
 	c := eoCtx()
-	var logs logBuffer
+	var logs sluicetest.Buffer
 	c.log = slog.New(slog.NewTextHandler(&logs, nil))
 	s := initSink(t, f, c)
 	// Ten checkpoints, each completing one barrier later: four ids suffice
@@ -187,7 +187,7 @@ func TestExactlyOnceSinkCyclesThroughItsPool(t *testing.T) {
 		}
 	}
 	must(t, "Commit(10)", s.Commit(c, 10))
-	if n := logs.count("reusing a transactional id before"); n != 0 {
+	if n := strings.Count(logs.String(), "reusing a transactional id before"); n != 0 {
 		t.Fatalf("%d ids reused before their commit was confirmed, want none with 4 ids", n)
 	}
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 100)
