@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -64,10 +65,7 @@ func (l *deadLetterLog) add(op, node string, index int, rec core.Record, runtime
 	dl := DeadLetter{Time: time.Now(), Node: node, Index: index,
 		Key: append([]byte(nil), rec.Key[:min(len(rec.Key), deadLetterValueMax)]...), KeyBytes: len(rec.Key),
 		Value: append([]byte(nil), rec.Value[:min(len(rec.Value), deadLetterValueMax)]...), ValueBytes: len(rec.Value)}
-	for _, h := range append(runtime[:len(runtime):len(runtime)], rec.Headers...) {
-		if len(dl.Headers) == deadLetterHeadersMax {
-			break
-		}
+	for _, h := range slices.Concat(runtime, rec.Headers)[:min(len(runtime)+len(rec.Headers), deadLetterHeadersMax)] {
 		dl.Headers = append(dl.Headers, core.Header{Key: clipText(h.Key, deadLetterHeaderMax), Value: clipText(h.Value, deadLetterHeaderMax)})
 	}
 	l.mu.Lock()

@@ -29,17 +29,21 @@ func contradictions(mf api.Manifest, kind string, base core.Metadata) []string {
 	if mf.Inputs == nil {
 		return problems
 	}
-	grouped := func(rt core.Routing) bool { return rt == core.GroupBy }
-	for i, in := range mf.Inputs {
-		rt, _ := core.ParseRouting(in.Routing) // validated
-		switch {
-		case len(mf.Inputs) == len(base.Inputs) && grouped(base.Inputs[i].Routing) && !grouped(rt):
-			problems = append(problems, fmt.Sprintf("inputs[%d].routing: kind %q reads %q grouped by key (its state is per key), and %s would spread one key's records over its instances: use group-by",
-				i, kind, base.Inputs[i].Stream, rt))
-		case len(mf.Inputs) != len(base.Inputs) && slices.ContainsFunc(base.Inputs, func(b core.Input) bool { return grouped(b.Routing) }) &&
-			!slices.ContainsFunc(mf.Inputs, func(m api.ManifestInput) bool { r, _ := core.ParseRouting(m.Routing); return grouped(r) }):
-			return append(problems, fmt.Sprintf("inputs: kind %q reads its inputs grouped by key (its state is per key), and no input of the manifest is group-by", kind))
+	grouped := func(routing string) bool { rt, _ := core.ParseRouting(routing); return rt == core.GroupBy } // validated
+	if len(mf.Inputs) == len(base.Inputs) {
+		// The same inputs, perhaps renamed: each keeps its routing's kind.
+		for i, in := range mf.Inputs {
+			if base.Inputs[i].Routing == core.GroupBy && !grouped(in.Routing) {
+				rt, _ := core.ParseRouting(in.Routing)
+				problems = append(problems, fmt.Sprintf("inputs[%d].routing: kind %q reads %q grouped by key (its state is per key), and %s would spread one key's records over its instances: use group-by",
+					i, kind, base.Inputs[i].Stream, rt))
+			}
 		}
+		return problems
+	}
+	keyed := slices.ContainsFunc(base.Inputs, func(b core.Input) bool { return b.Routing == core.GroupBy })
+	if keyed && !slices.ContainsFunc(mf.Inputs, func(m api.ManifestInput) bool { return grouped(m.Routing) }) {
+		problems = append(problems, fmt.Sprintf("inputs: kind %q reads its inputs grouped by key (its state is per key), and no input of the manifest is group-by", kind))
 	}
 	return problems
 }

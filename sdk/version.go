@@ -1,9 +1,6 @@
 package sdk
 
-import (
-	"runtime/debug"
-	"strings"
-)
+import "runtime/debug"
 
 // BuildVersion returns the version a node announces when Config.Version
 // is empty: the main module's version for a release build ("v1.4.0"),
@@ -37,5 +34,5 @@ func versionOf(info *debug.BuildInfo) string {
 	if rev == "" {
 		return "devel"
 	}
-	return "devel+" + strings.TrimSpace(rev[:min(len(rev), 12)]) + dirty
+	return "devel+" + rev[:min(len(rev), 12)] + dirty
 }
