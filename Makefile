@@ -1,5 +1,5 @@
 # Sluice developer commands. Only Go 1.26 is needed; test services (Consul,
-# Jaeger, SeaweedFS, Prometheus) are built or installed on first use and
+# Jaeger, SeaweedFS, NATS, Prometheus, PostgreSQL) are built or installed on first use and
 # cached outside the repository (see scripts/).
 
 GO        ?= go
@@ -18,6 +18,8 @@ run:
 TEST_ENV = SLUICE_CONSUL_BIN="$$(scripts/ensure-tool.sh consul)" \
 	SLUICE_JAEGER_BIN="$$(scripts/ensure-tool.sh jaeger)" \
 	SLUICE_WEED_BIN="$$(scripts/ensure-tool.sh weed)" \
+	SLUICE_NATS_BIN="$$(scripts/ensure-tool.sh nats-server)" \
+	SLUICE_POSTGRES_BIN="$$(scripts/pg-bindir.sh)" \
 	SLUICE_PROMETHEUS_BIN="$$(command -v prometheus)" \
 	SLUICE_CHROMIUM_BIN="$$(command -v chromium)"
 
@@ -37,15 +39,15 @@ vet:
 	$(GO) vet ./...
 
 ## tools: build/install the test services once (cached in $$HOME/.cache/sluice)
-# Consul, Jaeger and SeaweedFS are built from the Go module proxy, all three
-# at once (about 25 minutes on 2 cores the first time); Prometheus (for
-# internal/integration's scrape test) and Chromium (for the web console's
-# browser tests, package console) are Debian's packages, installed as root.
+# Consul, Jaeger, SeaweedFS and nats-server are built from the Go module
+# proxy, all at once (about 25 minutes on 2 cores the first time); Prometheus
+# (for internal/integration's scrape test), Chromium (for the web console's
+# browser tests, package console) and PostgreSQL (for connectors/postgres) are
+# Debian's packages, installed as root, alongside the builds.
 tools:
-	@pids=; for t in consul jaeger weed; do scripts/ensure-tool.sh $$t >/dev/null & pids="$$pids $$!"; done; \
+	@pids=; for t in consul jaeger weed nats-server; do scripts/ensure-tool.sh $$t >/dev/null & pids="$$pids $$!"; done; \
+	scripts/debian-packages.sh & pids="$$pids $$!"; \
 	for p in $$pids; do wait $$p || exit 1; done
-	@command -v prometheus >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus)
-	@command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)
 
 ## bench: the benchmark table (medians of several runs) and the Go benchmarks
 bench: tools

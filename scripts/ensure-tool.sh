@@ -5,10 +5,10 @@
 # Binaries are cached outside the repository, under
 # ${SLUICE_CACHE:-$HOME/.cache/sluice}/bin, keyed by version, so a fresh
 # machine builds each one once (Consul ~9 min, Jaeger ~10 min, SeaweedFS's
-# weed ~20 min on 2 cores).
+# weed ~20 min, nats-server ~2 min on 2 cores).
 set -euo pipefail
 
-name=${1:?usage: ensure-tool.sh consul|jaeger|weed}
+name=${1:?usage: ensure-tool.sh consul|jaeger|weed|nats-server}
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${SLUICE_CACHE:-$HOME/.cache/sluice}/bin
 
@@ -16,7 +16,8 @@ case "$name" in
 consul) pkg=github.com/hashicorp/consul; version=v1.14.11 ;;
 jaeger) pkg=github.com/jaegertracing/jaeger/cmd/jaeger; version=v1.76.0 ;;
 weed) pkg=github.com/seaweedfs/seaweedfs/weed; version=v0.0.0-20261109003541-7506e5f91cd6; dir=seaweedfs ;;
-*) echo "ensure-tool.sh: unknown tool $name (want consul, jaeger or weed)" >&2; exit 2 ;;
+nats-server) pkg=github.com/nats-io/nats-server/v2; version=v2.15.3 ;;
+*) echo "ensure-tool.sh: unknown tool $name (want consul, jaeger, weed or nats-server)" >&2; exit 2 ;;
 esac
 
 bin="$cache/$name-$version"
