@@ -94,6 +94,8 @@ type testCluster struct {
 	ops   []core.Factory
 	nodes map[string]*actors.Node
 	dirs  map[string]string
+	// logger, when set, is every node's logger (else the test's).
+	logger *slog.Logger
 }
 
 func newTestCluster(t *testing.T, ops ...core.Factory) *testCluster {
@@ -108,6 +110,9 @@ func (c *testCluster) start(id string) *actors.Node {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logger := sluicetest.Logger(c.t)
+	if c.logger != nil {
+		logger = c.logger
+	}
 	if f := os.Getenv("SLUICE_DEBUG_LOG"); f != "" {
 		w, err := os.OpenFile(f, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {

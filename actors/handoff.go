@@ -90,6 +90,7 @@ func (c *coordinator) ask(a *acquisition, id string) {
 		Operator: inst.key.op, Epoch: inst.key.epoch, Index: int32(inst.key.index),
 		FirstGroup: int32(inst.lo), EndGroup: int32(inst.hi),
 		Requester: c.selfID, ReplyTo: actor.NewPID(c.n.addr, coordinatorName), Acquisition: a.id,
+		Leaving: c.leaving[c.selfID],
 	}
 	a.waiting[id] = time.Now()
 	delete(a.notYet, id)
@@ -111,6 +112,9 @@ func (c *coordinator) ownerOf(k instKey) string {
 func (c *coordinator) serve(req *wire.HandoffRequest) {
 	first, end := int(req.FirstGroup), int(req.EndGroup)
 	reqKey := instKey{op: req.Operator, epoch: req.Epoch, index: int(req.Index)}
+	if req.Requester != c.selfID && c.leaving[req.Requester] && !req.Leaving {
+		c.unleave(req.Requester) // a requester that is not leaving says so
+	}
 	if c.rollingBack() {
 		// What this node holds may be from after the checkpoint the
 		// cluster goes back to: answer once onRolledBack dropped that.
@@ -222,6 +226,7 @@ func (c *coordinator) reply(req *wire.HandoffRequest, status wire.HandoffReply_S
 	r := &wire.HandoffReply{
 		Operator: req.Operator, Epoch: req.Epoch, Index: req.Index,
 		Node: c.selfID, Status: status, GroupsShipped: int32(shipped), Acquisition: req.Acquisition,
+		Staying: !c.leaving[c.selfID],
 	}
 	if status == wire.HandoffReply_DONE {
 		for _, m := range c.members {
@@ -231,8 +236,25 @@ func (c *coordinator) reply(req *wire.HandoffRequest, status wire.HandoffReply_S
 	c.n.system.Root.Send(req.ReplyTo, r)
 }
 
+// unleave places on member id again: it was taken for leaving, but it
+// says it is not (in a request or a reply). The Leaving came from an earlier
+// incarnation's last moments, or was forged (a cluster without node
+// certificates cannot tell). Otherwise this node would wait for ever for
+// state that member will not hand over while it runs its instances, and
+// the member for state this node keeps (issue 31: two nodes wedged for
+// 17 minutes on one forged Leaving). A member that does leave announces
+// it on the same stream before any request or reply that says so.
+func (c *coordinator) unleave(id string) {
+	c.n.log.Warn("a node taken for leaving is staying: placing on it again (a stale or forged Leaving)", "node", id)
+	delete(c.leaving, id)
+	c.apply()
+}
+
 // onReply records a member's answer to one of our requests.
 func (c *coordinator) onReply(m *wire.HandoffReply) {
+	if m.Staying && m.Node != c.selfID && c.leaving[m.Node] {
+		c.unleave(m.Node)
+	}
 	a := c.acq[m.Acquisition]
 	if a == nil || a.li.inst.key != (instKey{op: m.Operator, epoch: m.Epoch, index: int(m.Index)}) {
 		c.n.log.Debug("reply to a forgotten acquisition", "acq", m.Acquisition, "from", m.Node)

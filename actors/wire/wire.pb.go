@@ -687,7 +687,11 @@ type HandoffRequest struct {
 	ReplyTo    *actor.PID             `protobuf:"bytes,7,opt,name=reply_to,json=replyTo,proto3" json:"reply_to,omitempty"`
 	// acquisition identifies the requester's acquisition, so that answers
 	// to an earlier, abandoned one are not taken for answers to this one.
-	Acquisition   uint64 `protobuf:"varint,8,opt,name=acquisition,proto3" json:"acquisition,omitempty"`
+	Acquisition uint64 `protobuf:"varint,8,opt,name=acquisition,proto3" json:"acquisition,omitempty"`
+	// leaving: the requester has announced that it is leaving (an abandoned
+	// acquisition asking a restarted member again). A request without it
+	// tells a member that took the requester for leaving that it is not.
+	Leaving       bool `protobuf:"varint,9,opt,name=leaving,proto3" json:"leaving,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -778,6 +782,13 @@ func (x *HandoffRequest) GetAcquisition() uint64 {
 	return 0
 }
 
+func (x *HandoffRequest) GetLeaving() bool {
+	if x != nil {
+		return x.Leaving
+	}
+	return false
+}
+
 // HandoffReply answers a HandoffRequest.
 type HandoffReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -790,7 +801,11 @@ type HandoffReply struct {
 	Acquisition   uint64                 `protobuf:"varint,7,opt,name=acquisition,proto3" json:"acquisition,omitempty"`
 	// members is the replier's view of the cluster: the requester also asks
 	// the members it did not know of, which may hold the state.
-	Members       []*Peer `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	Members []*Peer `protobuf:"bytes,8,rep,name=members,proto3" json:"members,omitempty"`
+	// staying: the replier has not announced that it is leaving. A requester
+	// that took it for leaving (a stale or forged Leaving) stops waiting for
+	// its state and places its instances on it again.
+	Staying       bool `protobuf:"varint,9,opt,name=staying,proto3" json:"staying,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -879,6 +894,13 @@ func (x *HandoffReply) GetMembers() []*Peer {
 		return x.Members
 	}
 	return nil
+}
+
+func (x *HandoffReply) GetStaying() bool {
+	if x != nil {
+		return x.Staying
+	}
+	return false
 }
 
 // Peer is a cluster member's id and actor address.
@@ -1819,7 +1841,7 @@ const file_wire_proto_rawDesc = "" +
 	"\acontrol\x18\x05 \x01(\v2\x14.sluice.wire.ControlR\acontrol\",\n" +
 	"\x02KV\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xfd\x01\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\x97\x02\n" +
 	"\x0eHandoffRequest\x12\x1a\n" +
 	"\boperator\x18\x01 \x01(\tR\boperator\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
@@ -1830,7 +1852,8 @@ const file_wire_proto_rawDesc = "" +
 	"\trequester\x18\x06 \x01(\tR\trequester\x12%\n" +
 	"\breply_to\x18\a \x01(\v2\n" +
 	".actor.PIDR\areplyTo\x12 \n" +
-	"\vacquisition\x18\b \x01(\x04R\vacquisition\"\xbb\x02\n" +
+	"\vacquisition\x18\b \x01(\x04R\vacquisition\x12\x18\n" +
+	"\aleaving\x18\t \x01(\bR\aleaving\"\xd5\x02\n" +
 	"\fHandoffReply\x12\x1a\n" +
 	"\boperator\x18\x01 \x01(\tR\boperator\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
@@ -1839,7 +1862,8 @@ const file_wire_proto_rawDesc = "" +
 	"\x06status\x18\x05 \x01(\x0e2 .sluice.wire.HandoffReply.StatusR\x06status\x12%\n" +
 	"\x0egroups_shipped\x18\x06 \x01(\x05R\rgroupsShipped\x12 \n" +
 	"\vacquisition\x18\a \x01(\x04R\vacquisition\x12+\n" +
-	"\amembers\x18\b \x03(\v2\x11.sluice.wire.PeerR\amembers\"\x1f\n" +
+	"\amembers\x18\b \x03(\v2\x11.sluice.wire.PeerR\amembers\x12\x18\n" +
+	"\astaying\x18\t \x01(\bR\astaying\"\x1f\n" +
 	"\x06Status\x12\b\n" +
 	"\x04DONE\x10\x00\x12\v\n" +
 	"\aNOT_YET\x10\x01\"0\n" +
