@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluicehq/sluice/actors/wire"
@@ -37,14 +36,7 @@ func TestClusterForgedLeavingIsUndone(t *testing.T) {
 	c.start("b")
 	sluicetest.WaitFor(t, time.Minute, "a quarter counted", func() bool { return total.Load() >= records/4 })
 
-	conn, err := grpc.NewClient(a.Address(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	stranger, err := connect(ctx, conn)
+	stranger, err := dialRawWith(t, a.Address(), insecure.NewCredentials())
 	if err != nil {
 		t.Fatalf("connect to a's transport (no certificates): %v", err)
 	}

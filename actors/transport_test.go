@@ -117,7 +117,14 @@ type rawPeer struct {
 // dialRaw connects to addr with cfg and runs protoactor's connect exchange.
 func dialRaw(t *testing.T, addr string, cfg *tls.Config) (*rawPeer, error) {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	return dialRawWith(t, addr, credentials.NewTLS(cfg))
+}
+
+// dialRawWith is dialRaw with any transport credentials (insecure ones
+// for a node without certificates).
+func dialRawWith(t *testing.T, addr string, tc credentials.TransportCredentials) (*rawPeer, error) {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(tc))
 	if err != nil {
 		t.Fatal(err)
 	}
