@@ -62,6 +62,9 @@ type Topology struct {
 	// operator list, so that a killed one is not deployed again when the
 	// program restarts.
 	Seeded []string `json:",omitempty"`
+	// Seal is the signature of the node that stored this version, in a
+	// cluster with node certificates (see Sealer); nil otherwise.
+	Seal *Seal `json:",omitempty"`
 }
 
 // Find returns the spec of the named operator.
@@ -74,9 +77,10 @@ func (t Topology) Find(name string) (OperatorSpec, bool) {
 	return OperatorSpec{}, false
 }
 
-// Clone returns a deep enough copy of t to modify.
+// Clone returns a deep enough copy of t to modify, without t's Seal.
 func (t Topology) Clone() Topology {
 	c := t
+	c.Seal = nil // a copy to modify is no longer what was signed
 	c.Operators = slices.Clone(t.Operators)
 	c.Purged = slices.Clone(t.Purged)
 	c.Seeded = slices.Clone(t.Seeded)
