@@ -37,6 +37,8 @@ type Node interface {
 	// CheckKind says why an operator of a hosted kind cannot run under
 	// the node's guarantee (nil when it can, or the kind is not hosted).
 	CheckKind(name, kind string) error
+	// Events returns the node's latest cluster events, oldest first.
+	Events() []actors.Event
 }
 
 var _ Node = (*actors.Node)(nil)
@@ -318,6 +320,7 @@ func (s *Server) local(ctx context.Context) (api.NodeStatus, error) {
 	st.Process = processStats()
 	addLatencies(st.Operators, s.console.latencies)
 	st.Health = s.health()
+	st.Events = events(s.node.Events())
 	return st, nil
 }
 
