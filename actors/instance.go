@@ -79,6 +79,7 @@ type instance struct {
 	opv             core.Operator // current incarnation's operator (active mode)
 	failed          bool          // policy exhausted: dead-letter everything
 	failing         bool          // failed since the last successful item (strikes.go)
+	rejected        error         // set by callRecord when ProcessRecord refused its record as bad (core.ErrBadRecord)
 	initing         bool          // Init is running
 	cur             work          // item in progress; survives restarts
 	stash           []unit        // input held back while blocked or awaiting

@@ -304,6 +304,13 @@ var (
 	// ErrTransient, wrapped in an error from Poll or Flush, means "retry
 	// later": the runtime records it and backs off instead of restarting.
 	ErrTransient = core.ErrTransient
+	// ErrBadRecord, wrapped in an error from ProcessRecord, says the
+	// record itself is bad (it does not decode, a required field is
+	// missing): the runtime undoes the attempt and dead-letters the record
+	// at once (sluice-attempts 1), without a restart or a retry, and the
+	// instance goes on with the next record. sdk/stream's decode failures
+	// wrap it.
+	ErrBadRecord = core.ErrBadRecord
 	// ErrEndOfStream, returned by Poll, says a source has finished; the
 	// end of stream flows downstream in order after its records.
 	ErrEndOfStream = core.ErrEndOfStream

@@ -83,10 +83,11 @@
 //
 // Type mismatches between stages are compile errors. A record that does
 // not decode fails its attempt with an error naming the operator, the
-// stage and the stream and wrapping the codec's *codec.DecodeError: the
-// runtime retries it (RestartPolicy.DeadLetterAfter attempts) and sends
-// it to "<operator>.deadletter" with that text in its sluice-error
-// header, and the records after it go on. Build refuses, with a
+// stage and the stream and wrapping the codec's *codec.DecodeError and
+// sdk.ErrBadRecord: the runtime undoes the attempt and sends the record
+// to "<operator>.deadletter" at once (no restart, no retry:
+// sluice-attempts 1) with that text in its sluice-error header, and the
+// records after it go on. Build refuses, with a
 // *StageError naming the stage, a pipeline with a stage whose output goes
 // nowhere (ErrUnconsumed), a name used twice (ErrDuplicate), a nil
 // function or codec, a bad name, a source or sink with other than one
