@@ -68,7 +68,15 @@
 // Output, ToKeyed and OutputKeyed, after Map, Filter, FlatMap or Process
 // (KeyBy's and the ends' after KeyBy too); From, Aggregate and Process
 // never chain to what is before them, and nothing chains to From or
-// Aggregate. The word count is two operators:
+// Aggregate, with one exception: the stage right after a FromSource runs
+// in the source's operator (keeping the source's name and settings,
+// writing what the chain writes, its records handed down the chain as
+// the source produces them) when it is the source's only reader, sets no
+// option, the source's codec is codec.Bytes or codec.String (one that can
+// fail would fail the source's Poll over and over instead of
+// dead-lettering the record), and the source implements no optional
+// interface but sdk.Resumable and sdk.Closer (a Kafka source, Replayable
+// and a Committer, keeps its own operator). The word count is two operators:
 //
 //	From(sentences) → FlatMap(split) → KeyBy(by-word)   "wc.split"  (sentences → wc.by-word)
 //	Process(count) → Map(text) → Output(counts)         "wc.count"  (wc.by-word, group-by → counts)
