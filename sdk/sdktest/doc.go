@@ -75,6 +75,11 @@
 //   - Flush calls an sdk.Flusher's Flush, as the runtime does before each
 //     commit of state under the other guarantees.
 //
+// At-least-once sources (sdk.Replayable): Position flushes an
+// sdk.Flusher and takes the source's position, as a commit of state does;
+// Durable hands it back once downstream is durable (MarkDurable does
+// both); Rewind is what the runtime calls after another node crashed.
+//
 // Graph.Checkpoint, Complete and Restore do the same for every instance,
 // in stream order; Graph.Snapshot returns an operator's snapshots.
 //
