@@ -34,6 +34,9 @@
 //     an event-time timer on an operator that is not an
 //     sdk.EventTimerProcessor is sdk.ErrNotEventTimerProcessor; a
 //     watermark never goes back;
+//   - a Poll error wrapping sdk.ErrTransient is not a failure: the Poll's
+//     records and writes are kept, the operator is not restarted, and the
+//     error is returned (the runtime backs off and polls again);
 //   - a source with Metadata.Watermarks (or a sdk.WatermarkGenerator)
 //     raises its watermark after each Poll; a source whose Poll returns
 //     sdk.ErrEndOfStream finishes and its watermark goes to EndOfTime.

@@ -1,6 +1,8 @@
 package sdktest_test
 
 import (
+	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -56,5 +58,33 @@ func TestHarnessReplayable(t *testing.T) {
 	must(t, err)
 	if err := other.Rewind(); err == nil {
 		t.Fatal("Rewind of an operator that is not replayable accepted")
+	}
+}
+
+// flaky produces one record, then fails transiently in the same Poll.
+type flaky struct{ replay }
+
+func (f flaky) Poll(ctx sdk.Context) error {
+	if err := f.replay.Poll(ctx); err != nil {
+		return err
+	}
+	ctx.State().Set([]byte("polled"), nil)
+	return fmt.Errorf("broker away: %w", sdk.ErrTransient)
+}
+
+// A transient Poll error is no failure: its records and writes stay, no
+// restart.
+func TestHarnessTransientPollKeepsItsEffects(t *testing.T) {
+	var next, durable int64
+	h, err := sdktest.New(func() sdk.Operator { return flaky{replay{&next, &durable}} })
+	must(t, err)
+	if err := h.Poll(); !errors.Is(err, sdk.ErrTransient) {
+		t.Fatalf("Poll: got %v, want the transient error", err)
+	}
+	if got := values(h.Take("out")); len(got) != 1 || h.Restarts() != 0 {
+		t.Fatalf("after a transient Poll: records %v, restarts %d; want the record kept and no restart", got, h.Restarts())
+	}
+	if _, ok := h.GetInGroup(h.Instance().FirstGroup, []byte("polled")); !ok {
+		t.Fatal("a transient Poll's state write was discarded")
 	}
 }

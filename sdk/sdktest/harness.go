@@ -195,7 +195,10 @@ func (h *Harness) Send(stream string, recs ...sdk.Record) error {
 }
 
 // Poll calls the source's Poll once, with the harness's processing time as
-// the event time of records produced without one. A Poll that returns
+// the event time of records produced without one. A Poll error wrapping
+// sdk.ErrTransient is not a failure, as in the runtime: what the Poll
+// produced and wrote is kept, the operator is not restarted (the runtime
+// polls again after a backoff) and the error is returned. A Poll that returns
 // sdk.ErrEndOfStream keeps its records and finishes the source: its
 // watermark goes to EndOfTime (its event timers fire) and the error is
 // returned so the test sees it.
@@ -214,13 +217,17 @@ func (h *Harness) Poll() error {
 	if h.finished {
 		return fmt.Errorf("sdktest: operator %q: poll after end of stream: %w", h.meta.Name, sdk.ErrEndOfStream)
 	}
-	var eos error
+	var eos, transient error
 	var generated time.Time
 	pollMax := h.maxEvent
 	err := h.attempt(h.info.FirstGroup, h.now, func() error {
 		err := src.Poll(h.context())
-		if errors.Is(err, sdk.ErrEndOfStream) {
+		switch {
+		case errors.Is(err, sdk.ErrEndOfStream):
 			eos, err = err, nil
+		case errors.Is(err, sdk.ErrTransient):
+			transient = err
+			return nil // kept, not a failure
 		}
 		if err != nil {
 			return err
@@ -237,6 +244,9 @@ func (h *Harness) Poll() error {
 	})
 	if err != nil {
 		return err
+	}
+	if transient != nil {
+		return transient
 	}
 	h.maxEvent = pollMax
 	if eos != nil {
