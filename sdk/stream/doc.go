@@ -60,7 +60,8 @@
 // Process is an operator of its own too, "<pipeline>.<stage>", reading the
 // keyed stream with group-by routing: its Processor's functions get each
 // key's values in order, on one instance, with State in the key's key
-// group (keep per-key state in a state.Map keyed by the key), named
+// group (keep per-key state in a stream.Value, one value per key, or a
+// state.Map keyed by the key), named
 // timers of both kinds per key (Context.SetTimer, SetEventTimer) and
 // Context.Emit to hand values on to the stages chained after it.
 //
