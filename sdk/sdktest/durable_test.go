@@ -88,3 +88,20 @@ func TestHarnessTransientPollKeepsItsEffects(t *testing.T) {
 		t.Fatal("a transient Poll's state write was discarded")
 	}
 }
+
+// deadLetters sends every record to its dead-letter stream, which it
+// does not declare: the runtime allows it.
+type deadLetters struct{ scanner }
+
+func (deadLetters) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
+	return ctx.Produce(sdk.DeadLetterStream("scan"), rec)
+}
+
+func TestHarnessAllowsTheDeadLetterStream(t *testing.T) {
+	h, err := sdktest.New(func() sdk.Operator { return deadLetters{} })
+	must(t, err)
+	must(t, h.Send("in", sdk.Record{Key: []byte("k")}))
+	if got := h.Take("scan.deadletter"); len(got) != 1 {
+		t.Fatalf("dead letters: got %d, want 1", len(got))
+	}
+}

@@ -130,6 +130,7 @@ func New(factory sdk.Factory, opts ...Option) (*Harness, error) {
 	for _, in := range meta.Inputs {
 		h.inputs[in.Stream] = in.Routing
 	}
+	h.outputs[sdk.DeadLetterStream(meta.Name)] = true // as the runtime's instances allow
 	for _, s := range meta.Outputs {
 		h.outputs[s] = true
 	}
