@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +37,15 @@ func pollUntil(t *testing.T, h *sdktest.Harness, stream string, n int) {
 	if got := len(h.Output(stream)); got != n {
 		t.Fatalf("produced %d records, want %d", got, n)
 	}
+}
+
+// stateKeys returns h's state keys with prefix, in order.
+func stateKeys(h *sdktest.Harness, prefix string) []string {
+	var out []string
+	for _, e := range h.State() {
+		if k := string(e.Key); strings.HasPrefix(k, prefix) {
+			out = append(out, k)
+		}
+	}
+	return out
 }

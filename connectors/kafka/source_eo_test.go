@@ -119,13 +119,7 @@ func TestExactlyOnceSourceProducesAgainExactlyWhatFollowedTheRestoredCheckpoint(
 		t.Fatalf("after the restore produced %v, want what followed checkpoint 1: %v", got, after)
 	}
 	waitCommitted(t, b, "g", "t", map[int32]int64{0: 30, 1: 30})
-	var keys []string
-	for _, e := range h.State() {
-		if k := string(e.Key); strings.HasPrefix(k, "kafka/pos/") {
-			keys = append(keys, k)
-		}
-	}
-	if !slices.Equal(keys, []string{"kafka/pos/t/0", "kafka/pos/t/1"}) {
+	if keys := stateKeys(h, "kafka/pos/"); !slices.Equal(keys, []string{"kafka/pos/t/0", "kafka/pos/t/1"}) {
 		t.Fatalf("state holds positions %v", keys)
 	}
 }
