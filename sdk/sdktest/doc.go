@@ -30,7 +30,8 @@
 //     writes, timer changes and produced records are discarded, the error
 //     is returned to the test, and the instance restarts as in the runtime
 //     (a fresh Operator from the Factory, then Init);
-//   - producing to an undeclared stream is sdk.ErrUnknownStream; setting
+//   - producing to a stream that is neither declared nor the operator's
+//     dead-letter stream (sdk.DeadLetterStream) is sdk.ErrUnknownStream; setting
 //     an event-time timer on an operator that is not an
 //     sdk.EventTimerProcessor is sdk.ErrNotEventTimerProcessor; a
 //     watermark never goes back;

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,47 @@ func TestHarnessTransientPollKeepsItsEffects(t *testing.T) {
 	}
 	if _, ok := h.GetInGroup(h.Instance().FirstGroup, []byte("polled")); !ok {
 		t.Fatal("a transient Poll's state write was discarded")
+	}
+}
+
+// deadLetters sends every record to its dead-letter stream, which it
+// does not declare: the runtime allows it.
+type deadLetters struct{ scanner }
+
+func (deadLetters) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
+	return ctx.Produce(sdk.DeadLetterStream("scan"), rec)
+}
+
+func TestHarnessAllowsTheDeadLetterStream(t *testing.T) {
+	h, err := sdktest.New(func() sdk.Operator { return deadLetters{} })
+	must(t, err)
+	must(t, h.Send("in", sdk.Record{Key: []byte("k")}))
+	if got := h.Take("scan.deadletter"); len(got) != 1 {
+		t.Fatalf("dead letters: got %d, want 1", len(got))
+	}
+}
+
+// badInit fails Init and counts Close calls.
+type badInit struct {
+	scanner
+	closes *int
+}
+
+func (badInit) Init(sdk.Context) error { return errors.New("no broker") }
+func (b badInit) Close(sdk.Context) error {
+	*b.closes++
+	return errors.New("close failed")
+}
+
+// New closes an operator whose Init failed (the first incarnation when
+// the failure restarts it, then the second) and reports Close's error.
+func TestHarnessNewClosesAFailedInit(t *testing.T) {
+	closes := 0
+	_, err := sdktest.New(func() sdk.Operator { return badInit{closes: &closes} })
+	if err == nil || !strings.Contains(err.Error(), "no broker") || !strings.Contains(err.Error(), "close after the failed init: close failed") {
+		t.Fatalf("New: got %v, want Init's and Close's errors", err)
+	}
+	if closes != 2 {
+		t.Fatalf("Close called %d times, want 2 (both incarnations)", closes)
 	}
 }

@@ -94,7 +94,9 @@ type Harness struct {
 }
 
 // New creates the operator with factory, validates its Metadata as the
-// runtime does at deploy time, and runs Init. The harness runs instance 0
+// runtime does at deploy time, and runs Init. When Init fails (twice: a
+// failure restarts the operator, as in the runtime) the operator is closed
+// and New returns the errors of both, and of Close if it failed. The harness runs instance 0
 // unless WithInstance says otherwise.
 func New(factory sdk.Factory, opts ...Option) (*Harness, error) {
 	o := options{now: Start}
@@ -130,6 +132,7 @@ func New(factory sdk.Factory, opts ...Option) (*Harness, error) {
 	for _, in := range meta.Inputs {
 		h.inputs[in.Stream] = in.Routing
 	}
+	h.outputs[sdk.DeadLetterStream(meta.Name)] = true // as the runtime's instances allow
 	for _, s := range meta.Outputs {
 		h.outputs[s] = true
 	}
@@ -139,8 +142,11 @@ func New(factory sdk.Factory, opts ...Option) (*Harness, error) {
 		return nil, err
 	}
 	if err := h.attempt(lo, time.Time{}, func() error { return h.op.Init(h.context()) }); err != nil {
-		h.cancel()
-		return nil, fmt.Errorf("sdktest: operator %q: init: %w", meta.Name, err)
+		err = fmt.Errorf("sdktest: operator %q: init: %w", meta.Name, err)
+		if cerr := h.Close(); cerr != nil { // the runtime closes a failed incarnation too
+			err = errors.Join(err, fmt.Errorf("sdktest: operator %q: close after the failed init: %w", meta.Name, cerr))
+		}
+		return nil, err
 	}
 	if id > 0 {
 		if err := h.commit(id); err != nil {
