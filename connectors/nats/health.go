@@ -189,6 +189,8 @@ func (h *health) connectError(what string, err error) error {
 		return fmt.Errorf("%s: %w: %s: its TLS certificate was not accepted: %v; check Connection.TLS.CAFile", what, ErrAuthentication, c.URL, err)
 	case strings.Contains(err.Error(), "remote error: tls:"), errors.Is(err, natsgo.ErrSecureConnRequired), errors.Is(err, natsgo.ErrSecureConnWanted):
 		return fmt.Errorf("%s: %w: %s: TLS: %v; check the URL's scheme (tls://) and Connection.TLS (CertFile and KeyFile if the server verifies clients)", what, ErrAuthentication, c.URL, err)
+	case strings.Contains(err.Error(), "after TLS handshake"):
+		return fmt.Errorf("%s: %w: %s closed the connection after the TLS handshake (%v): it most likely requires a client certificate: set Connection.TLS.CertFile and KeyFile to one its CA signed", what, ErrAuthentication, c.URL, err)
 	}
 	return fmt.Errorf("%s: %w: %w: cannot connect to Connection.URL %s: %v", what, sdk.ErrTransient, ErrUnavailable, c.URL, err)
 }

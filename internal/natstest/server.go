@@ -51,6 +51,9 @@ type TLS struct {
 	// VerifyClients the server requires one.
 	CA            string
 	VerifyClients bool
+	// ClientCert and ClientKey, when set, are the certificate the
+	// package's own clients (Connect, CreateStream) present.
+	ClientCert, ClientKey string
 }
 
 // Server is a nats-server run by a test. Its methods must be called from
@@ -149,8 +152,7 @@ func (s *Server) Resume() { s.runs.Signal(syscall.SIGCONT) }
 
 // ClientOptions returns the nats.go options a client of this server needs:
 // its credentials and, with TLS, the CA that signs the server's
-// certificate (a client certificate, if the server verifies clients, is
-// the caller's: nats.ClientCert).
+// certificate and the client certificate of TLS.ClientCert.
 func (s *Server) ClientOptions() []nats.Option {
 	var o []nats.Option
 	switch {
@@ -161,6 +163,9 @@ func (s *Server) ClientOptions() []nats.Option {
 	}
 	if s.opts.TLS != nil && s.opts.TLS.CA != "" {
 		o = append(o, nats.RootCAs(s.opts.TLS.CA))
+	}
+	if s.opts.TLS != nil && s.opts.TLS.ClientCert != "" {
+		o = append(o, nats.ClientCert(s.opts.TLS.ClientCert, s.opts.TLS.ClientKey))
 	}
 	return o
 }
