@@ -31,10 +31,13 @@ type Sink struct {
 	retry   []*natsgo.Msg // publishes that failed, sent again by Flush
 
 	// Exactly-once (sink_eo.go).
-	eo    bool
-	group int    // the instance's first key group: its records wait there
-	epoch uint64 // records since the last barrier belong to this epoch
-	next  uint64 // the index of the epoch's next record
+	eo       bool
+	group    int                 // the instance's first key group: its records wait there
+	epoch    uint64              // records since the last barrier belong to this epoch
+	next     uint64              // the index of the epoch's next record
+	pub      *publisher          // started by the first Commit with records
+	inflight map[uint64]struct{} // epochs handed to pub, not yet reported
+	acked    map[uint64]uint64   // epochs acknowledged (→ last index), deleted by the next PreCommit
 }
 
 var (
@@ -138,7 +141,7 @@ func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 // when MaxPending publishes are in flight.
 func (s *Sink) publish(m *natsgo.Msg) error {
 	if len(s.pending) >= s.cfg.MaxPending {
-		if err := s.await(context.Background(), s.pending[:len(s.pending)/2]); err != nil {
+		if err := s.await(context.Background(), s.pending[:len(s.pending)/4]); err != nil {
 			return err
 		}
 	}
@@ -243,6 +246,10 @@ func (s *Sink) waitConnected(ctx context.Context, deadline time.Time) error {
 // acks of what was published, then closes the connection. Under
 // exactly-once nothing is lost: what is not committed waits in State.
 func (s *Sink) Close(ctx sdk.Context) error {
+	if s.pub != nil {
+		s.pub.close()
+		s.pub = nil
+	}
 	var err error
 	if s.js != nil && !s.eo {
 		err = s.await(ctx, s.pending)

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,8 +25,12 @@ import (
 // PreCommit(N) closes the current epoch (it now belongs to N) and opens
 // the next; Commit(N) publishes every epoch of a checkpoint ≤ N, in
 // order, each message with the header Nats-Msg-Id
-// "<operator>/<key group>/<checkpoint>/<index>", waits for the acks, then
-// deletes the epoch. The ids are the same every time an epoch is
+// "<operator>/<key group>/<checkpoint>/<index>": it hands them to the
+// instance's publisher goroutine, which publishes and awaits the acks
+// while the instance goes on (publishing would otherwise stall the
+// pipeline for as long as a checkpoint's records take to publish); the
+// first PreCommit after the acks deletes the epoch, so the checkpoint of
+// that barrier no longer holds it. The ids are the same every time an epoch is
 // published, so a Commit repeated after a restore (State brings the epoch
 // back) is de-duplicated by the server, within the stream's duplicate
 // window (SinkConfig.MinDuplicateWindow is checked at start). Records
@@ -60,6 +65,7 @@ func (s *Sink) initExactlyOnce(ctx sdk.Context) error {
 	}
 	s.eo = true
 	s.group = ctx.Instance().FirstGroup
+	s.inflight, s.acked = make(map[uint64]struct{}), make(map[uint64]uint64)
 	st := ctx.State()
 	v, err := st.Get([]byte(epochKey))
 	switch {
@@ -143,10 +149,14 @@ func unkeep(v []byte) (sdk.Record, error) {
 // next records go to a new epoch. It does nothing otherwise (Flush makes
 // publishes durable).
 func (s *Sink) PreCommit(ctx sdk.Context, checkpoint uint64) error {
-	if !s.eo || s.next == 0 {
+	if !s.eo {
 		return nil
 	}
 	st := ctx.State()
+	s.deleteAcked(st)
+	if s.next == 0 {
+		return nil
+	}
 	st.Set(ckKey(s.epoch), binary.BigEndian.AppendUint64(nil, checkpoint))
 	s.epoch++
 	s.next = 0
@@ -154,23 +164,31 @@ func (s *Sink) PreCommit(ctx sdk.Context, checkpoint uint64) error {
 	return nil
 }
 
-// Commit implements sdk.Committer: under exactly-once it publishes every
+// Commit implements sdk.Committer: under exactly-once it hands every
 // epoch pre-committed for checkpoint or before, in order, with
-// deterministic message ids, and deletes it from State once the server
-// acknowledged all of it. A Commit repeated (after a restore) publishes
-// the same ids again, which the server drops as duplicates. An error
-// (the servers unreachable) is retried at the next completion.
+// deterministic message ids, to the instance's publisher (publisher.go),
+// which publishes it and awaits the acks while the instance goes on; the
+// next PreCommit deletes the acknowledged epochs from State. A Commit
+// repeated (after a restore) publishes the same ids again, which the
+// server drops as duplicates. It returns the failure of an earlier
+// epoch's publishing (the servers unreachable), which the next Commit
+// publishes again; a Commit waits only when the publisher's queue is
+// full.
 func (s *Sink) Commit(ctx sdk.Context, checkpoint uint64) error {
 	if !s.eo {
 		return nil
 	}
+	failed := s.collect()
 	type due struct{ epoch, ck uint64 }
 	var dues []due
 	st := ctx.State()
 	err := st.Scan([]byte(ckPrefix), func(key, value []byte) error {
 		if len(key) == len(ckPrefix)+8 && len(value) == 8 {
-			if ck := binary.BigEndian.Uint64(value); ck <= checkpoint {
-				dues = append(dues, due{binary.BigEndian.Uint64(key[len(ckPrefix):]), ck})
+			e := binary.BigEndian.Uint64(key[len(ckPrefix):])
+			_, busy := s.inflight[e]
+			_, done := s.acked[e]
+			if ck := binary.BigEndian.Uint64(value); ck <= checkpoint && !busy && !done {
+				dues = append(dues, due{e, ck})
 			}
 		}
 		return nil
@@ -178,27 +196,31 @@ func (s *Sink) Commit(ctx sdk.Context, checkpoint uint64) error {
 	if err != nil {
 		return fmt.Errorf("nats sink %q: read pre-committed checkpoints: %w", s.op, err)
 	}
-	if len(dues) == 0 {
-		return nil
-	}
-	if err := s.connect(ctx); err != nil {
-		return err
-	}
-	slices.SortFunc(dues, func(a, b due) int { return int(a.epoch - b.epoch) })
-	for _, d := range dues {
-		if err := s.publishEpoch(ctx, d.epoch, d.ck); err != nil {
+	if len(dues) > 0 {
+		if err := s.connect(ctx); err != nil {
 			return err
 		}
+		s.startPublisher()
 	}
-	return nil
+	slices.SortFunc(dues, func(a, b due) int { return cmp.Compare(a.epoch, b.epoch) })
+	for _, d := range dues {
+		batch, err := s.readEpoch(st, d.epoch, d.ck)
+		if err != nil {
+			return err
+		}
+		if err := s.pub.enqueue(ctx, batch); err != nil {
+			return fmt.Errorf("nats sink %q: commit checkpoint %d: %w", s.op, d.ck, err)
+		}
+		s.inflight[d.epoch] = struct{}{}
+	}
+	return failed
 }
 
-// publishEpoch publishes the records of epoch (pre-committed for
-// checkpoint ck), waits for their acks and deletes them from State.
-func (s *Sink) publishEpoch(ctx sdk.Context, epoch, ck uint64) error {
-	st := ctx.State()
+// readEpoch reads the records of epoch (pre-committed for checkpoint ck)
+// as messages with their ids.
+func (s *Sink) readEpoch(st sdk.State, epoch, ck uint64) (epochBatch, error) {
+	b := epochBatch{epoch: epoch, ck: ck}
 	prefix := fmt.Sprintf("%s/%d/%d/", s.op, s.group, ck)
-	var keys [][]byte
 	err := st.Scan(epochPrefix(epoch), func(key, value []byte) error {
 		rec, err := unkeep(slices.Clone(value))
 		if err != nil {
@@ -208,23 +230,45 @@ func (s *Sink) publishEpoch(ctx sdk.Context, epoch, ck uint64) error {
 		if m.Header == nil {
 			m.Header = make(natsgo.Header, 1)
 		}
-		m.Header.Set(jetstream.MsgIDHeader, prefix+strconv.FormatUint(binary.BigEndian.Uint64(key[len(key)-8:]), 10))
-		if err := s.publish(m); err != nil {
-			return err
-		}
-		keys = append(keys, slices.Clone(key))
+		index := binary.BigEndian.Uint64(key[len(key)-8:])
+		m.Header[jetstream.MsgIDHeader] = []string{prefix + strconv.FormatUint(index, 10)}
+		b.msgs = append(b.msgs, m)
+		b.last = index
 		return nil
 	})
-	if err == nil {
-		err = s.flush(ctx)
-	}
 	if err != nil {
-		s.pending, s.retry = nil, nil // published again, with the same ids, by the next Commit
-		return fmt.Errorf("nats sink %q: commit checkpoint %d: %w", s.op, ck, err)
+		return b, fmt.Errorf("nats sink %q: read checkpoint %d's records: %w", s.op, ck, err)
 	}
-	for _, k := range keys {
-		st.Delete(k)
+	return b, nil
+}
+
+// collect takes the publisher's results: acknowledged epochs wait in
+// s.acked for the next PreCommit to delete them; failed ones may be
+// published again. It returns the failures, joined.
+func (s *Sink) collect() error {
+	if s.pub == nil {
+		return nil
 	}
-	st.Delete(ckKey(epoch))
-	return nil
+	var errs []error
+	for _, r := range s.pub.results() {
+		delete(s.inflight, r.epoch)
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("nats sink %q: commit checkpoint %d: %w", s.op, r.ck, r.err))
+			continue
+		}
+		s.acked[r.epoch] = r.last
+	}
+	return errors.Join(errs...)
+}
+
+// deleteAcked deletes the acknowledged epochs from State.
+func (s *Sink) deleteAcked(st sdk.State) {
+	s.collect() // failures are reported by Commit, which publishes them again
+	for e, last := range s.acked {
+		for i := uint64(0); i <= last; i++ {
+			st.Delete(outKey(e, i))
+		}
+		st.Delete(ckKey(e))
+	}
+	clear(s.acked)
 }

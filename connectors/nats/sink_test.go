@@ -2,6 +2,7 @@ package nats_test
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	sn "github.com/sluicehq/sluice/connectors/nats"
 	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/natstest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/sdktest"
 )
@@ -118,22 +120,24 @@ func TestExactlyOnceSinkPublishesOnCommitAndARepeatedCommitIsDeduplicated(t *tes
 		t.Fatalf("%d messages published before any Commit, want none", n)
 	}
 	must(t, "Commit(1)", s.Commit(c, 1))
+	waitStream(t, js, 50)
 	exactly(t, readStream(t, js, "out"), 0, 50)
-	if keys := c.state.keys("nats/ck/"); len(keys) != 0 {
-		t.Fatalf("state still lists pre-committed checkpoints %v after Commit", keys)
+	// The next barrier deletes what is acknowledged: its checkpoint holds
+	// only checkpoint 2's records.
+	must(t, "PreCommit(2)", s.PreCommit(c, 2))
+	if keys := c.state.keys("nats/ck/"); len(keys) != 1 {
+		t.Fatalf("state lists pre-committed epochs %q after PreCommit(2), want checkpoint 2's alone", keys)
 	}
 	if n := len(c.state.keys("nats/out/")); n != 30 {
-		t.Fatalf("state keeps %d records after Commit(1), want checkpoint 2's 30", n)
+		t.Fatalf("state keeps %d records after PreCommit(2), want checkpoint 2's 30", n)
 	}
 
 	// A crash: restored from checkpoint 1, whose Commit runs again.
 	r := newCtx("out", 0, 1, sdk.ExactlyOnce, maps.Clone(checkpoint1))
 	restored := eoSink(t, f, r)
 	must(t, "Commit(1) after the restore", restored.Commit(r, 1))
+	waitFor(t, "the repeated commit's 50 duplicates acknowledged", func() bool { return stats.Duplicates() == 50 })
 	exactly(t, readStream(t, js, "out"), 0, 50)
-	if stats.Duplicates() != 50 {
-		t.Fatalf("%d duplicates acknowledged, want the 50 of the repeated commit", stats.Duplicates())
-	}
 	// The source replays what followed checkpoint 1.
 	writeRecs(t, restored, r, 50, 80)
 	must(t, "PreCommit(2)", restored.PreCommit(r, 2))
@@ -141,6 +145,7 @@ func TestExactlyOnceSinkPublishesOnCommitAndARepeatedCommitIsDeduplicated(t *tes
 	must(t, "PreCommit(3)", restored.PreCommit(r, 3))
 	must(t, "Commit(3)", restored.Commit(r, 3)) // commits 2 as well
 	must(t, "Commit(3) again", restored.Commit(r, 3))
+	waitStream(t, js, 90)
 	exactly(t, readStream(t, js, "out"), 0, 90)
 
 	// An instance restart between barriers keeps the records so far.
@@ -149,7 +154,19 @@ func TestExactlyOnceSinkPublishesOnCommitAndARepeatedCommitIsDeduplicated(t *tes
 	writeRecs(t, again, r, 95, 100)
 	must(t, "PreCommit(4)", again.PreCommit(r, 4))
 	must(t, "Commit(4)", again.Commit(r, 4))
+	waitStream(t, js, 100)
 	exactly(t, readStream(t, js, "out"), 0, 100)
+}
+
+// waitStream waits until the stream "out" holds n messages.
+func waitStream(t *testing.T, js jetstream.JetStream, n uint64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d messages in the stream", n), func() bool { return streamMsgs(t, js, "out") >= n })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	sluicetest.WaitEvery(t, 20*time.Second, 10*time.Millisecond, what, cond)
 }
 
 func TestExactlyOnceSinkRefusesAShortDuplicateWindow(t *testing.T) {
