@@ -33,8 +33,10 @@
 // Without exactly-once the sink publishes asynchronously and waits for
 // every ack before the instance's state commits (sdk.Flusher), sending
 // failed publishes again; the source still resumes from the positions in
-// its committed state. So a crash may repeat (at least once downstream
-// of committed state) or, without a guarantee, lose what was in flight.
+// its committed state. The source is not sdk.Replayable (the runtime
+// never rewinds it), so a crash may lose what was in flight downstream
+// of a committed position, or repeat what followed it: NATS pipelines
+// that must not lose or repeat run exactly-once.
 //
 // # Errors and health
 //
