@@ -230,6 +230,9 @@ type SinkConfig struct {
 	// (to Subject itself when its key is empty).
 	Subject        string
 	SubjectFromKey bool
+	// SubjectHeader, when set, names a record header whose value, when
+	// the record has it, is the subject (before SubjectFromKey).
+	SubjectHeader string
 	// Stream is the JetStream stream expected to capture the subjects;
 	// required under exactly-once, where its duplicate window is checked
 	// (MinDuplicateWindow), optional otherwise (publishes expect it when

@@ -105,7 +105,7 @@ func (s *Sink) connect(ctx context.Context) error {
 
 // message makes the message of rec: its subject, headers and value.
 func (s *Sink) message(rec sdk.Record) *natsgo.Msg {
-	m := &natsgo.Msg{Subject: s.subject(rec.Key), Data: rec.Value}
+	m := &natsgo.Msg{Subject: s.subject(rec), Data: rec.Value}
 	if len(rec.Headers) > 0 {
 		m.Header = make(natsgo.Header, len(rec.Headers))
 		for _, h := range rec.Headers {
@@ -115,12 +115,20 @@ func (s *Sink) message(rec sdk.Record) *natsgo.Msg {
 	return m
 }
 
-// subject returns the subject of a record with key.
-func (s *Sink) subject(key []byte) string {
-	if !s.cfg.SubjectFromKey || len(key) == 0 {
+// subject returns the subject of rec: its SubjectHeader, else Subject
+// (with its key under SubjectFromKey).
+func (s *Sink) subject(rec sdk.Record) string {
+	if s.cfg.SubjectHeader != "" {
+		for _, h := range rec.Headers {
+			if h.Key == s.cfg.SubjectHeader && h.Value != "" {
+				return h.Value
+			}
+		}
+	}
+	if !s.cfg.SubjectFromKey || len(rec.Key) == 0 {
 		return s.cfg.Subject
 	}
-	return s.cfg.Subject + "." + string(key)
+	return s.cfg.Subject + "." + string(rec.Key)
 }
 
 // ProcessRecord publishes rec asynchronously (its ack is awaited by

@@ -46,7 +46,7 @@ func TestSinkPublishesEveryRecordBeforeClosing(t *testing.T) {
 	srv, js := outStream(t, 0)
 	stats := new(sn.Stats)
 	cfg := sinkConfig(srv)
-	cfg.Stats = stats
+	cfg.Stats, cfg.SubjectHeader = stats, "to"
 	h, err := sdktest.New(sinkFactory(t, cfg), sdktest.WithGuarantee(sdk.AtLeastOnce))
 	if err != nil {
 		t.Fatal(err)
@@ -54,8 +54,13 @@ func TestSinkPublishesEveryRecordBeforeClosing(t *testing.T) {
 	for i := range 100 {
 		must(t, "Send", h.Send("s", sdk.Record{Key: []byte("k" + itoa(i%4)), Value: []byte(itoa(i)), Headers: []sdk.Header{{Key: "h", Value: "v"}}}))
 	}
+	must(t, "Send", h.Send("s", sdk.Record{Key: []byte("ignored"), Value: []byte("routed"), Headers: []sdk.Header{{Key: "to", Value: "out.by.header"}}}))
 	must(t, "Close", h.Close()) // waits for the acks
 	msgs := readStream(t, js, "out")
+	if last := msgs[len(msgs)-1]; last.Subject() != "out.by.header" || string(last.Data()) != "routed" {
+		t.Fatalf("the record with a subject header went to %s (%q), want out.by.header", last.Subject(), last.Data())
+	}
+	msgs = msgs[:len(msgs)-1]
 	if len(msgs) != 100 {
 		t.Fatalf("%d messages in the stream, want 100", len(msgs))
 	}
@@ -64,8 +69,8 @@ func TestSinkPublishesEveryRecordBeforeClosing(t *testing.T) {
 			t.Fatalf("message %d: %s %q headers %v, want out.k%d %q h=v", i, m.Subject(), m.Data(), m.Headers(), i%4, itoa(i))
 		}
 	}
-	if stats.Messages() != 100 || stats.Bytes() == 0 {
-		t.Fatalf("stats: %d messages, %d bytes; want 100 and some", stats.Messages(), stats.Bytes())
+	if stats.Messages() != 101 || stats.Bytes() == 0 {
+		t.Fatalf("stats: %d messages, %d bytes; want 101 and some", stats.Messages(), stats.Bytes())
 	}
 }
 
