@@ -356,9 +356,9 @@ func (c *coordinator) checkAll() {
 		return // onRolledBack asks again for what the rollback left
 	}
 	base := c.n.base.Load()
-	fromBase := make(map[string]int) // instances restored from it, by operator, for the timeline
+	var fromBase map[string]int // instances restored from it, by operator, for the timeline
 	defer func() {
-		if base != nil {
+		if fromBase != nil {
 			c.n.restoredEvent(base.ID, fromBase, "as they started here", 0)
 		}
 	}()
@@ -382,6 +382,9 @@ func (c *coordinator) checkAll() {
 		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore, "checkpoint", fromCk, "shipped", a.shipped)
 		c.n.system.Root.Send(a.li.inst.pid, activateMsg{gen: c.gen, restore: restore, checkpoint: fromCk})
 		if fromCk && base != nil && len(base.Find(k.op, a.li.inst.lo, a.li.inst.hi)) > 0 {
+			if fromBase == nil {
+				fromBase = make(map[string]int)
+			}
 			fromBase[k.op]++
 		}
 	}

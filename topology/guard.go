@@ -52,7 +52,8 @@ type Guard struct {
 	store  RestorableStore
 	local  LocalCopy
 	log    *slog.Logger
-	sealer Sealer // nil: topologies are neither signed nor checked
+	sealer Sealer   // nil: topologies are neither signed nor checked
+	sealed sealMemo // the last seal that verified
 
 	mu     sync.Mutex // guards last, reg and hasReg; held while saving the copy, so saves are in order
 	last   Topology   // the latest topology seen
@@ -233,7 +234,7 @@ func (g *Guard) watch(ctx context.Context, in <-chan Topology, out chan Topology
 			if !ok {
 				return
 			}
-			if v.Version >= g.seen() && checkSeal(g.sealer, v) == nil {
+			if v.Version >= g.seen() && checkSeal(g.sealer, &g.sealed, v) == nil {
 				g.observe(v)
 				t = v
 				break
@@ -287,7 +288,7 @@ func (g *Guard) current(ctx context.Context) (t Topology, pending bool, err erro
 		if t, err = g.store.Load(ctx); err != nil {
 			return Topology{}, false, err
 		}
-		unsealed := checkSeal(g.sealer, t)
+		unsealed := checkSeal(g.sealer, &g.sealed, t)
 		if t.Version >= before && unsealed == nil {
 			g.observe(t)
 			return t, false, nil
@@ -320,7 +321,7 @@ func (g *Guard) current(ctx context.Context) (t Topology, pending bool, err erro
 // resealed returns t, signed again if it has no valid seal (a local copy
 // from before the cluster had node certificates).
 func (g *Guard) resealed(t Topology) (Topology, error) {
-	if checkSeal(g.sealer, t) == nil {
+	if checkSeal(g.sealer, &g.sealed, t) == nil {
 		return t, nil
 	}
 	return sealed(g.sealer, t.Clone())

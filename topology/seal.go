@@ -1,9 +1,11 @@
 package topology
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/sluicehq/sluice/creds"
 )
@@ -64,10 +66,20 @@ func sealed(s Sealer, t Topology) (Topology, error) {
 	return t, nil
 }
 
+// sealMemo remembers the last seal that verified, so that reading the
+// same stored version again (every Load, every status request of the
+// control API) costs an encoding and a hash, not a certificate chain and
+// a signature to verify.
+type sealMemo struct {
+	mu  sync.Mutex
+	sum [sha256.Size]byte // of the payload and the seal; zero: none yet
+}
+
 // checkSeal returns nil if s is nil, t is the empty store's zero topology
 // or t's seal verifies, and otherwise an error matching ErrUnsealed that
-// says why.
-func checkSeal(s Sealer, t Topology) error {
+// says why. A payload and seal that verified before are not verified
+// again (memo may be nil).
+func checkSeal(s Sealer, memo *sealMemo, t Topology) error {
 	if s == nil || (t.Version == 0 && len(t.Operators) == 0) {
 		return nil
 	}
@@ -78,8 +90,30 @@ func checkSeal(s Sealer, t Topology) error {
 	if err != nil {
 		return err
 	}
+	h := sha256.New()
+	h.Write(p)
+	h.Write([]byte(t.Seal.Signer))
+	for _, c := range t.Seal.Chain {
+		h.Write(c)
+	}
+	h.Write(t.Seal.Sig)
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	if memo != nil {
+		memo.mu.Lock()
+		seen := memo.sum == sum
+		memo.mu.Unlock()
+		if seen {
+			return nil
+		}
+	}
 	if err := s.Check(p, *t.Seal); err != nil {
 		return fmt.Errorf("%w: version %d, signed as %q: %w", ErrUnsealed, t.Version, t.Seal.Signer, err)
+	}
+	if memo != nil {
+		memo.mu.Lock()
+		memo.sum = sum
+		memo.mu.Unlock()
 	}
 	return nil
 }
