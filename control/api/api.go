@@ -58,7 +58,7 @@ type Role string
 
 const (
 	// RoleRead may read: GET /v1/status, /v1/node, /v1/nodes,
-	// /v1/operators, /v1/streams, /v1/graph, /v1/checkpoints, /metrics
+	// /v1/operators, /v1/streams, /v1/graph, /v1/checkpoints, /v1/autoscale, /metrics
 	// and what the web console shows (/v1/console, /v1/console/events;
 	// its pages at /ui/ need no credential).
 	RoleRead Role = "read"
