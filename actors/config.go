@@ -223,6 +223,10 @@ const (
 	EventDeployed EventKind = "deployed"
 	EventScaled   EventKind = "scaled"
 	EventKilled   EventKind = "killed"
+	// EventAutoscaled: the autoscaler (on the member with the lowest id)
+	// scaled Operator, or in dry-run recommended it (Detail: the
+	// decision, its reason and inputs; RecordAutoscaled).
+	EventAutoscaled EventKind = "autoscaled"
 )
 
 // String returns the kind's name.

@@ -127,3 +127,11 @@ func (n *Node) restoredEvent(id uint64, byOp map[string]int, why string, took ti
 	}
 	n.record(Event{What: EventRestored, Checkpoint: id, Detail: detail})
 }
+
+// RecordAutoscaled keeps the autoscaler's decision about operator (of
+// epoch) in the journal: detail is the decision with its reason and
+// inputs. The control server's autoscaler calls it on the member that
+// applies decisions.
+func (n *Node) RecordAutoscaled(operator string, epoch int64, detail string) {
+	n.record(Event{What: EventAutoscaled, Operator: operator, Epoch: epoch, Detail: detail})
+}

@@ -80,6 +80,8 @@ type Server struct {
 	external func(ctx context.Context) ([]api.LaunchedView, []string)
 
 	console consoleHub // the web console's rates and event streams (console.go)
+
+	autoscaler *autoscaler // nil when off (autoscaler.go)
 }
 
 // Listen opens the control API's listener as cfg says, so that its
@@ -234,6 +236,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		{"GET /v1/streams/{name}/tail", api.RoleRead, s.tail},
 		{"GET /v1/graph", api.RoleRead, s.graph},
 		{"GET /v1/checkpoints", api.RoleRead, s.listCheckpoints},
+		{"GET /v1/autoscale", api.RoleRead, s.autoscaleStatus},
 		{"GET /v1/checkpoints/{id}", api.RoleRead, s.getCheckpoint},
 		{"POST /v1/checkpoints", api.RoleAdmin, s.takeCheckpoint},
 		{"POST /v1/operators", api.RoleAdmin, s.deploy},
@@ -269,6 +272,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.http.RegisterOnShutdown(s.console.shutdown)
+	s.autoscaler = s.startAutoscaler()
 	go func() { s.done <- s.http.Serve(l) }()
 }
 
@@ -280,6 +284,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.shutdownOnce.Do(func() {
+		s.autoscaler.close() // it scales through the store and asks the other nodes
 		err := s.http.Shutdown(ctx)
 		if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 			err = serr

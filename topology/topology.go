@@ -293,7 +293,7 @@ func sameSettings(a, b OperatorSpec) bool {
 	am, bm := a.Meta, b.Meta
 	return a.Kind == b.Kind && am.Name == bm.Name && am.Parallelism == bm.Parallelism && am.KeyGroups == bm.KeyGroups &&
 		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
-		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
+		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && am.Autoscale.Equal(bm.Autoscale) && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
 		maps.Equal(a.Env, b.Env)
 }
 
@@ -302,7 +302,7 @@ func sameCode(a, b OperatorSpec) bool {
 	am, bm := a.Meta.WithDefaults(), b.Meta.WithDefaults()
 	return a.Kind == b.Kind && am.Parallelism == bm.Parallelism &&
 		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
-		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window)
+		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && am.Autoscale.Equal(bm.Autoscale)
 }
 
 // windowString describes a spec's windows, or says there are none.

@@ -123,6 +123,11 @@ type NodeInstance struct {
 	// BlockedNanos is the time it spent blocked by backpressure on this
 	// node, in nanoseconds.
 	BlockedNanos int64 `json:"blockedNanos"`
+	// BusyNanos is the time it spent working on this node (in its
+	// operator's callbacks; a source's polls that produced records), in
+	// nanoseconds: its growth over an interval, divided by the interval, is
+	// its busy fraction.
+	BusyNanos int64 `json:"busyNanos"`
 	// Latency is its latency quantiles when the node's telemetry times
 	// records (see Latency).
 	Latency *Latency `json:"latency,omitempty"`
