@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 func sink() sdk.Operator { return countingSink{} }
@@ -26,25 +27,25 @@ func TestLaunchNeedsAnAuthenticatedControlAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Consul is never reached: the settings are checked first.
-	base := sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", HTTP: "127.0.0.1:0", Launch: true, Guarantee: sdk.AtLeastOnce}
+	base := node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", HTTP: "127.0.0.1:0", Launch: true, Guarantee: sdk.AtLeastOnce}
 	for _, tc := range []struct {
 		name   string
-		change func(*sdk.Config)
+		change func(*node.Config)
 		is     error
 		want   string
 	}{
-		{"no authentication", func(c *sdk.Config) { c.ControlSecurity = &sdk.ControlSecurity{} }, sdk.ErrLaunchNeedsAuth, "-control-tokens-file"},
-		{"no control API", func(c *sdk.Config) {
-			c.HTTP, c.ControlSecurity = "", &sdk.ControlSecurity{TokensFile: tokens}
-		}, sdk.ErrLaunchNeedsAuth, "must require tokens"},
-		{"nothing allowed", func(c *sdk.Config) {
-			c.ControlSecurity, c.LaunchPolicy = &sdk.ControlSecurity{TokensFile: tokens}, &sdk.LaunchPolicy{}
+		{"no authentication", func(c *node.Config) { c.ControlSecurity = &node.ControlSecurity{} }, node.ErrLaunchNeedsAuth, "-control-tokens-file"},
+		{"no control API", func(c *node.Config) {
+			c.HTTP, c.ControlSecurity = "", &node.ControlSecurity{TokensFile: tokens}
+		}, node.ErrLaunchNeedsAuth, "must require tokens"},
+		{"nothing allowed", func(c *node.Config) {
+			c.ControlSecurity, c.LaunchPolicy = &node.ControlSecurity{TokensFile: tokens}, &node.LaunchPolicy{}
 		}, nil, "no executable is allowed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
 			tc.change(&cfg)
-			rt, err := sdk.Start(context.Background(), cfg, sink)
+			rt, err := node.Start(context.Background(), cfg, sink)
 			if err == nil {
 				_ = rt.Stop(context.Background())
 				t.Fatal("started")
@@ -60,7 +61,7 @@ func TestLaunchNeedsAnAuthenticatedControlAPI(t *testing.T) {
 // the SLUICE_CONTROL_* variables configure the control API.
 func TestControlSecurityFromTheEnvironment(t *testing.T) {
 	t.Setenv("SLUICE_CONTROL_TOKENS", "read:env-read-token-0123456789")
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0"}, sink)
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0"}, sink)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,17 +95,17 @@ func TestNodeSecurityFromTheEnvironment(t *testing.T) {
 	t.Setenv("SLUICE_NODE_CA", other.CA)
 	t.Setenv("SLUICE_NODE_CERT", other.Cert)
 	t.Setenv("SLUICE_NODE_KEY", other.Key)
-	if got := sdk.NodeSecurityFromEnv(); got.TLS.CAFile != other.CA || got.TLS.CertFile != other.Cert || got.TLS.KeyFile != other.Key {
+	if got := node.NodeSecurityFromEnv(); got.TLS.CAFile != other.CA || got.TLS.CertFile != other.Cert || got.TLS.KeyFile != other.Key {
 		t.Fatalf("NodeSecurityFromEnv: got %+v", got.TLS)
 	}
-	cfg := sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "me", DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", Guarantee: sdk.AtLeastOnce}
-	_, err := sdk.Start(context.Background(), cfg, sink)
+	cfg := node.Config{NodeConfig: node.NodeConfig{NodeID: "me", DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", Guarantee: sdk.AtLeastOnce}
+	_, err := node.Start(context.Background(), cfg, sink)
 	if err == nil || !strings.Contains(err.Error(), `is named "other", but this node's id is "me"`) {
 		t.Fatalf("a certificate of another node from the environment: got %v", err)
 	}
 	cfg.DataDir = t.TempDir()
-	cfg.NodeSecurity = &sdk.NodeSecurity{TLS: creds.Config{CAFile: other.CA}}
-	_, err = sdk.Start(context.Background(), cfg, sink)
+	cfg.NodeSecurity = &node.NodeSecurity{TLS: creds.Config{CAFile: other.CA}}
+	_, err = node.Start(context.Background(), cfg, sink)
 	if err == nil || !strings.Contains(err.Error(), "-node-cert") {
 		t.Fatalf("Config.NodeSecurity with a CA only: got %v, want the missing certificate named", err)
 	}
@@ -119,13 +120,13 @@ func TestClusterNodeWithoutCertificatesIsRefused(t *testing.T) {
 		t.Setenv(k, "")
 	}
 	// Consul is never reached: the refusal comes first.
-	cfg := sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", Guarantee: sdk.AtLeastOnce}
-	_, err := sdk.Start(context.Background(), cfg, sink)
-	if !errors.Is(err, sdk.ErrInsecureCluster) || !strings.Contains(err.Error(), "-node-cert") || !strings.Contains(err.Error(), "-node-insecure") {
+	cfg := node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}, Consul: "127.0.0.1:1", Guarantee: sdk.AtLeastOnce}
+	_, err := node.Start(context.Background(), cfg, sink)
+	if !errors.Is(err, node.ErrInsecureCluster) || !strings.Contains(err.Error(), "-node-cert") || !strings.Contains(err.Error(), "-node-insecure") {
 		t.Fatalf("a cluster node without certificates: %v, want ErrInsecureCluster naming -node-cert and -node-insecure", err)
 	}
 	t.Setenv("SLUICE_NODE_INSECURE", "1")
-	if _, err := sdk.Start(context.Background(), cfg, sink); err == nil || errors.Is(err, sdk.ErrInsecureCluster) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	if _, err := node.Start(context.Background(), cfg, sink); err == nil || errors.Is(err, node.ErrInsecureCluster) || !strings.Contains(err.Error(), "127.0.0.1:1") {
 		t.Fatalf("with SLUICE_NODE_INSECURE=1: %v, want it to go on and fail on the missing Consul", err)
 	}
 }

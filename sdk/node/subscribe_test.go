@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -13,17 +13,18 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/topology"
 	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // startTailRuntime starts an embedded runtime with a counting sink on
 // "nums", tuned for small batches so that backpressure shows early.
-func startTailRuntime(t *testing.T, seen *atomic.Int64) *sdk.Runtime {
+func startTailRuntime(t *testing.T, seen *atomic.Int64) *node.Runtime {
 	t.Helper()
-	cfg := sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t), NoSync: true,
+	cfg := node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t), NoSync: true,
 		BatchSize: 4, Credits: 2, BufferBatches: 2}}
-	rt, err := sdk.Start(context.Background(), cfg, func() sdk.Operator { return countingSink{seen} })
+	rt, err := node.Start(context.Background(), cfg, func() sdk.Operator { return countingSink{seen} })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func startTailRuntime(t *testing.T, seen *atomic.Int64) *sdk.Runtime {
 	return rt
 }
 
-func produceRange(t *testing.T, rt *sdk.Runtime, stream string, from, to int) {
+func produceRange(t *testing.T, rt *node.Runtime, stream string, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
 		rec := sdk.Record{Key: []byte(strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}
@@ -49,7 +50,7 @@ func produceRange(t *testing.T, rt *sdk.Runtime, stream string, from, to int) {
 }
 
 // nextValues reads n records and returns their values as numbers.
-func nextValues(t *testing.T, sub *sdk.Subscription, n int) []int {
+func nextValues(t *testing.T, sub *node.Subscription, n int) []int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -153,7 +154,7 @@ func TestSubscribeCloseRemovesTheReader(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the subscription did not close when its context was cancelled")
 	}
-	if _, err := sub.Next(context.Background()); !errors.Is(err, sdk.ErrSubscriptionClosed) {
+	if _, err := sub.Next(context.Background()); !errors.Is(err, node.ErrSubscriptionClosed) {
 		t.Fatalf("Next after close: %v, want ErrSubscriptionClosed", err)
 	}
 	sluicetest.WaitFor(t, 30*time.Second, "the reader's instance to go", func() bool {
@@ -180,8 +181,8 @@ func TestSubscribeCloseRemovesTheReader(t *testing.T) {
 
 func TestSubscribeLeftOpenIsClosedByStop(t *testing.T) {
 	dir := t.TempDir()
-	start := func() *sdk.Runtime {
-		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "n1", DataDir: dir, Logger: sluicetest.Logger(t), NoSync: true}},
+	start := func() *node.Runtime {
+		rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{NodeID: "n1", DataDir: dir, Logger: sluicetest.Logger(t), NoSync: true}},
 			func() sdk.Operator { return countingSink{&atomic.Int64{}} })
 		if err != nil {
 			t.Fatal(err)

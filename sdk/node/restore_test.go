@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // RestoreFrom must name a complete checkpoint: anything else fails the
@@ -18,7 +19,7 @@ func TestRestoreFromNamesACheckpoint(t *testing.T) {
 		{"latest", `Config.RestoreFrom: "latest" is not a checkpoint id`},
 		{"12345", "restore from checkpoint 12345: checkpoint: no such complete checkpoint"},
 	} {
-		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, RestoreFrom: tc.from}, sink)
+		rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, RestoreFrom: tc.from}, sink)
 		if err == nil {
 			_ = rt.Stop(context.Background())
 			t.Fatalf("RestoreFrom %q started", tc.from)

@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"flag"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/sdk/nodeenv"
 )
 
@@ -19,7 +20,7 @@ func TestGuaranteeFlags(t *testing.T) {
 		nodeenv.Guarantee: "at-least-once", nodeenv.Checkpoints: "s3://b/p",
 		nodeenv.CheckpointInterval: "250ms", nodeenv.CheckpointsKept: "5",
 	}
-	var cfg sdk.Config
+	var cfg node.Config
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	if err := cfg.RegisterGuaranteeFlags(fs, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
@@ -39,14 +40,14 @@ func TestGuaranteeFlags(t *testing.T) {
 
 	fs = flag.NewFlagSet("node", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if err := (&sdk.Config{}).RegisterGuaranteeFlags(fs, nil); err != nil {
+	if err := (&node.Config{}).RegisterGuaranteeFlags(fs, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := fs.Parse([]string{"-guarantee", "twice"}); err == nil || !strings.Contains(err.Error(), "exactly-once, at-least-once or none") {
 		t.Fatalf("-guarantee twice: %v", err)
 	}
 	for k, v := range map[string]string{nodeenv.Guarantee: "maybe", nodeenv.CheckpointInterval: "soon", nodeenv.CheckpointsKept: "-1"} {
-		err := (&sdk.Config{}).RegisterGuaranteeFlags(flag.NewFlagSet("node", flag.ContinueOnError), func(name string) string {
+		err := (&node.Config{}).RegisterGuaranteeFlags(flag.NewFlagSet("node", flag.ContinueOnError), func(name string) string {
 			if name == k {
 				return v
 			}
@@ -66,7 +67,7 @@ func TestNodeFlags(t *testing.T) {
 		nodeenv.MesosTaskID: "pool.0.abc", nodeenv.Consul: "127.0.0.1:8500", nodeenv.Host: "count, split,",
 		nodeenv.HostOnly: "1", nodeenv.Bind: "10.0.0.1:31000",
 	}
-	cfg := sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: "sluice-data/mine"}, HTTP: "127.0.0.1:7070"}
+	cfg := node.Config{NodeConfig: node.NodeConfig{DataDir: "sluice-data/mine"}, HTTP: "127.0.0.1:7070"}
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	cfg.RegisterNodeFlags(fs, func(k string) string { return env[k] })
 	if err := fs.Parse(nil); err != nil {
@@ -83,7 +84,7 @@ func TestNodeFlags(t *testing.T) {
 		t.Fatalf("from flags: %+v", cfg)
 	}
 	env[nodeenv.NodeID] = "n2"
-	var fresh sdk.Config
+	var fresh node.Config
 	fresh.RegisterNodeFlags(flag.NewFlagSet("node", flag.ContinueOnError), func(k string) string { return env[k] })
 	if fresh.NodeID != "n2" || fresh.DataDir != "sluice-data" || fresh.HTTP != "127.0.0.1:0" {
 		t.Fatalf("SLUICE_NODE_ID over MESOS_TASK_ID, built-in defaults: %+v", fresh)

@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // clicks produces n clicks, one per 10 ms of event time, over 3 users,
@@ -96,7 +97,7 @@ func TestRunReturnsWhenBoundedStreamsFinish(t *testing.T) {
 	const n = 1000 // 10 s of event time
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	err = sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: filepath.Join(dir, "data"), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 100 * time.Millisecond},
+	err = node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: filepath.Join(dir, "data"), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 100 * time.Millisecond},
 		func() sdk.Operator { return &clicks{n: n} }, func() sdk.Operator { return perSecond{} }, sink)
 	if err != nil {
 		t.Fatalf("Run: %v", err)

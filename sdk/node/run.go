@@ -1,4 +1,4 @@
-package sdk
+package node
 
 import (
 	"cmp"
@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/launcher"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/objstore/storeurl"
+	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
 	tconsul "github.com/sluicehq/sluice/topology/consul"
@@ -32,18 +33,19 @@ import (
 // Config configures the runtime in this process. The zero value runs the
 // embedded mode: one process, no Consul, state in "./sluice-data".
 type Config struct {
-	// NodeConfig holds the node's own settings, promoted to Config
+	// NodeConfig holds the node's own knobs, promoted to Config
 	// (cfg.DataDir): NodeID (empty: the host name), DataDir (empty:
 	// "./sluice-data"), Logger (nil: slog.Default()), CommitInterval,
 	// BatchSize, RemoteBatchSize, BatchBytes, Credits, RemoteCredits,
 	// BufferBatches (batching and backpressure), MaxRecordBytes (the
-	// largest record Produce takes: ErrRecordTooLarge), NoSync (commit
+	// largest record Produce takes: sdk.ErrRecordTooLarge), NoSync (commit
 	// without fsync: tests, benchmarks), Host (the operators, by name, this process hosts in a cluster; empty:
 	// all), OnEvent (instance and membership events), StateLog (e.g.
 	// kafka.StateLog: at least once, state that survives a crash) and
-	// AtLeastOnce (the old spelling of Guarantee: AtLeastOnce). Start fills
-	// its Cluster, Store, Checkpoints, Observer and Announce from the
-	// settings below: leave them zero.
+	// AtLeastOnce (the old spelling of Guarantee: AtLeastOnce). The node's
+	// collaborators (cluster membership, topology store, checkpoint store,
+	// observer, announced kinds) are not settings: Start builds them from
+	// the settings below.
 	NodeConfig
 	// StopTimeout bounds how long Run waits for in-flight records (and, in a
 	// cluster, for the handoff of this node's instances) on shutdown; 0
@@ -117,7 +119,7 @@ type Config struct {
 	// Resumable and every Flusher a Committer. AtLeastOnce tracks
 	// durability per edge instead (replayable sources, optional StateLog);
 	// NoGuarantee tracks nothing.
-	Guarantee Guarantee
+	Guarantee sdk.Guarantee
 	// Checkpoints is where exactly-once checkpoints are kept: a directory
 	// (a plain path or file:///path; also a shared mount) or S3-compatible
 	// storage (s3://bucket/prefix, endpoint and credentials from the
@@ -145,8 +147,8 @@ type Config struct {
 }
 
 func (c Config) node() actors.Config {
-	cfg := c.NodeConfig
-	cfg.AtLeastOnce = c.guarantee() == AtLeastOnce
+	cfg := c.NodeConfig.actors()
+	cfg.AtLeastOnce = c.guarantee() == sdk.AtLeastOnce
 	if c.Launch {
 		cfg.Announce = []string{launcher.Kind}
 	}
@@ -154,16 +156,16 @@ func (c Config) node() actors.Config {
 }
 
 // guarantee returns the effective guarantee.
-func (c Config) guarantee() Guarantee {
-	if c.AtLeastOnce && c.Guarantee == ExactlyOnce {
-		return AtLeastOnce
+func (c Config) guarantee() sdk.Guarantee {
+	if c.AtLeastOnce && c.Guarantee == sdk.ExactlyOnce {
+		return sdk.AtLeastOnce
 	}
 	return c.Guarantee
 }
 
 // checkpoints opens the checkpoint store of an exactly-once runtime.
 func (c Config) checkpoints(ctx context.Context) (*actors.CheckpointConfig, error) {
-	if c.guarantee() != ExactlyOnce {
+	if c.guarantee() != sdk.ExactlyOnce {
 		return nil, nil
 	}
 	setting := c.Checkpoints
@@ -208,7 +210,7 @@ type Runtime struct {
 // operator and the field. With
 // Config.Consul set it joins the cluster first and fails fast when Consul
 // cannot be reached.
-func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, error) {
+func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime, error) {
 	if len(operators) == 0 {
 		return nil, errors.New("sdk: start: no operators given")
 	}
@@ -392,17 +394,9 @@ func closeListener(l net.Listener) {
 // Produce sends rec to stream from outside any operator. It returns once
 // rec is sent or buffered, blocking while a reader of the stream has its
 // whole credit window waiting (backpressure) or until ctx is done.
-func (r *Runtime) Produce(ctx context.Context, stream string, rec Record) error {
+func (r *Runtime) Produce(ctx context.Context, stream string, rec sdk.Record) error {
 	return r.node.Produce(ctx, stream, rec)
 }
-
-// Subscription delivers a stream's records to a reader outside the
-// operators: see Runtime.Subscribe.
-type Subscription = actors.Subscription
-
-// ErrSubscriptionClosed is returned by Subscription.Next once the
-// subscription is closed.
-var ErrSubscriptionClosed = actors.ErrClosed
 
 // Subscribe starts reading stream from outside the operators (programs,
 // tests, tools): range over the returned Subscription's All, or call Next.
@@ -493,7 +487,7 @@ func (r *Runtime) waitFinished(ctx context.Context) {
 // without stopping: the caller should exit the process (non-zero), so that
 // it restarts from what was committed, or checkpointed, and in a cluster
 // its instances move to the other nodes meanwhile.
-func Run(ctx context.Context, cfg Config, operators ...Factory) error {
+func Run(ctx context.Context, cfg Config, operators ...sdk.Factory) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rt, err := Start(ctx, cfg, operators...)

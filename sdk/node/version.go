@@ -1,4 +1,4 @@
-package sdk
+package node
 
 import "runtime/debug"
 

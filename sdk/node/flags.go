@@ -1,4 +1,4 @@
-package sdk
+package node
 
 import (
 	"flag"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/nodeenv"
 )
 
@@ -67,7 +68,7 @@ func (c *Config) RegisterNodeFlags(fs *flag.FlagSet, getenv func(string) string)
 func (c *Config) RegisterGuaranteeFlags(fs *flag.FlagSet, getenv func(string) string) error {
 	env := envOf(getenv)
 	if v := env(nodeenv.Guarantee, ""); v != "" {
-		g, err := ParseGuarantee(v)
+		g, err := sdk.ParseGuarantee(v)
 		if err != nil {
 			return fmt.Errorf("$%s: %w", nodeenv.Guarantee, err)
 		}
@@ -91,7 +92,7 @@ func (c *Config) RegisterGuaranteeFlags(fs *flag.FlagSet, getenv func(string) st
 	}
 	fs.Func("guarantee", "what a crash may cost: exactly-once, at-least-once or none (default "+c.Guarantee.String()+"; $"+nodeenv.Guarantee+"; README \"Guarantees\")",
 		func(v string) error {
-			g, err := ParseGuarantee(v)
+			g, err := sdk.ParseGuarantee(v)
 			c.Guarantee = g
 			return err
 		})

@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // get answers GET url: status code and body.
@@ -46,9 +47,9 @@ func TestDiskFullNodeReportsUnhealthyAndRecovers(t *testing.T) {
 	into := &sluicetest.Collector{}
 	var full atomic.Bool
 	service := fmt.Sprintf("sluice-disk-%d", time.Now().UnixNano())
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{NodeID: "n1", DataDir: dir, NoSync: true, MinFreeDisk: 8 << 20, Logger: sluicetest.Logger(t)},
-		Consul:     agent.Addr(), ClusterName: service, NodeSecurity: &sdk.NodeSecurity{Insecure: true}, HTTP: "127.0.0.1:0", Guarantee: sdk.NoGuarantee,
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{NodeID: "n1", DataDir: dir, NoSync: true, MinFreeDisk: 8 << 20, Logger: sluicetest.Logger(t)},
+		Consul:     agent.Addr(), ClusterName: service, NodeSecurity: &node.NodeSecurity{Insecure: true}, HTTP: "127.0.0.1:0", Guarantee: sdk.NoGuarantee,
 	},
 		func() sdk.Operator {
 			// The second half waits for the full disk: the pause comes

@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 // example_test.go, character for character (the README said "this exact
 // code" of a snippet that had drifted).
 func TestREADMECounterIsTheExample(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

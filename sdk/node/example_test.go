@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // Counter counts records per key and emits the running count.
@@ -54,7 +55,7 @@ func Example() {
 	got := make(chan struct{}, 3)
 
 	ctx := context.Background()
-	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir}},
+	rt, err := node.Start(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: dir}},
 		func() sdk.Operator { return Counter{} },
 		func() sdk.Operator { return Printer{got} },
 	)

@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // TestNodeWarnsOfAConsulOpenToAnyone: a node whose control API requires
@@ -25,9 +26,9 @@ func TestNodeWarnsOfAConsulOpenToAnyone(t *testing.T) {
 	const warning = "INSECURE: Consul takes writes without a token"
 	start := func(addr string) string {
 		var logs sluicetest.Buffer
-		rt, err := sdk.Start(context.Background(), sdk.Config{
-			NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
-			Consul:     addr, HTTP: "127.0.0.1:0", Guarantee: sdk.AtLeastOnce, NodeSecurity: &sdk.NodeSecurity{Insecure: true}, ControlSecurity: &sdk.ControlSecurity{TokensFile: tokens}}, sink)
+		rt, err := node.Start(context.Background(), node.Config{
+			NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+			Consul:     addr, HTTP: "127.0.0.1:0", Guarantee: sdk.AtLeastOnce, NodeSecurity: &node.NodeSecurity{Insecure: true}, ControlSecurity: &node.ControlSecurity{TokensFile: tokens}}, sink)
 		if err != nil {
 			t.Fatal(err)
 		}

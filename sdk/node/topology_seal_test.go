@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/topology"
 	tconsul "github.com/sluicehq/sluice/topology/consul"
 )
@@ -26,10 +27,10 @@ func TestTopologyWrittenAroundTheAPIIsRefused(t *testing.T) {
 	ca := credstest.NewCA(t, "cluster CA")
 	f := ca.Node(t, "n1")
 	var logs sluicetest.Buffer
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))},
 		Consul:     agent.Addr(), ClusterName: "sealed", Guarantee: sdk.AtLeastOnce,
-		NodeSecurity: &sdk.NodeSecurity{TLS: f.Config()},
+		NodeSecurity: &node.NodeSecurity{TLS: f.Config()},
 	}, sink)
 	if err != nil {
 		t.Fatal(err)

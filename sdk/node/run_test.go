@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"math/rand/v2"
 )
 
@@ -36,7 +37,7 @@ func TestRunStopsCleanlyOnCancelAndKeepsState(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, Logger: sluicetest.Logger(t)}},
+		done <- node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: dir, Logger: sluicetest.Logger(t)}},
 			func() sdk.Operator {
 				return &generate.Source{Name: "nums", Stream: "nums", Count: 5000,
 					Make: func(i int64, _ *rand.Rand) sdk.Record { return sdk.Record{Key: []byte{byte(i)}} }}
@@ -72,7 +73,7 @@ func TestRunStopsCleanlyOnCancelAndKeepsState(t *testing.T) {
 }
 
 func TestStartWithoutOperators(t *testing.T) {
-	if _, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir()}}); err == nil {
+	if _, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir()}}); err == nil {
 		t.Fatal("Start with no operators succeeded, want an error")
 	}
 }

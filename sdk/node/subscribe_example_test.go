@@ -1,4 +1,4 @@
-package sdk_test
+package node_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // A test or tool reads the counts the Counter produces.
@@ -14,7 +15,7 @@ func ExampleRuntime_Subscribe() {
 	dir, _ := os.MkdirTemp("", "sluice-example-")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir}},
+	rt, err := node.Start(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: dir}},
 		func() sdk.Operator { return Counter{} })
 	if err != nil {
 		fmt.Println(err)
