@@ -34,8 +34,11 @@ func input() []sdk.Record {
 	return out
 }
 
-// source produces input() in one Poll, then ends its stream.
-type source struct{ done bool }
+// source produces recs in one Poll, then ends its stream.
+type source struct {
+	recs []sdk.Record
+	done bool
+}
 
 func (*source) Metadata() sdk.Metadata {
 	return sdk.Metadata{Name: "src", Outputs: []string{"words"}, Watermarks: &sdk.WatermarkStrategy{}}
@@ -45,7 +48,7 @@ func (s *source) Poll(ctx sdk.Context) error {
 	if s.done {
 		return sdk.ErrEndOfStream
 	}
-	for _, r := range input() {
+	for _, r := range s.recs {
 		if err := ctx.Produce("words", r); err != nil {
 			return err
 		}
@@ -140,7 +143,7 @@ func runSDKTest(t *testing.T) result {
 	t.Helper()
 	failed := &atomic.Bool{}
 	g, err := sdktest.NewGraph([]sdk.Factory{
-		func() sdk.Operator { return &source{} },
+		func() sdk.Operator { return &source{recs: input()} },
 		func() sdk.Operator { return counter{failed} },
 	})
 	if err != nil {
@@ -215,7 +218,7 @@ func runRuntime(t *testing.T) result {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	err := node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, Guarantee: sdk.AtLeastOnce},
-		func() sdk.Operator { return &source{} },
+		func() sdk.Operator { return &source{recs: input()} },
 		func() sdk.Operator { return counter{failed} },
 		func() sdk.Operator { return sink{c} },
 	)
