@@ -215,19 +215,11 @@ func runRuntime(t *testing.T) result {
 	dir := t.TempDir()
 	failed := &atomic.Bool{}
 	c := &collector{recs: map[string][]sdk.Record{}}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	err := node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, Guarantee: sdk.AtLeastOnce},
+	runNode(t, dir,
 		func() sdk.Operator { return &source{recs: input()} },
 		func() sdk.Operator { return counter{failed} },
 		func() sdk.Operator { return sink{c} },
 	)
-	if err != nil {
-		t.Fatalf("runtime: Run: %v", err)
-	}
-	if ctx.Err() != nil {
-		t.Fatal("runtime: Run returned only when its deadline passed, not when its streams finished")
-	}
 	if !failed.Load() {
 		t.Fatal("runtime: the counter never failed, so nothing was rolled back")
 	}
@@ -236,19 +228,7 @@ func runRuntime(t *testing.T) result {
 	res.counts = sorted(c.recs["counts"], countOf)
 	res.fired = sorted(c.recs["fired"], firedOf)
 	c.mu.Unlock()
-	db, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.NewStore("count").Scan(0, keyGroups, nil, func(kg int, key, value []byte) error {
-		n, err := sdk.BytesInt64(value)
-		res.state = append(res.state, fmt.Sprintf("%d/%s=%d", kg, key, n))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res.state = storedCounts(t, dir, "count")
 	return res
 }
 
@@ -272,4 +252,40 @@ func TestSDKTestMatchesTheRuntime(t *testing.T) {
 			t.Errorf("%s differ:\nruntime: %q\nsdktest: %q", c.what, c.got, c.want)
 		}
 	}
+}
+
+// runNode runs ops in the embedded runtime on dir until its bounded
+// streams finish (node.Run returns), failing t if that takes a minute.
+func runNode(t *testing.T, dir string, ops ...sdk.Factory) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := node.Config{NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, Guarantee: sdk.AtLeastOnce}
+	if err := node.Run(ctx, cfg, ops...); err != nil {
+		t.Fatalf("runtime: Run: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("runtime: Run returned only when its deadline passed, not when its streams finished")
+	}
+}
+
+// storedCounts returns operator op's int64 state entries in the stopped
+// runtime's database in dir, as "group/key=n" in group then key order.
+func storedCounts(t *testing.T, dir, op string) []string {
+	t.Helper()
+	db, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out []string
+	err = db.NewStore(op).Scan(0, keyGroups, nil, func(kg int, key, value []byte) error {
+		n, err := sdk.BytesInt64(value)
+		out = append(out, fmt.Sprintf("%d/%s=%d", kg, key, n))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -1,17 +1,13 @@
 package conformance_test
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/sluicetest"
-	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
-	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/sdk/sdktest"
 )
 
@@ -94,37 +90,17 @@ func TestRescaleMatchesTheRuntime(t *testing.T) {
 		par  int
 	}{{before, 2}, {after, 3}} {
 		c := &collector{recs: map[string][]sdk.Record{}}
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		err := node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, Guarantee: sdk.AtLeastOnce},
+		t.Logf("runtime: phase %d: tally at parallelism %d", phase, run.par)
+		runNode(t, dir,
 			func() sdk.Operator { return &source{recs: run.recs} },
 			func() sdk.Operator { return tally{run.par} },
 			func() sdk.Operator { return countSink{c} },
 		)
-		expired := ctx.Err() != nil
-		cancel()
-		if err != nil {
-			t.Fatalf("runtime: phase %d: Run: %v", phase, err)
-		}
-		if expired {
-			t.Fatalf("runtime: phase %d: Run returned only when its deadline passed", phase)
-		}
 		c.mu.Lock()
 		got.counts = sorted(c.recs["counts"], countOf)
 		c.mu.Unlock()
 	}
-	db, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	err = db.NewStore("tally").Scan(0, keyGroups, nil, func(kg int, key, value []byte) error {
-		n, err := sdk.BytesInt64(value)
-		got.state = append(got.state, fmt.Sprintf("%d/%s=%d", kg, key, n))
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	got.state = storedCounts(t, dir, "tally")
 	if len(want.counts) != len(after) {
 		t.Fatalf("sdktest: %d counts after the rescale, want %d: %v", len(want.counts), len(after), want.counts)
 	}
