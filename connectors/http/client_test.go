@@ -90,14 +90,7 @@ func startSource(t *testing.T, cfg shttp.SourceConfig, opts ...sdktest.Option) (
 		cfg.Stats = new(shttp.Stats)
 	}
 	f, err := shttp.NewSource(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := sdktest.New(f, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := harness(t, f, err, opts...)
 	url := func() string { return "http://" + cfg.Stats.Addr(0) + "/" }
 	return h, url
 }
@@ -123,4 +116,19 @@ func values(recs []sdk.Record) []string {
 		out = append(out, string(r.Value))
 	}
 	return out
+}
+
+// harness runs the operator f (err: NewSource's or NewSink's) in a
+// harness closed when the test ends.
+func harness(t *testing.T, f sdk.Factory, err error, opts ...sdktest.Option) *sdktest.Harness {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := sdktest.New(f, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
