@@ -102,6 +102,9 @@ func jsonArray(body []byte) ([][]byte, *bodyError) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, refuse(nethttp.StatusBadRequest, "text after the array's end: send one JSON array")
 	}
+	if len(out) == 0 {
+		return nil, refuse(nethttp.StatusBadRequest, "empty array: send at least one record")
+	}
 	return out, nil
 }
 

@@ -115,7 +115,11 @@ func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	if err := s.deadLetterRejected(ctx); err != nil {
 		return err
 	}
-	if err := s.handleDone(); err != nil {
+	// A batch that failed MaxAttempts times is sent again before more
+	// records are taken (dispatch waits for a slot): memory stays bounded
+	// while the receiver is down, and the error surfaces in Flush.
+	_ = s.handleDone()
+	if err := s.resend(ctx); err != nil {
 		return err
 	}
 	if s.eo {
@@ -150,7 +154,7 @@ func (s *Sink) dispatch(ctx context.Context, b *batch) error {
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
-		s.retry = append(s.retry, b)
+		s.retry = append([]*batch{b}, s.retry...)
 		return ctx.Err()
 	}
 	s.wg.Add(1)
@@ -182,6 +186,18 @@ func (s *Sink) reject(recs []sdk.Record, why string) {
 	for _, rec := range recs {
 		s.rejected = append(s.rejected, deadLetter{rec, why})
 	}
+}
+
+// resend dispatches the batches kept after failing.
+func (s *Sink) resend(ctx context.Context) error {
+	for len(s.retry) > 0 {
+		b := s.retry[0]
+		s.retry = s.retry[1:]
+		if err := s.dispatch(ctx, b); err != nil {
+			return fmt.Errorf("http sink %q: %w", s.op, err)
+		}
+	}
+	return nil
 }
 
 // handleDone takes the outcomes of the batches sent: rejected ones are
@@ -227,17 +243,12 @@ func (s *Sink) Flush(ctx sdk.Context) error {
 	if s.eo {
 		return nil
 	}
-	pending := s.retry
-	s.retry = nil
 	if s.open != nil {
-		pending = append(pending, s.open)
+		s.retry = append(s.retry, s.open)
 		s.open = nil
 	}
-	for i, b := range pending {
-		if err := s.dispatch(ctx, b); err != nil {
-			s.retry = append(s.retry, pending[i+1:]...)
-			return fmt.Errorf("http sink %q: flush: %w", s.op, err)
-		}
+	if err := s.resend(ctx); err != nil {
+		return err
 	}
 	s.wg.Wait()
 	return s.handleDone()

@@ -3,6 +3,7 @@ package http_test
 import (
 	"errors"
 	"io"
+	"net"
 	nethttp "net/http"
 	"net/http/httptest"
 	"slices"
@@ -279,5 +280,41 @@ func TestSinkConfigRefused(t *testing.T) {
 		if _, err := shttp.NewSink(cfg); !errors.Is(err, shttp.ErrConfig) {
 			t.Errorf("%s: got %v, want ErrConfig", name, err)
 		}
+	}
+}
+
+// The receiver goes away (connection refused) and comes back on the same
+// address: Flush fails with ErrDelivery while it is gone, and the kept
+// batch is delivered once, after it is back.
+func TestSinkReceiverGoneAndBack(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // gone: nothing listens there
+	st := new(shttp.Stats)
+	h := startSink(t, shttp.SinkConfig{URL: "http://" + addr + "/in", MaxAttempts: 2, Stats: st}, sdktest.WithGuarantee(sdk.AtLeastOnce))
+	sendJSON(t, h, `1`, `2`)
+	if err := h.Flush(); !errors.Is(err, shttp.ErrDelivery) {
+		t.Fatalf("Flush with the receiver gone: got %v, want ErrDelivery", err)
+	}
+	r := &receiver{byKey: map[string][]string{}}
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s again: %v", addr, err)
+	}
+	r.srv = &httptest.Server{Listener: ln, Config: &nethttp.Server{Handler: nethttp.HandlerFunc(r.serve)}}
+	r.srv.Start()
+	t.Cleanup(r.srv.Close)
+	sendJSON(t, h, `3`)
+	must(t, h.Flush())
+	got := r.records()
+	slices.Sort(got) // the kept batch and the new one were in flight together
+	if !slices.Equal(got, []string{"1", "2", "3"}) {
+		t.Fatalf("after the receiver came back: got %v, want [1 2 3] once", got)
+	}
+	if st.Failures.Load() != 1 || st.Retries.Load() < 1 {
+		t.Fatalf("Stats: failures %d retries %d, want 1 and ≥ 1", st.Failures.Load(), st.Retries.Load())
 	}
 }
