@@ -18,6 +18,7 @@ const (
 	DefaultMaxRecordBytes    = 1 << 20
 	DefaultQueueRequests     = 256
 	DefaultMaxPollRecords    = 4096
+	DefaultMaxWaiting        = 4096
 	DefaultPollTimeout       = 100 * time.Millisecond
 	DefaultRetryAfter        = time.Second
 	DefaultReadHeaderTimeout = 5 * time.Second
@@ -79,6 +80,10 @@ type SourceConfig struct {
 	// QueueRequests bounds the requests waiting for Poll; a full queue
 	// answers 429 with Retry-After. 0 means 256.
 	QueueRequests int
+	// MaxWaiting bounds the requests queued or produced and not yet
+	// answered (under exactly-once they wait for a checkpoint); beyond it
+	// requests are answered 429. 0 means 4096.
+	MaxWaiting int
 	// MaxPollRecords bounds the records one Poll produces; 0 means 4096.
 	MaxPollRecords int
 	// PollTimeout is how long an idle Poll waits for a request; 0 means
@@ -104,6 +109,7 @@ func (c SourceConfig) withDefaults() SourceConfig {
 	def(&c.MaxRecordBytes, DefaultMaxRecordBytes)
 	def(&c.QueueRequests, DefaultQueueRequests)
 	def(&c.MaxPollRecords, DefaultMaxPollRecords)
+	def(&c.MaxWaiting, DefaultMaxWaiting)
 	def(&c.PollTimeout, DefaultPollTimeout)
 	def(&c.RetryAfter, DefaultRetryAfter)
 	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
@@ -153,8 +159,8 @@ func (c SourceConfig) Validate() error {
 			bad("SourceConfig.TLS.Files.CAFile is required to verify client certificates (ClientAuth %v)", c.TLS.ClientAuth)
 		}
 	}
-	if c.MaxBodyBytes < 0 || c.MaxRecordBytes < 0 || c.QueueRequests < 0 || c.MaxPollRecords < 0 {
-		bad("SourceConfig limits (MaxBodyBytes, MaxRecordBytes, QueueRequests, MaxPollRecords) must be ≥ 0 (0: the default)")
+	if c.MaxBodyBytes < 0 || c.MaxRecordBytes < 0 || c.QueueRequests < 0 || c.MaxPollRecords < 0 || c.MaxWaiting < 0 {
+		bad("SourceConfig limits (MaxBodyBytes, MaxRecordBytes, QueueRequests, MaxPollRecords, MaxWaiting) must be ≥ 0 (0: the default)")
 	}
 	return errors.Join(errs...)
 }

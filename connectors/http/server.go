@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/creds"
@@ -61,6 +62,8 @@ type server struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
+	waiting atomic.Int64 // requests queued or produced, not yet answered
+
 	mu  sync.Mutex
 	err error // Serve's, reported by Poll
 }
@@ -92,8 +95,11 @@ func startServer(cfg SourceConfig, index int) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: SourceConfig.Listen %q: %w", ErrConfig, cfg.Listen, err)
 	}
+	// No WriteTimeout: a handler waits for its checkpoint to complete,
+	// which may take longer than any fixed bound; it ends with the
+	// client's connection or the source's stop.
 	s.srv = &nethttp.Server{Handler: s, ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
-		WriteTimeout: cfg.ReadTimeout + time.Minute, MaxHeaderBytes: 64 << 10}
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 	if cfg.TLS != nil {
 		if s.files, err = creds.Load(cfg.TLS.Files); err != nil {
 			return nil, fmt.Errorf("%w: SourceConfig.TLS.Files: %w", ErrConfig, err)
@@ -204,26 +210,35 @@ func (s *server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		return
 	}
 	req := &request{recs: recs, key: r.Header.Get(HeaderIdempotencyKey), done: make(chan answer, 1), bytes: int64(len(body))}
+	if s.waiting.Add(1) > int64(s.cfg.MaxWaiting) {
+		s.waiting.Add(-1)
+		s.throttle(w, nethttp.StatusTooManyRequests, fmt.Sprintf("%d requests wait for their records to be durable (MaxWaiting): retry later", s.cfg.MaxWaiting))
+		return
+	}
 	select {
 	case s.queue <- req:
 		st.Queued.Add(1)
 	default:
+		s.waiting.Add(-1)
 		s.throttle(w, nethttp.StatusTooManyRequests, fmt.Sprintf("queue full (%d requests waiting): retry later", cap(s.queue)))
 		return
 	}
+	var a answer
 	select {
-	case a := <-req.done:
-		if a.status == nethttp.StatusOK {
-			st.Accepted.Add(1)
-			writeAnswer(w, a)
-			return
-		}
-		s.throttle(w, a.status, a.msg)
+	case a = <-req.done:
 	case <-s.stop:
-		s.throttle(w, nethttp.StatusServiceUnavailable, "the source stopped before the records were durable: send them again")
+		a = answer{nethttp.StatusServiceUnavailable, "the source stopped before the records were durable: send them again"}
 	case <-r.Context().Done():
 		// The client went away; it will send again (the records may have
 		// been produced: at least once, or once with an Idempotency-Key).
+	}
+	s.waiting.Add(-1) // before answering: the client may send again at once
+	switch {
+	case a.status == nethttp.StatusOK:
+		st.Accepted.Add(1)
+		writeAnswer(w, a)
+	case a.status != 0:
+		s.throttle(w, a.status, a.msg)
 	}
 }
 

@@ -302,3 +302,28 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// Under exactly-once requests wait for their checkpoint; beyond
+// MaxWaiting of them the source answers 429 with Retry-After.
+func TestSourceBoundsWaitingRequests(t *testing.T) {
+	st := new(shttp.Stats)
+	h, url := startSource(t, shttp.SourceConfig{Tokens: []string{token}, Stats: st, MaxWaiting: 1})
+	a := post(t.Context(), nethttp.DefaultClient, url(), "application/json", `["a"]`, bearer())
+	pollTake(t, h, 1)
+	r := await(t, post(t.Context(), nethttp.DefaultClient, url(), "application/json", `["b"]`, bearer()))
+	if r.status != nethttp.StatusTooManyRequests || r.retryAfter == "" || !strings.Contains(r.body, "MaxWaiting") {
+		t.Fatalf("with one request waiting: got %d Retry-After %q %s, want 429 naming MaxWaiting", r.status, r.retryAfter, r.body)
+	}
+	must(t, h.Checkpoint(1))
+	must(t, h.Complete(1))
+	if r := await(t, a); r.status != 200 {
+		t.Fatalf("a: got %d", r.status)
+	}
+	b := post(t.Context(), nethttp.DefaultClient, url(), "application/json", `["b"]`, bearer())
+	pollTake(t, h, 1)
+	must(t, h.Checkpoint(2))
+	must(t, h.Complete(2))
+	if r := await(t, b); r.status != 200 {
+		t.Fatalf("b once a was answered: got %d %s", r.status, r.body)
+	}
+}
