@@ -13,6 +13,8 @@ import (
 	"time"
 
 	shttp "github.com/sluicehq/sluice/connectors/http"
+	"github.com/sluicehq/sluice/creds"
+	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/sdktest"
 )
@@ -229,24 +231,7 @@ func TestSinkExactlyOnceSendsOnCommit(t *testing.T) {
 func TestSinkIntoSourceDedupes(t *testing.T) {
 	sst := new(shttp.Stats)
 	src, url := startSource(t, shttp.SourceConfig{Tokens: []string{token}, Stats: sst}, sdktest.WithGuarantee(sdk.NoGuarantee))
-	stop := make(chan struct{})
-	polled := make(chan []string, 1)
-	go func() { // the source's instance goroutine
-		var got []string
-		for {
-			select {
-			case <-stop:
-				polled <- got
-				return
-			default:
-			}
-			if err := src.Poll(); err != nil {
-				polled <- append(got, "poll error: "+err.Error())
-				return
-			}
-			got = append(got, values(src.Take("events"))...)
-		}
-	}()
+	stop, polled := pollInBackground(src)
 	h := startSink(t, shttp.SinkConfig{URL: url(), Token: token})
 	sendJSON(t, h, `"a"`, `"b"`)
 	must(t, h.Checkpoint(1))
@@ -316,5 +301,55 @@ func TestSinkReceiverGoneAndBack(t *testing.T) {
 	}
 	if st.Failures.Load() != 1 || st.Retries.Load() < 1 {
 		t.Fatalf("Stats: failures %d retries %d, want 1 and ≥ 1", st.Failures.Load(), st.Retries.Load())
+	}
+}
+
+// pollInBackground polls src on a goroutine of its own (the instance's)
+// until stop is closed, then sends what it produced on polled.
+func pollInBackground(src *sdktest.Harness) (stop chan struct{}, polled chan []string) {
+	stop, polled = make(chan struct{}), make(chan []string, 1)
+	go func() {
+		var got []string
+		for {
+			select {
+			case <-stop:
+				polled <- got
+				return
+			default:
+			}
+			if err := src.Poll(); err != nil {
+				polled <- append(got, "poll error: "+err.Error())
+				return
+			}
+			got = append(got, values(src.Take("events"))...)
+		}
+	}()
+	return stop, polled
+}
+
+// The sink presents its client certificate to a source that requires
+// one (mutual TLS), and verifies the source's certificate.
+func TestSinkMutualTLS(t *testing.T) {
+	ca := credstest.NewCA(t, "ca")
+	srvFiles := ca.Node(t, "server")
+	cli := ca.Client(t, "client").Config()
+	sst := new(shttp.Stats)
+	src, _ := startSource(t, shttp.SourceConfig{Stats: sst, TLS: &shttp.ServerTLS{Files: srvFiles.Config(), ClientAuth: creds.RequireClientCert}},
+		sdktest.WithGuarantee(sdk.NoGuarantee))
+	stop, polled := pollInBackground(src)
+	h := startSink(t, shttp.SinkConfig{URL: "https://" + sst.Addr(0) + "/", TLS: &cli}, sdktest.WithGuarantee(sdk.AtLeastOnce))
+	sendJSON(t, h, `{"n":1}`)
+	err := h.Flush()
+	close(stop)
+	got := <-polled
+	must(t, err)
+	if !slices.Equal(got, []string{`{"n":1}`}) {
+		t.Fatalf("source produced %v, want the record", got)
+	}
+	noCert := creds.Config{CAFile: cli.CAFile}
+	bad := startSink(t, shttp.SinkConfig{URL: "https://" + sst.Addr(0) + "/", TLS: &noCert, MaxAttempts: 1}, sdktest.WithGuarantee(sdk.AtLeastOnce))
+	sendJSON(t, bad, `1`)
+	if err := bad.Flush(); !errors.Is(err, shttp.ErrDelivery) {
+		t.Fatalf("without a client certificate: got %v, want the handshake refused (ErrDelivery)", err)
 	}
 }
