@@ -28,12 +28,12 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 // request is a POST the handler hands to Poll: its records, and where the
 // answer goes once they are durable (or the source stops).
 type request struct {
-	recs  []sdk.Record
-	key   string      // Idempotency-Key, "" without
-	seq   uint64      // its order among the requests Poll produced
-	dup   bool        // its key was seen: nothing produced
-	done  chan answer // buffered: the answer never blocks the instance
-	bytes int64
+	recs []sdk.Record
+	n    int         // len(recs) as received (recs is dropped once produced under exactly-once)
+	key  string      // Idempotency-Key, "" without
+	seq  uint64      // its order among the requests Poll produced
+	dup  bool        // its key was seen: nothing produced
+	done chan answer // buffered: the answer never blocks the instance
 }
 
 // answer is what the handler replies.
@@ -209,7 +209,7 @@ func (s *server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		writeAnswer(w, answer{berr.status, berr.msg})
 		return
 	}
-	req := &request{recs: recs, key: r.Header.Get(HeaderIdempotencyKey), done: make(chan answer, 1), bytes: int64(len(body))}
+	req := &request{recs: recs, n: len(recs), key: r.Header.Get(HeaderIdempotencyKey), done: make(chan answer, 1)}
 	if s.waiting.Add(1) > int64(s.cfg.MaxWaiting) {
 		s.waiting.Add(-1)
 		s.throttle(w, nethttp.StatusTooManyRequests, fmt.Sprintf("%d requests wait for their records to be durable (MaxWaiting): retry later", s.cfg.MaxWaiting))

@@ -35,7 +35,6 @@ type Source struct {
 	seq      uint64               // the last request produced
 	unacked  []*request           // produced, not yet answered, in order of seq
 	sealed   map[uint64]uint64    // exactly-once: checkpoint → the last seq before its barrier
-	durable  uint64               // at-least-once: the last seq durable downstream
 	redo     []*request           // at-least-once: rewound, produced again by the next Poll
 	seen     map[string]time.Time // idempotency keys → expiry
 	prunedAt time.Time
@@ -182,7 +181,7 @@ func ok(req *request) answer {
 	if req.dup {
 		return answer{nethttp.StatusOK, "duplicate: the records of this Idempotency-Key were accepted before"}
 	}
-	return answer{nethttp.StatusOK, fmt.Sprintf("accepted %d records", len(req.recs))}
+	return answer{nethttp.StatusOK, fmt.Sprintf("accepted %d records", req.n)}
 }
 
 // ackThrough answers the requests produced up to seq.
@@ -242,7 +241,6 @@ func (s *Source) Position() any { return s.seq }
 // answered 200.
 func (s *Source) Durable(_ sdk.Context, pos any) {
 	if seq, isSeq := pos.(uint64); isSeq {
-		s.durable = max(s.durable, seq)
 		s.ackThrough(seq)
 	}
 }

@@ -206,8 +206,8 @@ func TestSourceExactlyOnceThroughCheckpoints(t *testing.T) {
 	must(t, h.Checkpoint(1))
 	pending(t, a, "a")
 	must(t, h.Complete(1))
-	if r := await(t, a); r.status != 200 {
-		t.Fatalf("a after checkpoint 1 completed: got %d %s, want 200", r.status, r.body)
+	if r := await(t, a); r.status != 200 || !strings.Contains(r.body, "accepted 2 records") {
+		t.Fatalf("a after checkpoint 1 completed: got %d %s, want 200 accepted 2 records", r.status, r.body)
 	}
 
 	key := map[string]string{"Authorization": "Bearer " + token, shttp.HeaderIdempotencyKey: "b-1"}
