@@ -40,6 +40,7 @@ require (
 require (
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
+	github.com/tetratelabs/wazero v1.12.0 // indirect
 )
 
 require (
