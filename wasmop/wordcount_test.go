@@ -3,8 +3,8 @@ package wasmop_test
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
