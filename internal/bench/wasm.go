@@ -1,0 +1,105 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/wasmtest"
+	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/sdktest"
+	"github.com/sluicehq/sluice/wasmop"
+)
+
+// keyCountGuest is the wasm counterpart of wordCounter.
+const keyCountGuest = "github.com/sluicehq/sluice/wasmop/examples/keycount"
+
+// wasmCounter builds the keyed counter guest into dir and returns a
+// Host (to close) and its factory with wordCounter's metadata.
+func wasmCounter(ctx context.Context, dir string, par int) (*wasmop.Host, sdk.Factory, error) {
+	path, err := wasmtest.Build(ctx, keyCountGuest, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := wasmop.NewHost(ctx, wasmop.Config{CacheDir: dir})
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := h.Load(ctx, path)
+	if err != nil {
+		_ = h.Close(ctx)
+		return nil, nil, err
+	}
+	return h, m.Factory(wordCounter{par: par}.Metadata()), nil
+}
+
+// operatorLoop feeds n keyed records to one instance of factory in the
+// test kit (no runtime: the operator's own cost plus the kit's, which is
+// the same for both variants) and returns the time per record.
+func operatorLoop(factory sdk.Factory, n int) (Result, error) {
+	h, err := sdktest.New(factory)
+	if err != nil {
+		return Result{}, err
+	}
+	defer h.Close()
+	keys := make([][]byte, 10_000)
+	for i := range keys {
+		keys[i] = []byte("word-" + strconv.Itoa(i))
+	}
+	start, cpu := time.Now(), processCPU()
+	for i := range n {
+		if err := h.Send("words", sdk.Record{Key: keys[i%len(keys)]}); err != nil {
+			return Result{}, err
+		}
+		if i%4096 == 4095 {
+			h.Take("counts")
+		}
+	}
+	return Result{Ops: int64(n), Elapsed: time.Since(start), CPU: processCPU() - cpu}, nil
+}
+
+// wasmRows: the keyed counter as a wasm guest against the same operator
+// in Go, alternating in one process: the whole word count pipeline, and
+// the operator alone in the test kit (ns per record; the difference is
+// what the guest call, its host calls and the copies add).
+func (t *tabler) wasmRows() ([]row, error) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "sluice-bench-wasm-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	n := t.cfg.Records
+	native, wasm, err := t.alternate([2]string{"word count, Go counter", "word count, wasm counter"}, t.cfg.Runs, true, func(second bool) (Result, error) {
+		return WordCount(WordCountConfig{Records: n, Keys: 10_000, NoLatencies: true, Wasm: second, WasmDir: dir})
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	host, wf, err := wasmCounter(ctx, dir, 1)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close(ctx)
+	ops := min(n, 1_000_000)
+	opNative, opWasm, err := t.alternate([2]string{"counter alone, Go", "counter alone, wasm"}, t.cfg.Runs, true, func(second bool) (Result, error) {
+		if second {
+			return operatorLoop(wf, ops)
+		}
+		return operatorLoop(func() sdk.Operator { return wordCounter{par: 1} }, ops)
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	base, rate := medianRate(native), medianRate(wasm)
+	nsNative, nsWasm := 1e9/medianRate(opNative), 1e9/medianRate(opWasm)
+	return []row{
+		{"sluice keyed word count, Go counter (baseline)", human(base), "records/s", "1.00×", "runs alternate with the next row"},
+		{"sluice keyed word count, wasm counter (wazero)", human(rate), "records/s", fmt.Sprintf("%.2f×", rate/base),
+			pairRange(native, wasm) + "; the counter is wasmop/examples/keycount; target ≥ 0.5×"},
+		{"  keyed counter alone in sdktest, Go / wasm", fmt.Sprintf("%.0f / %.0f", nsNative, nsWasm), "ns/record", fmt.Sprintf("%.2f×", nsNative/nsWasm),
+			fmt.Sprintf("+%.0f ns per record in the guest (one call, 2 host state calls, 1 emit)", nsWasm-nsNative)},
+	}, nil
+}
