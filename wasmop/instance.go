@@ -65,6 +65,9 @@ type ctxKey struct{}
 // start function, which runs a Go guest's package inits).
 func newInstance(ctx context.Context, m *Module) (*instance, error) {
 	in := &instance{timeout: m.host.cfg.CallTimeout, stderr: &tail{}}
+	if m.host.cfg.NoCallTimeout {
+		in.timeout = 0
+	}
 	base, cancel := context.WithCancelCause(context.Background())
 	in.ctx, in.cancel = context.WithValue(base, ctxKey{}, in), cancel
 	in.timer = time.AfterFunc(time.Hour, in.expire)
@@ -104,8 +107,11 @@ func (in *instance) expire() {
 	}
 }
 
-// arm starts the deadline of a call.
+// arm starts the deadline of a call (none without a timeout).
 func (in *instance) arm() {
+	if in.timeout == 0 {
+		return
+	}
 	in.guardMu.Lock()
 	in.deadline = time.Now().Add(in.timeout)
 	in.armed = true
@@ -115,6 +121,9 @@ func (in *instance) arm() {
 
 // disarm ends the deadline of a call and reports whether it expired.
 func (in *instance) disarm() bool {
+	if in.timeout == 0 {
+		return false
+	}
 	in.timer.Stop()
 	in.guardMu.Lock()
 	in.armed = false

@@ -79,25 +79,29 @@ func values(recs []sdk.Record) []string {
 }
 
 func TestGuestCountsInState(t *testing.T) {
-	h := newHost(t, wasmop.Config{})
-	m := load(t, h, testGuest)
-	hs, err := sdktest.New(m.Factory(testMeta()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hs.Close()
-	for _, k := range []string{"a", "b", "a", "a"} {
-		if err := hs.Send("in", sdk.Record{Key: []byte(k)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got := strings.Join(values(hs.Take("out")), " ")
-	if want := "a=1 b=1 a=2 a=3"; got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-	v, ok := hs.Get([]byte("a"), []byte("a"))
-	if n, err := sdk.BytesInt64(v); !ok || err != nil || n != 3 {
-		t.Fatalf("state of a: %v %v %v, want 3 (sdk.PutInt64's encoding)", n, ok, err)
+	for name, cfg := range map[string]wasmop.Config{"deadline": {}, "no call timeout": {NoCallTimeout: true}} {
+		t.Run(name, func(t *testing.T) {
+			h := newHost(t, cfg)
+			m := load(t, h, testGuest)
+			hs, err := sdktest.New(m.Factory(testMeta()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer hs.Close()
+			for _, k := range []string{"a", "b", "a", "a"} {
+				if err := hs.Send("in", sdk.Record{Key: []byte(k)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := strings.Join(values(hs.Take("out")), " ")
+			if want := "a=1 b=1 a=2 a=3"; got != want {
+				t.Fatalf("got %q, want %q", got, want)
+			}
+			v, ok := hs.Get([]byte("a"), []byte("a"))
+			if n, err := sdk.BytesInt64(v); !ok || err != nil || n != 3 {
+				t.Fatalf("state of a: %v %v %v, want 3 (sdk.PutInt64's encoding)", n, ok, err)
+			}
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/wasmop"
 )
 
 // WordCountConfig sets up the keyed word count scenario.
@@ -95,7 +96,7 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 		}
 	}
 	if cfg.Wasm {
-		host, f, err := wasmCounter(context.Background(), cmp.Or(cfg.WasmDir, dir), cfg.Parallelism)
+		host, f, err := wasmCounter(context.Background(), cmp.Or(cfg.WasmDir, dir), cfg.Parallelism, wasmop.Config{})
 		if err != nil {
 			return Result{}, err
 		}

@@ -4,7 +4,7 @@
 // record's key in state and produces "key" → count to "out"; a value
 // names a misbehaviour instead: "panic" (a trap), "loop" (runs for
 // ever), "oom" (grows past any memory limit), "bad" (a bad record),
-// "err" (an ordinary error), "timer" (sets a processing-time timer for
+// "err" (an ordinary error), "noop" (nothing: the cost of a call), "timer" (sets a processing-time timer for
 // the event time, and an event-time timer), "produce-unknown" (produces
 // to an undeclared stream), "headers" (echoes the headers).
 package main
@@ -24,6 +24,8 @@ var hog [][]byte
 
 func (op) ProcessRecord(ctx *guest.Context, rec guest.Record) error {
 	switch string(rec.Value) {
+	case "noop":
+		return nil
 	case "panic":
 		panic("guest panics on " + string(rec.Key))
 	case "loop":
