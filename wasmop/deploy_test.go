@@ -102,6 +102,16 @@ func TestDeployWasmManifest(t *testing.T) {
 	if spec.Kind != core.WasmKind || spec.Meta.Runtime != core.RuntimeWasm || spec.Meta.Module != module {
 		t.Fatalf("deployed spec %+v, want kind %s, runtime wasm, module %s", spec, core.WasmKind, module)
 	}
+	resp, err := http.Get("http://" + rt.HTTPAddr() + "/v1/operators/wc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var view api.OperatorView
+	err = json.NewDecoder(resp.Body).Decode(&view)
+	resp.Body.Close()
+	if err != nil || view.Runtime != "wasm" || view.Module != module || view.Kind != core.WasmKind {
+		t.Fatalf("GET /v1/operators/wc: %+v, %v; want kind %s, runtime wasm and the module", view, err, core.WasmKind)
+	}
 	sluicetest.WaitFor(t, 30*time.Second, "wc running", func() bool {
 		for _, st := range rt.Status() {
 			if st.Name == "wc" && len(st.Instances) > 0 && st.Instances[0].State == "running" {

@@ -240,6 +240,8 @@ type DeployResponse struct {
 type OperatorView struct {
 	Name       string       `json:"name"`
 	Kind       string       `json:"kind"`
+	Runtime    string       `json:"runtime,omitempty"` // "wasm"; empty for go
+	Module     string       `json:"module,omitempty"`  // a wasm operator's .wasm file
 	Executable string       `json:"executable,omitempty"`
 	Instances  int          `json:"instances"`
 	KeyGroups  int          `json:"keyGroups"`
