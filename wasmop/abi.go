@@ -199,14 +199,25 @@ func hostEmit(ctx context.Context, _ api.Module, s []uint64) {
 	s0[0] = 0
 }
 
-// decodeEmit produces every record of an emit batch: each is
+// decodeEmit produces every record of an emit batch (see parseEmit).
+func (in *instance) decodeEmit(b []byte) error {
+	return parseEmit(b, func(stream []byte, rec core.Record) error {
+		if err := in.cur.Produce(in.stream(stream), rec); err != nil {
+			return fmt.Errorf("wasmop: produce to %q: %w", stream, err)
+		}
+		return nil
+	})
+}
+
+// parseEmit calls fn with every record of an emit batch, each
 //
 //	u32 streamLen | stream | u32 keyLen | key | u32 valueLen | value |
 //	i64 eventTime | u32 headersLen | headers
 //
 // with headers as repeated u32 keyLen | key | u32 valueLen | value. Key
-// and value are copied into one allocation per record.
-func (in *instance) decodeEmit(b []byte) error {
+// and value are copied into one allocation per record; stream is a view
+// of b. A truncated batch is an error after the records before it.
+func parseEmit(b []byte, fn func(stream []byte, rec core.Record) error) error {
 	for len(b) > 0 {
 		stream, rest, ok1 := chunk(b)
 		key, rest, ok2 := chunk(rest)
@@ -239,8 +250,8 @@ func (in *instance) decodeEmit(b []byte) error {
 			rec.Headers = append(rec.Headers, core.Header{Key: string(k), Value: string(v)})
 			hdrs = r
 		}
-		if err := in.cur.Produce(in.stream(stream), rec); err != nil {
-			return fmt.Errorf("wasmop: produce to %q: %w", stream, err)
+		if err := fn(stream, rec); err != nil {
+			return err
 		}
 	}
 	return nil
