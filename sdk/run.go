@@ -49,8 +49,9 @@ type Config struct {
 	// Wasm configures the node's WebAssembly runtime (package wasmop):
 	// an operator deployed with runtime: wasm (core.WasmKind) runs its
 	// module here, within these limits (zero fields: wasmop's defaults:
-	// 64 MiB per instance, 1 s per call). NoWasm turns it off (the node
-	// then does not announce core.WasmKind).
+	// 64 MiB per instance, 1 s per call; compiled code cached under
+	// DataDir/wasm-cache). NoWasm turns it off (the node then does not
+	// announce core.WasmKind).
 	Wasm   WasmConfig
 	NoWasm bool
 	// StopTimeout bounds how long Run waits for in-flight records (and, in a
@@ -295,7 +296,11 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 	}
 	var wasm *wasmRuntime
 	if !cfg.NoWasm {
-		wasm = &wasmRuntime{cfg: cfg.Wasm}
+		wcfg := cfg.Wasm
+		if wcfg.CacheDir == "" { // compiled code kept across restarts of the node
+			wcfg.CacheDir = filepath.Join(dataDir(cfg), "wasm-cache")
+		}
+		wasm = &wasmRuntime{cfg: wcfg}
 		ncfg.Runtimes = map[core.Runtime]core.MetaFactory{core.RuntimeWasm: wasm.factory}
 	}
 	n, err := actors.StartNode(ctx, ncfg, kinds, seed)
