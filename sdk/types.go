@@ -175,7 +175,20 @@ type Header = core.Header
 //	Watermarks *WatermarkStrategy // Watermarks, on a source, makes it emit watermarks derived from the event times of the …
 //	Window *WindowSpec            // Window, on a window operator (sdk/window), is its windows; a manifest may change them …
 //	Autoscale *AutoscaleSpec      // Autoscale turns on the autoscaler for the operator, within its bounds (see …
+//	Runtime OperatorRuntime       // Runtime is what runs the operator: RuntimeGo (empty: a kind compiled into the node) or …
+//	Module string                 // Module is the path of a wasm operator's .wasm file, the same on every node that runs …
 type Metadata = core.Metadata
+
+// OperatorRuntime says what runs an operator's code (Metadata.Runtime):
+// RuntimeGo (empty: a kind compiled into the node) or RuntimeWasm (a
+// WebAssembly module, package wasmop).
+type OperatorRuntime = core.Runtime
+
+// Runtimes.
+const (
+	RuntimeGo   = core.RuntimeGo
+	RuntimeWasm = core.RuntimeWasm
+)
 
 // AutoscaleSpec turns on the autoscaler for an operator (Metadata.Autoscale;
 // nil means off); docs/autoscaling.md says how it decides.

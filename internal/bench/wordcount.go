@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/node"
+	"github.com/sluicehq/sluice/wasmop"
 )
 
 // WordCountConfig sets up the keyed word count scenario.
@@ -39,6 +40,11 @@ type WordCountConfig struct {
 	// Typed runs the same pipeline written with sdk/stream (TypedWordCount)
 	// instead of hand-written operators.
 	Typed bool
+	// Wasm runs the counter as a wasm guest (wasmop/examples/keycount,
+	// built into WasmDir, which caches its compiled code) instead of in
+	// Go.
+	Wasm    bool
+	WasmDir string
 }
 
 // WordCount runs source → group-by counter with Pebble state → sink in one
@@ -89,6 +95,14 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 		if ops, err = typedWordCount(ops[0], ops[2], cfg.Parallelism); err != nil {
 			return Result{}, err
 		}
+	}
+	if cfg.Wasm {
+		host, f, err := wasmCounter(context.Background(), cmp.Or(cfg.WasmDir, dir), cfg.Parallelism, wasmop.Config{})
+		if err != nil {
+			return Result{}, err
+		}
+		defer host.Close(context.Background()) // after the runtime stopped (deferred later)
+		ops[1] = f
 	}
 	rt, err := node.Start(context.Background(), scfg, ops...)
 	if err != nil {

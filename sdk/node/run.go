@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/console"
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/creds"
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/launcher"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/objstore/storeurl"
@@ -47,6 +48,14 @@ type Config struct {
 	// observer, announced kinds) are not settings: Start builds them from
 	// the settings below.
 	NodeConfig
+	// Wasm configures the node's WebAssembly runtime (package wasmop):
+	// an operator deployed with runtime: wasm (core.WasmKind) runs its
+	// module here, within these limits (zero fields: wasmop's defaults:
+	// 64 MiB per instance, 1 s per call; compiled code cached under
+	// DataDir/wasm-cache). NoWasm turns it off (the node then does not
+	// announce core.WasmKind).
+	Wasm   WasmConfig
+	NoWasm bool
 	// StopTimeout bounds how long Run waits for in-flight records (and, in a
 	// cluster, for the handoff of this node's instances) on shutdown; 0
 	// means 30 s.
@@ -203,6 +212,7 @@ type Runtime struct {
 	stopLaunch context.CancelFunc
 	launchDone chan struct{}
 	telemetry  *telemetry.Telemetry
+	wasm       *wasmRuntime // nil with NoWasm
 }
 
 // Start validates cfg (Config.Validate) and the operators' metadata and
@@ -286,6 +296,15 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 	if srv != nil {
 		showLatencies(srv, tel)
 	}
+	var wasm *wasmRuntime
+	if !cfg.NoWasm {
+		wcfg := cfg.Wasm
+		if wcfg.CacheDir == "" { // compiled code kept across restarts of the node
+			wcfg.CacheDir = filepath.Join(dataDir(cfg), "wasm-cache")
+		}
+		wasm = &wasmRuntime{cfg: wcfg}
+		ncfg.Runtimes = map[core.Runtime]core.MetaFactory{core.RuntimeWasm: wasm.factory}
+	}
 	n, err := actors.StartNode(ctx, ncfg, kinds, seed)
 	if err != nil {
 		closeListener(lis)
@@ -293,7 +312,7 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 		return nil, err
 	}
 	tel.Attach(n)
-	rt := &Runtime{node: n, http: srv, telemetry: tel}
+	rt := &Runtime{node: n, http: srv, telemetry: tel, wasm: wasm}
 	if cfg.Launch && cfg.Consul != "" {
 		rt.launcher, err = launcher.New(launcher.Config{
 			Node: n.ID(), Consul: cfg.Consul, Cluster: clusterName(cfg), DataDir: filepath.Join(dataDir(cfg), "launched"),
@@ -444,6 +463,9 @@ func (r *Runtime) Stop(ctx context.Context) error {
 		<-r.launchDone
 	}
 	err := r.node.Stop(ctx)
+	if r.wasm != nil {
+		err = errors.Join(err, r.wasm.close(ctx)) // after the node: its operators stopped
+	}
 	if r.http != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
