@@ -61,6 +61,20 @@ func (m *Metrics) Down() error {
 	return fmt.Errorf("%w for %v: %v", ErrUnavailable, time.Since(first.since).Round(100*time.Millisecond), first.err)
 }
 
+// DownSince returns since when some instance cannot reach the server;
+// zero while every instance can.
+func (m *Metrics) DownSince() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var t time.Time
+	for _, o := range m.down {
+		if t.IsZero() || o.since.Before(t) {
+			t = o.since
+		}
+	}
+	return t
+}
+
 // LastError returns the last failed write and when it failed (nil if none).
 func (m *Metrics) LastError() (error, time.Time) {
 	m.mu.Lock()

@@ -58,7 +58,8 @@ func NewSink(cfg SinkConfig) (sdk.Factory, error) {
 
 // Metadata implements sdk.Operator.
 func (s *Sink) Metadata() sdk.Metadata {
-	return sdk.Metadata{Name: s.cfg.Name, Inputs: s.cfg.Inputs, Parallelism: s.cfg.Parallelism, KeyGroups: s.cfg.KeyGroups}
+	return sdk.Metadata{Name: s.cfg.Name, Inputs: s.cfg.Inputs, Parallelism: s.cfg.Parallelism, KeyGroups: s.cfg.KeyGroups,
+		Outputs: []string{sdk.DeadLetterStream(s.cfg.Name)}}
 }
 
 // Init connects to the server and checks the table: it exists, has
