@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/pgtest"
 )
 
 func main() {
@@ -56,13 +57,13 @@ func main() {
 		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events, Q8Events: *q8Events}
 	needNode := *cross && (want("cross") || want("mtls") || want("scaling") || want("recovery"))
 	needConsul := *cross && (want("cross") || want("mtls") || want("scaling"))
-	if err := run(cfg, needNode, needConsul); err != nil {
+	if err := run(cfg, needNode, needConsul, want("postgres")); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg bench.TableConfig, node, consul bool) (err error) {
+func run(cfg bench.TableConfig, node, consul, pg bool) (err error) {
 	tb := &harness{}
 	defer tb.close()
 	defer func() {
@@ -87,6 +88,10 @@ func run(cfg bench.TableConfig, node, consul bool) (err error) {
 	if consul {
 		fmt.Println("starting a Consul dev agent…")
 		cfg.ConsulAddr = consultest.Start(tb).Addr()
+	}
+	if pg {
+		fmt.Println("starting a PostgreSQL server…")
+		cfg.PostgresDSN = pgtest.Start(tb).DSN()
 	}
 	start := time.Now()
 	defer func() { fmt.Printf("\nsluice-bench: %v in all\n", time.Since(start).Round(time.Second)) }()

@@ -164,6 +164,15 @@ func TestPostgresOutage(t *testing.T) {
 			} else {
 				pg.Resume()
 			}
+			sluicetest.WaitEvery(t, 20*time.Second, 50*time.Millisecond, "debug", func() bool {
+				n := tryQuery(pg, "SELECT count(*) FROM events")
+				for _, op := range []string{"gen", "count", "store-events"} {
+					st := instanceStatus(rt, op)
+					t.Logf("debug %d: %s processed %d produced %d err %q", n, op, st.Processed, st.Produced, st.LastError)
+				}
+				t.Logf("progress %d", tryQuery(pg, "SELECT max(checkpoint) FROM sluice_progress"))
+				return n >= total
+			})
 			checkExact(t, pg, total)
 			sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "the outage over", func() bool { return m.Down() == nil })
 			if m.Errors() == 0 {

@@ -19,6 +19,8 @@ type TableConfig struct {
 	// Consul agent) it enables the cross-node scenarios.
 	NodeBinary string
 	ConsulAddr string
+	// PostgresDSN is the PostgreSQL server of the postgres group.
+	PostgresDSN string
 	// TempDir holds the cross-node scenarios' data directories.
 	TempDir string
 	// Scenarios selects groups of rows (Groups lists them). Empty means
@@ -56,7 +58,7 @@ type TableConfig struct {
 }
 
 // Groups are the scenario groups of the table, in order.
-var Groups = []string{"core", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "scaling", "recovery", "ysb"}
+var Groups = []string{"core", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "scaling", "recovery", "ysb", "postgres"}
 
 // GroupsHelp describes Groups for a flag's usage.
 const GroupsHelp = `core (in-process throughput and latency), eo (exactly-once vs no guarantee), ` +
@@ -65,7 +67,8 @@ const GroupsHelp = `core (in-process throughput and latency), eo (exactly-once v
 	`kafka (Goka vs Sluice on kfake), kafka-eo (exactly-once output latency to a read_committed consumer), ` +
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
-	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core)`
+	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core), ` +
+	`postgres (the PostgreSQL sink vs a raw pgx COPY loop and per-row INSERTs; needs Debian's PostgreSQL server)`
 
 // want reports whether the scenario group name is selected.
 func (c TableConfig) want(name string) bool {
@@ -190,6 +193,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		{"scaling", t.scalingRows},
 		{"recovery", t.recoveryRows},
 		{"ysb", t.ysbRows},
+		{"postgres", t.postgresRows},
 	}
 	var failed error
 	for _, g := range groups {
