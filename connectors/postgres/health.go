@@ -163,7 +163,7 @@ func unreachable(err error) bool {
 		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code == "53300"
 	}
 	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || pgconn.SafeToRetry(err) ||
+	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
 		errors.Is(err, net.ErrClosed) || isConnectError(err)
 }
 

@@ -51,7 +51,7 @@ func majorOf(dir string) int {
 }
 
 func hasServer(dir string) error {
-	for _, b := range []string{"initdb", "postgres"} {
+	for _, b := range []string{"initdb", "postgres", "pg_ctl"} {
 		st, err := os.Stat(filepath.Join(dir, b))
 		if err != nil {
 			return err
