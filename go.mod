@@ -15,6 +15,7 @@ require (
 	github.com/lovoo/goka v1.1.14
 	github.com/mesos/mesos-go v0.0.11
 	github.com/minio/minio-go/v7 v7.4.1
+	github.com/nats-io/nats.go v1.56.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/segmentio/encoding v0.5.4
 	github.com/spf13/cobra v1.10.2
@@ -40,6 +41,8 @@ require (
 require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
 )
 
 require (
@@ -135,7 +138,7 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
-	google.golang.org/grpc v1.83.2 // indirect
+	google.golang.org/grpc v1.83.2
 	gopkg.in/ini.v1 v1.67.3 // indirect
 )
 

@@ -42,8 +42,13 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 			} else {
 				i.callRecord(rec)
 			}
-			i.end()
-			i.succeeded()
+			if err := i.rejected; err != nil {
+				i.rejected = nil
+				i.reject(rec, m.Stream, err)
+			} else {
+				i.end()
+				i.succeeded()
+			}
 		}
 		i.setBlocked(i.out.Flush(false)) // full buffers leave at once (see send)
 	}
@@ -166,8 +171,26 @@ func (i *instance) end() {
 func (i *instance) callRecord(rec core.Record) {
 	defer i.recoverAttempt()
 	if err := i.opv.ProcessRecord(i.octx, rec); err != nil {
+		if errors.Is(err, core.ErrBadRecord) {
+			i.rejected = err // runBatch dead-letters it: no retry cures it
+			return
+		}
 		i.fail(err)
 	}
+}
+
+// reject undoes the attempt on rec, which its operator refused as bad
+// (core.ErrBadRecord), and sends rec to the dead-letter stream at once:
+// no restart, no retry, no strike against the instance.
+func (i *instance) reject(rec core.Record, stream string, err error) {
+	i.store.Rollback()
+	i.out.Rollback()
+	i.timerOps = i.timerOps[:0]
+	i.etOps = i.etOps[:0]
+	i.store.Begin()
+	reason := clipText(err.Error(), ErrorTextMax)
+	i.setLastError(reason)
+	i.deadLetter(rec, stream, reason, i.cur.attempts)
 }
 
 // callTimer runs ProcessTimer like callRecord.

@@ -55,14 +55,7 @@ func TestClusterForgedLeavingIsUndone(t *testing.T) {
 		}
 		return true
 	})
-	deadline := time.Now().Add(time.Minute)
-	for total.Load() < records {
-		if time.Now().After(deadline) {
-			c.dump()
-			t.Fatalf("wedged: counted %d of %d", total.Load(), records)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	sluicetest.WaitFor(t, time.Minute, "every record counted (not wedged)", func() bool { return total.Load() >= records })
 	c.stop("a")
 	c.stop("b")
 	c.act.check(t)

@@ -108,7 +108,9 @@ type Config struct {
 	// Observer, when set, receives traces and metrics (see Observer).
 	Observer Observer
 	// OnEvent, when set, is called (synchronously, from the instance's
-	// goroutine) when an instance becomes active, is released or stops.
+	// or the coordinator's goroutine) for every Event: when an instance
+	// becomes active, is released or stops, and for the cluster events
+	// Node.Events keeps.
 	OnEvent func(Event)
 	// MinFreeDisk is the free space, in bytes, the node keeps in reserve
 	// on its data directory's file system: below it the node is unhealthy
@@ -168,7 +170,9 @@ type ClusterConfig struct {
 	Security TransportSecurity
 }
 
-// Event is an instance lifecycle event on a node.
+// Event is something that happened on a node: an instance's lifecycle
+// (Config.OnEvent only), or a cluster event, which Node.Events also keeps
+// (membership, rollbacks and restores, deploys, scales and kills).
 type Event struct {
 	Time     time.Time
 	Node     string
@@ -177,8 +181,13 @@ type Event struct {
 	Index    int
 	// What happened.
 	What EventKind
-	// Peer is the member that joined or left.
+	// Peer is the member that joined, left or was lost.
 	Peer string
+	// Checkpoint is the checkpoint rolled back to or restored from.
+	Checkpoint uint64
+	// Detail says more, for people: a rollback's reason, what a restore
+	// or a scale changed.
+	Detail string
 }
 
 // EventKind says what an Event reports.
@@ -197,6 +206,27 @@ const (
 	EventMemberJoined EventKind = "member-joined"
 	// EventMemberLeft: the node's view of the cluster lost Peer.
 	EventMemberLeft EventKind = "member-left"
+	// EventNodeLost follows EventMemberLeft when Peer left without
+	// announcing it: it crashed, was killed or cannot be reached, and
+	// what it held in flight is lost (and, exactly-once, rolled back).
+	EventNodeLost EventKind = "node-lost"
+	// EventRollback: this node, coordinating checkpoints, rolls every
+	// node back to the newest complete checkpoint (Detail: why).
+	EventRollback EventKind = "rollback"
+	// EventRestored: instances of this node were restored from
+	// Checkpoint, by a rollback or when they started here after a crash
+	// (Detail: which).
+	EventRestored EventKind = "restored"
+	// EventDeployed, EventScaled and EventKilled: the topology this node
+	// follows deployed (or changed), scaled or killed Operator (Detail:
+	// the topology version and what changed).
+	EventDeployed EventKind = "deployed"
+	EventScaled   EventKind = "scaled"
+	EventKilled   EventKind = "killed"
+	// EventAutoscaled: the autoscaler (on the member with the lowest id)
+	// scaled Operator, or in dry-run recommended it (Detail: the
+	// decision, its reason and inputs; RecordAutoscaled).
+	EventAutoscaled EventKind = "autoscaled"
 )
 
 // String returns the kind's name.

@@ -185,6 +185,7 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		if m.topo.Version < c.topo.Version {
 			return // an older version, delivered late
 		}
+		c.n.topologyEvents(c.topo, m.topo)
 		c.topo = m.topo
 		c.purge()
 		c.apply()
@@ -288,6 +289,7 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 // at-least-once what was in flight to it, and its instances' uncommitted
 // work, is lost, so sources replay.
 func (c *coordinator) memberCrashed(id, addr string) {
+	c.n.record(Event{What: EventNodeLost, Peer: id})
 	c.crashed = append(c.crashed, id)
 	c.n.noteCrashed(addr)
 	if c.n.cfg.AtLeastOnce {

@@ -355,6 +355,13 @@ func (c *coordinator) checkAll() {
 	if c.rollingBack() {
 		return // onRolledBack asks again for what the rollback left
 	}
+	base := c.n.base.Load()
+	var fromBase map[string]int // instances restored from it, by operator, for the timeline
+	defer func() {
+		if fromBase != nil {
+			c.n.restoredEvent(base.ID, fromBase, "as they started here", 0)
+		}
+	}()
 	for k, a := range c.current {
 		if len(a.waiting) > 0 || a.li.state != lsAwaiting || a.gen != c.gen {
 			continue
@@ -374,6 +381,12 @@ func (c *coordinator) checkAll() {
 		fromCk := c.n.cfg.Checkpoints != nil && (!have || a.shipped == 0 && c.takeStartup(k.op, a.li.inst.lo, a.li.inst.hi))
 		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore, "checkpoint", fromCk, "shipped", a.shipped)
 		c.n.system.Root.Send(a.li.inst.pid, activateMsg{gen: c.gen, restore: restore, checkpoint: fromCk})
+		if fromCk && base != nil && len(base.Find(k.op, a.li.inst.lo, a.li.inst.hi)) > 0 {
+			if fromBase == nil {
+				fromBase = make(map[string]int)
+			}
+			fromBase[k.op]++
+		}
 	}
 }
 

@@ -62,7 +62,8 @@ type instance struct {
 	deadLetters  atomic.Int64
 	transient    atomic.Int64 // transient failures of Poll and Flush (e.g. brokers unreachable)
 	queued       atomic.Int64 // records delivered and not yet processed
-	blockedTime  blockedClock // time blocked by backpressure
+	blockedTime  spellClock   // time blocked by backpressure
+	busyTime     spellClock   // time busy in the operator's callbacks (blocked.go)
 	finished     atomic.Bool  // input ended, timers fired, end-of-stream forwarded
 	wmPub        atomic.Int64 // the watermark, published for status
 
@@ -79,6 +80,7 @@ type instance struct {
 	opv             core.Operator // current incarnation's operator (active mode)
 	failed          bool          // policy exhausted: dead-letter everything
 	failing         bool          // failed since the last successful item (strikes.go)
+	rejected        error         // set by callRecord when ProcessRecord refused its record as bad (core.ErrBadRecord)
 	initing         bool          // Init is running
 	cur             work          // item in progress; survives restarts
 	stash           []unit        // input held back while blocked or awaiting
@@ -421,6 +423,7 @@ func (i *instance) input(u unit) {
 
 // handle processes one unit of input in active mode.
 func (i *instance) handle(u unit) {
+	defer i.endBusy(i.beginBusy(u.kind))
 	switch u.kind {
 	case unitBatch:
 		if i.ins.isBlocked(u.batch) {
@@ -548,7 +551,9 @@ func (i *instance) send(idle bool) {
 // while the instance is active, not blocked and the node healthy.
 func (i *instance) drain() {
 	if i.etDue && i.mode == modeActive && !i.blocked && !i.node.paused() {
+		i.busyTime.set(true)
 		i.fireEventTimers()
+		i.busyTime.set(false)
 		i.settle()
 	}
 	for i.mode == modeActive && !i.blocked && !i.etDue && len(i.stash) > 0 && !i.node.paused() {

@@ -218,6 +218,7 @@ func (i *instance) reportReleased() {
 // flushMsg that settle queued for it may wait in the mailbox behind
 // batches that fail in turn, each retried with a growing backoff.
 func (i *instance) onRestarting() {
+	i.busyTime.set(false) // a failed attempt outside handle (drain's event-time timers) left its spell open
 	i.store.Rollback()
 	i.out.Rollback()
 	i.timerOps = i.timerOps[:0]

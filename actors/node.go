@@ -66,6 +66,7 @@ type Node struct {
 	byID map[string]*instance // every instance here, by actor id
 
 	health         atomic.Pointer[Health] // as of the last check (health.go)
+	journal        journal                // the node's recent cluster events (Events)
 	healthMu       sync.Mutex             // serialises changes of health (checkHealth, fence)
 	pause          atomic.Bool            // unhealthy: instances hold their input
 	failed         chan struct{}          // closed when the node cannot go on: database failed or fenced (Failed)
@@ -454,21 +455,6 @@ func (n *Node) stopTimers() {
 		t.Stop()
 	}
 	clear(ts.pending)
-}
-
-// memberEvent reports a membership change to Config.OnEvent.
-func (n *Node) memberEvent(what EventKind, peer string) {
-	n.log.Info("cluster membership changed", "event", what, "peer", peer)
-	if n.cfg.OnEvent != nil {
-		n.cfg.OnEvent(Event{Time: time.Now(), Node: n.cfg.NodeID, What: what, Peer: peer})
-	}
-}
-
-// event reports an instance lifecycle event to Config.OnEvent.
-func (n *Node) event(k instKey, what EventKind) {
-	if n.cfg.OnEvent != nil {
-		n.cfg.OnEvent(Event{Time: time.Now(), Node: n.cfg.NodeID, Operator: k.op, Epoch: k.epoch, Index: k.index, What: what})
-	}
 }
 
 // logDanglingInputs logs, once, every input stream that no operator

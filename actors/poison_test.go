@@ -2,6 +2,8 @@ package actors_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -198,5 +200,51 @@ func TestPoisonRecordsDoNotStallABystander(t *testing.T) {
 	})
 	if st := instanceStatus(n, "flaky", 0); dead.Len() != records/every || st.State != "running" {
 		t.Fatalf("%d dead letters, status %+v; want %d and running", dead.Len(), st, records/every)
+	}
+}
+
+// TestBadRecordsAreDeadLetteredAtOnce: a record whose ProcessRecord
+// returns an error wrapping core.ErrBadRecord (it does not decode, say) is
+// dead-lettered on its first attempt, with the error and "1 attempt", the
+// attempt's state write and output undone, and no restart.
+func TestBadRecordsAreDeadLetteredAtOnce(t *testing.T) {
+	const records, every = 10_000, 250
+	n, out, dead := startFlaky(t, &flaky{fail: func(rec core.Record, _ int) error {
+		if v, _ := strconv.Atoi(string(rec.Value)); v%every == 7 {
+			return fmt.Errorf("value %d: %w", v, core.ErrBadRecord)
+		}
+		return nil
+	}}, func() core.Operator {
+		return &sluicetest.Gen{Name: "gen", Stream: "in", Count: records, Batch: 100, Key: sluicetest.Key(10)}
+	})
+	const bad = records / every
+	sluicetest.WaitFor(t, time.Minute, "every record out or dead-lettered", func() bool {
+		return out.Len()+dead.Len() >= records
+	})
+	st := instanceStatus(n, "flaky", 0)
+	if out.Len() != records-bad || dead.Len() != bad || st.Restarts != 0 || st.State != "running" {
+		t.Fatalf("%d outputs, %d dead letters, status %+v; want %d, %d, running without restarts", out.Len(), dead.Len(), st, records-bad, bad)
+	}
+	for _, d := range dead.All() {
+		a, _ := d.Record.Header(core.HeaderAttempts)
+		reason, _ := d.Record.Header(core.HeaderError)
+		if a != "1" || !strings.HasPrefix(reason, "value ") || !strings.Contains(reason, "bad record") {
+			t.Fatalf("dead letter after %s attempts, error %q; want 1 attempt and the record's error", a, reason)
+		}
+	}
+	// Each key's outputs are its counts 1, 2, …: a bad record's write,
+	// had it stayed, would leave a gap.
+	counts := map[string][]int{}
+	for _, d := range out.All() {
+		v, _ := strconv.Atoi(string(d.Record.Value))
+		counts[string(d.Record.Key)] = append(counts[string(d.Record.Key)], v)
+	}
+	for k, vs := range counts {
+		slices.Sort(vs)
+		for i, v := range vs {
+			if v != i+1 {
+				t.Fatalf("key %s: counts %v…, want 1, 2, … without gaps", k, vs[:min(len(vs), i+3)])
+			}
+		}
 	}
 }

@@ -77,6 +77,8 @@ type nodeRollback struct {
 	reported    bool // every instance reset, and the coordinator told so
 	placed      bool // the coordinator said which instances restore
 	restoring   map[instKey]bool
+	restoredOps map[string]int // instances restored, by operator (the timeline's)
+	started     time.Time
 	failed      error
 }
 
@@ -104,6 +106,7 @@ func (c *checkpointer) coordRollback(reason string) {
 	r.again = "" // this one begins after the loss
 	r.stats.Rollbacks++
 	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "generation", gen)
+	c.n.record(Event{What: EventRollback, Detail: reason})
 	if !r.recording {
 		c.recordRollback(gen)
 	}
@@ -240,7 +243,7 @@ func (c *checkpointer) onRollback(m *wire.Rollback) {
 	c.n.gen.Store(m.Generation)
 	c.n.setBase(meta)
 	rb := &nodeRollback{gen: m.Generation, meta: meta, coordinator: m.Coordinator,
-		resetting: make(map[instKey]*instance), restoring: make(map[instKey]bool)}
+		resetting: make(map[instKey]*instance), restoring: make(map[instKey]bool), started: time.Now()}
 	c.rb = rb
 	for _, inst := range c.n.instances() {
 		rb.resetting[inst.key] = inst
@@ -276,8 +279,10 @@ func (c *checkpointer) onRestoring(m ckRestoringMsg) {
 		return
 	}
 	rb.placed = true
+	rb.restoredOps = make(map[string]int)
 	for _, k := range m.keys {
 		rb.restoring[k] = true
+		rb.restoredOps[k.op]++
 	}
 	c.maybeFinishRollback()
 }
@@ -307,6 +312,8 @@ func (c *checkpointer) maybeFinishRollback() {
 	done := &wire.RollbackDone{Generation: rb.gen, Node: c.n.cfg.NodeID}
 	if rb.failed != nil {
 		done.Error = rb.failed.Error()
+	} else if rb.meta != nil {
+		c.n.restoredEvent(rb.meta.ID, rb.restoredOps, "by the rollback", time.Since(rb.started))
 	}
 	c.n.system.Root.Send(rb.coordinator, done)
 }

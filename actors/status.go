@@ -75,6 +75,13 @@ type InstanceStatus struct {
 	// full output buffer without credit from downstream) since it started
 	// on this node.
 	Blocked time.Duration
+	// Busy is the time the instance spent working since it started on
+	// this node: in ProcessRecord, ProcessTimer and ProcessEventTimer (a
+	// batch's records, or the timers due, timed as one), and in a source's
+	// Poll that produced records (an idle poll is not counted). Its growth
+	// over an interval, divided by the interval, is the instance's busy
+	// fraction, what the autoscaler's true processing rate divides by.
+	Busy time.Duration
 	// StateBytes estimates the disk space of the instance's key groups.
 	StateBytes int64
 	// TransientErrors counts the transient failures (core.ErrTransient)
@@ -112,6 +119,7 @@ func (i *instance) status() InstanceStatus {
 		TransientErrors: i.transient.Load(),
 		Queued:          i.queued.Load(),
 		Blocked:         i.blockedTime.read(),
+		Busy:            i.busyTime.read(),
 		StateBytes:      i.stateBytes(),
 		Watermark:       wmTime(i.wmPub.Load()),
 		Finished:        i.finished.Load(),

@@ -163,24 +163,27 @@ func screenshot(t *testing.T, ctx context.Context, dir, name string) {
 type testCluster struct {
 	t     *testing.T
 	http  []string
+	procs []*proctest.Process
 	dir   string
 	agent *consultest.Agent
 }
 
-func startCluster(t *testing.T) *testCluster {
+// startCluster starts three nodes, n1 to n3, with extra arguments.
+func startCluster(t *testing.T, extra ...string) *testCluster {
 	t.Helper()
 	c := &testCluster{t: t, dir: t.TempDir(), agent: consultest.Start(t)}
 	for _, id := range []string{"n1", "n2", "n3"} {
 		args := []string{"-id", id, "-data", filepath.Join(c.dir, id), "-consul", c.agent.Addr(), "-node-insecure",
 			"-records", "1000000000", "-keys", "1000", "-rate", "400", "-gen-parallelism", "2", "-count-parallelism", "3",
 			"-trace-sample", "1"} // every record timed: latencies at once
-		p, err := proctest.Start(bins.node, args, filepath.Join(c.dir, id+".log"))
+		p, err := proctest.Start(bins.node, append(args, extra...), filepath.Join(c.dir, id+".log"))
 		if err != nil {
 			b, _ := os.ReadFile(filepath.Join(c.dir, id+".log"))
 			t.Fatalf("node %s: %v\n%s", id, err, b)
 		}
 		t.Cleanup(p.Kill)
 		c.http = append(c.http, p.HTTP)
+		c.procs = append(c.procs, p)
 	}
 	sluicetest.WaitEvery(t, 90*time.Second, 200*time.Millisecond, "three nodes running gen and count", func() bool {
 		var st api.ClusterStatus
@@ -346,6 +349,17 @@ func TestConsoleInABrowser(t *testing.T) {
 		waitJS(t, ctx, "the page to say orphan is gone", `!document.querySelector('#op-missing').hidden`)
 	})
 
+	t.Run("events of the topology", func(t *testing.T) {
+		goTo(t, ctx, "#/events")
+		waitJS(t, ctx, "the scale, the deploy and the kill on the timeline",
+			`(() => { const rows = [...document.querySelectorAll('#events-table tr[data-event]')].map((r) => r.dataset.event + ' ' + r.textContent);
+			  return rows.some((r) => r.startsWith('scaled') && r.includes('count') && r.includes('3 → 4 instances')) &&
+			    rows.some((r) => r.startsWith('deployed') && r.includes('orphan')) &&
+			    rows.some((r) => r.startsWith('killed') && r.includes('orphan') && r.includes('state purged')) &&
+			    rows.findIndex((r) => r.startsWith('killed')) < rows.findIndex((r) => r.startsWith('deployed')); })()`)
+		screenshot(t, ctx, shots, "events")
+	})
+
 	t.Run("nodes", func(t *testing.T) {
 		goTo(t, ctx, "#/nodes")
 		waitJS(t, ctx, "three healthy nodes with their CPU and memory",
@@ -484,4 +498,28 @@ func TestConsoleInABrowser(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestConsoleTimelineOfACrash: a node killed does not just vanish from the
+// console. In an exactly-once cluster, after n3 is SIGKILLed the console
+// of n1 shows on its timeline that n3 was lost (seen by both survivors),
+// the rollback the checkpoint coordinator began, and the instances
+// restored from the checkpoint.
+func TestConsoleTimelineOfACrash(t *testing.T) {
+	c := startCluster(t, "-guarantee", "exactly-once", "-checkpoints", filepath.Join(t.TempDir(), "checkpoints"), "-checkpoint-interval", "200ms")
+	sluicetest.WaitEvery(t, 60*time.Second, 200*time.Millisecond, "a complete checkpoint", func() bool {
+		var st api.ClusterStatus
+		return c.get("/v1/status", &st) == 200 && st.Checkpoints != nil && st.Checkpoints.Last != 0
+	})
+	c.procs[2].Kill()
+	ctx, _ := browser(t)
+	run(t, ctx, "open n1's timeline", chromedp.Navigate("http://"+c.http[0]+"/ui/#/events"))
+	waitJS(t, ctx, "n3 lost, the rollback and the restore on the timeline",
+		`(() => { const rows = [...document.querySelectorAll('#events-table tr[data-event]')];
+		  const has = (what, ...words) => rows.some((r) => r.dataset.event === what && words.every((w) => r.textContent.includes(w)));
+		  return has('node-lost', 'node n3', 'n1', 'n2') && has('rollback', 'n3') && has('restored', 'checkpoint ', 'instances', 'by the rollback') &&
+		    !has('member-left', 'node n3'); })()`)
+	screenshot(t, ctx, artifacts(t), "events-crash")
+	goTo(t, ctx, "#/nodes")
+	waitJS(t, ctx, "the loss among the nodes page's recent events", `[...document.querySelectorAll('#nodes-events tr[data-event="node-lost"]')].some((r) => r.textContent.includes('n3'))`)
 }

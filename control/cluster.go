@@ -119,7 +119,7 @@ func (v view) operator(spec topology.OperatorSpec) api.OperatorView {
 	ov := api.OperatorView{
 		Name: m.Name, Kind: spec.Kind, Executable: spec.Executable, Instances: m.Parallelism, KeyGroups: m.KeyGroups,
 		Epoch: spec.Epoch, Inputs: m.Inputs, Outputs: m.Outputs, CPUs: spec.CPUs, Mem: spec.Mem, Disk: spec.Disk,
-		Retries: spec.Retries, DeployedAt: spec.DeployedAt, Window: m.Window,
+		Retries: spec.Retries, DeployedAt: spec.DeployedAt, Window: m.Window, Autoscale: m.Autoscale,
 	}
 	placed := map[int]api.InstanceView{}
 	for id, st := range v.nodes {

@@ -27,6 +27,9 @@ type Config struct {
 	// launcher's environment policy, say); any problem refuses the deploy
 	// with 400.
 	CheckManifest func(api.Manifest) []string
+	// Autoscale configures the autoscaler (on by default; it acts only on
+	// operators deployed with autoscale settings).
+	Autoscale AutoscaleConfig
 }
 
 // Limits bound the resources a client can hold on the node: how large a

@@ -194,7 +194,7 @@ func (s *Server) consoleSnapshot(ctx context.Context) (api.ConsoleSnapshot, erro
 	defer h.mu.Unlock()
 	now := time.Now()
 	snap := api.ConsoleSnapshot{Time: now, Node: cs.Node, TopologyVersion: cs.TopologyVersion, Pending: cs.Pending,
-		Launcher: cs.Launcher, Checkpoints: cs.Checkpoints}
+		Launcher: cs.Launcher, Checkpoints: cs.Checkpoints, Events: timeline(v)}
 	switch {
 	case h.last.IsZero():
 		h.last = now

@@ -174,13 +174,16 @@ func TestNodeStatusIsTheAPIView(t *testing.T) {
 			t.Errorf("operator lacks %q: %s", k, raw["operators"])
 		}
 	}
-	for _, k := range []string{"index", "epoch", "node", "firstGroup", "endGroup", "state", "restarts", "processed", "produced", "deadLetters", "queued", "stateBytes", "transientErrors"} {
+	for _, k := range []string{"index", "epoch", "node", "firstGroup", "endGroup", "state", "restarts", "processed", "produced", "deadLetters", "queued", "blockedNanos", "busyNanos", "stateBytes", "transientErrors"} {
 		if _, ok := ins[0][k]; !ok {
 			t.Errorf("instance lacks %q: %s", k, ops[0]["instances"])
 		}
 	}
 	var st control.Status // the old name still decodes it
 	a.do("GET", "/v1/node", nil, &st)
+	if busy := st.Operators[0].Instances[0].BusyNanos; busy <= 0 {
+		t.Errorf("gen produced its records in %d ns of busy time, want > 0", busy)
+	}
 	if st.Operators[0].Name != "gen" || st.Operators[0].Instances[0].State == "" || st.Streams[0].Stream != "words" {
 		t.Fatalf("decoded: %+v", st)
 	}

@@ -37,6 +37,8 @@ type Node interface {
 	// CheckKind says why an operator of a hosted kind cannot run under
 	// the node's guarantee (nil when it can, or the kind is not hosted).
 	CheckKind(name, kind string) error
+	// Events returns the node's latest cluster events, oldest first.
+	Events() []actors.Event
 }
 
 var _ Node = (*actors.Node)(nil)
@@ -78,6 +80,8 @@ type Server struct {
 	external func(ctx context.Context) ([]api.LaunchedView, []string)
 
 	console consoleHub // the web console's rates and event streams (console.go)
+
+	autoscaler *autoscaler // nil when off (autoscaler.go)
 }
 
 // Listen opens the control API's listener as cfg says, so that its
@@ -232,6 +236,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		{"GET /v1/streams/{name}/tail", api.RoleRead, s.tail},
 		{"GET /v1/graph", api.RoleRead, s.graph},
 		{"GET /v1/checkpoints", api.RoleRead, s.listCheckpoints},
+		{"GET /v1/autoscale", api.RoleRead, s.autoscaleStatus},
 		{"GET /v1/checkpoints/{id}", api.RoleRead, s.getCheckpoint},
 		{"POST /v1/checkpoints", api.RoleAdmin, s.takeCheckpoint},
 		{"POST /v1/operators", api.RoleAdmin, s.deploy},
@@ -267,6 +272,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.http.RegisterOnShutdown(s.console.shutdown)
+	s.autoscaler = s.startAutoscaler()
 	go func() { s.done <- s.http.Serve(l) }()
 }
 
@@ -278,6 +284,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.shutdownOnce.Do(func() {
+		s.autoscaler.close() // it scales through the store and asks the other nodes
 		err := s.http.Shutdown(ctx)
 		if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 			err = serr
@@ -318,6 +325,7 @@ func (s *Server) local(ctx context.Context) (api.NodeStatus, error) {
 	st.Process = processStats()
 	addLatencies(st.Operators, s.console.latencies)
 	st.Health = s.health()
+	st.Events = events(s.node.Events())
 	return st, nil
 }
 

@@ -22,8 +22,8 @@ func operatorViews(ops []actors.OperatorStatus) []api.NodeOperator {
 			v.Instances = append(v.Instances, api.NodeInstance{
 				Index: in.Index, Epoch: in.Epoch, Node: in.Node, FirstGroup: in.FirstGroup, EndGroup: in.EndGroup, State: string(in.State),
 				Restarts: in.Restarts, Processed: in.Processed, Produced: in.Produced, DeadLetters: in.DeadLetters, Queued: in.Queued,
-				BlockedNanos: int64(in.Blocked),
-				StateBytes:   in.StateBytes, TransientErrors: in.TransientErrors, LastError: in.LastError, FailedReason: in.FailedReason,
+				BlockedNanos: int64(in.Blocked), BusyNanos: int64(in.Busy),
+				StateBytes: in.StateBytes, TransientErrors: in.TransientErrors, LastError: in.LastError, FailedReason: in.FailedReason,
 				Watermark: watermark(in.Watermark), Finished: in.Finished,
 			})
 		}

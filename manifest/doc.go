@@ -40,6 +40,13 @@
 //	  slide: 10s                # hopping
 //	  lateness: 5s              # event-time windows; gap: for session, count: for count
 //	  emit: on-update           # on-close (default) or on-update
+//	autoscale:                  # the autoscaler (core.AutoscaleSpec; docs/autoscaling.md); absent: off
+//	  min: 1                    # fewest instances (default 1)
+//	  max: 16                   # most instances (default and at most: keyGroups)
+//	  targetUtilization: 0.7    # busy fraction each instance is sized for (default 0.7)
+//	  scaleDownAfter: 5m        # stabilisation window of down-scales (default 5m)
+//	  coolDown: 1m              # least time between two changes (default 1m)
+//	  dryRun: false             # only recommend (sluice autoscale status)
 //
 // A manifest passes two checks. Parse checks the form of the text and
 // returns a *ParseError listing every problem with its line: bad syntax,

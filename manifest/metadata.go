@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -74,6 +75,12 @@ func Metadata(m api.Manifest, base core.Metadata) core.Metadata {
 	if m.Window != nil {
 		w := windowSpec(*m.Window, base.Window)
 		meta.Window = &w
+	}
+	if a := m.Autoscale; a != nil {
+		s := core.AutoscaleSpec{Min: a.Min, Max: a.Max, TargetUtilization: a.TargetUtilization, DryRun: a.DryRun}
+		s.ScaleDownAfter, _ = time.ParseDuration(cmp.Or(a.ScaleDownAfter, "0")) // validated
+		s.CoolDown, _ = time.ParseDuration(cmp.Or(a.CoolDown, "0"))
+		meta.Autoscale = &s
 	}
 	return meta.WithDefaults()
 }

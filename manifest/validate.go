@@ -36,6 +36,9 @@ import (
 //     has them and absent where not, slide ≤ size, lateness ≥ 0 and only on
 //     event-time windows); without one, what the fields change of the
 //     kind's windows is checked by the server
+//   - autoscale: min, max ≥ 0, min ≤ max, max ≤ keyGroups (when set),
+//     targetUtilization in (0, 1], scaleDownAfter and coolDown durations
+//     ≥ 0 (zero fields take core.AutoscaleSpec's defaults)
 //
 // Validate does not know the operator's kind, so it cannot check what
 // depends on it (instances against the kind's key groups, a kind no node
@@ -71,6 +74,9 @@ func Validate(m api.Manifest) error {
 	}
 	if w := m.Window; w != nil {
 		v.window(*w)
+	}
+	if a := m.Autoscale; a != nil {
+		v.autoscale(*a, m.KeyGroups)
 	}
 	if len(v.problems) == 0 {
 		return nil
@@ -212,6 +218,27 @@ func (v *validation) window(w api.ManifestWindow) {
 	for _, p := range windowSpec(w, nil).Problems() {
 		v.add("window."+p.Field, "%s", p.Problem)
 	}
+}
+
+// autoscale checks the autoscaler settings; against keyGroups only when
+// the manifest sets it (else the server checks against the kind's).
+func (v *validation) autoscale(a api.ManifestAutoscale, keyGroups int) {
+	if a.Min < 0 {
+		v.add("autoscale.min", "must be ≥ 0 (0 for 1), got %d", a.Min)
+	}
+	switch {
+	case a.Max < 0:
+		v.add("autoscale.max", "must be ≥ 0 (0 for the key-group count), got %d", a.Max)
+	case keyGroups > 0 && a.Max > keyGroups:
+		v.add("autoscale.max", "must be ≤ keyGroups (%d): an operator has at most one instance per key group, got %d", keyGroups, a.Max)
+	case a.Max > 0 && a.Min > a.Max:
+		v.add("autoscale.min", "must be ≤ max (%d), got %d", a.Max, a.Min)
+	}
+	if a.TargetUtilization < 0 || a.TargetUtilization > 1 || math.IsNaN(a.TargetUtilization) {
+		v.add("autoscale.targetUtilization", "must be in (0, 1] (0 for the default, %v), got %v", core.DefaultTargetUtilization, a.TargetUtilization)
+	}
+	v.duration("autoscale.scaleDownAfter", a.ScaleDownAfter)
+	v.duration("autoscale.coolDown", a.CoolDown)
 }
 
 // duration parses a duration (restart policy, watermarks); "" is 0 (the default). ok is false

@@ -66,6 +66,11 @@ func TestValidateAccepts(t *testing.T) {
 		{"count window", func(m *api.Manifest) { m.Window = &api.ManifestWindow{Type: "count", Count: 100, Emit: "on-close"} }},
 		{"global window", func(m *api.Manifest) { m.Window = &api.ManifestWindow{Type: "global"} }},
 		{"window without a type", func(m *api.Manifest) { m.Window = &api.ManifestWindow{Size: "5s"} }},
+		{"autoscale, every field", func(m *api.Manifest) {
+			m.Autoscale = &api.ManifestAutoscale{Min: 2, Max: 16, TargetUtilization: 0.6, ScaleDownAfter: "10m", CoolDown: "30s", DryRun: true}
+		}},
+		{"autoscale, empty: the defaults", func(m *api.Manifest) { m.Autoscale = &api.ManifestAutoscale{} }},
+		{"autoscale max at keyGroups", func(m *api.Manifest) { m.KeyGroups, m.Autoscale = 8, &api.ManifestAutoscale{Max: 8} }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,6 +120,16 @@ func TestValidateRejects(t *testing.T) {
 			[]string{`executable: URI "http:///node" has no host`}},
 		{"executable with a newline", func(m *api.Manifest) { m.Executable = "/opt/node\n" },
 			[]string{`executable: "/opt/node\n" contains a control character`}},
+		{"autoscale, every field wrong", func(m *api.Manifest) {
+			m.Autoscale = &api.ManifestAutoscale{Min: -1, Max: -2, TargetUtilization: 1.5, ScaleDownAfter: "5 minutes", CoolDown: "-1s"}
+		}, []string{"autoscale.min: must be ≥ 0 (0 for 1), got -1", "autoscale.max: must be ≥ 0 (0 for the key-group count), got -2",
+			"autoscale.targetUtilization: must be in (0, 1] (0 for the default, 0.7), got 1.5",
+			`autoscale.scaleDownAfter: bad duration "5 minutes": unknown unit " minutes"; want a number and a unit (ns, us, ms, s, m, h), such as "30s" or "1h30m"`,
+			"autoscale.coolDown: must be ≥ 0, got -1s"}},
+		{"autoscale max above keyGroups", func(m *api.Manifest) { m.KeyGroups, m.Autoscale = 8, &api.ManifestAutoscale{Max: 9} },
+			[]string{"autoscale.max: must be ≤ keyGroups (8): an operator has at most one instance per key group, got 9"}},
+		{"autoscale min above max", func(m *api.Manifest) { m.Autoscale = &api.ManifestAutoscale{Min: 5, Max: 4} },
+			[]string{"autoscale.min: must be ≤ max (4), got 5"}},
 		{"negative instances", func(m *api.Manifest) { m.Instances = -1 },
 			[]string{"instances: must be ≥ 1, got -1"}},
 		{"negative keyGroups", func(m *api.Manifest) { m.KeyGroups = -1 },

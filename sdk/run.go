@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/cluster/consul"
 	"github.com/sluicehq/sluice/console"
 	"github.com/sluicehq/sluice/control"
+	"github.com/sluicehq/sluice/creds"
 	"github.com/sluicehq/sluice/launcher"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/objstore/storeurl"
@@ -333,7 +334,20 @@ func guardedStore(cfg Config, logger *slog.Logger) (*topology.Guard, error) {
 		return nil, err
 	}
 	local := topology.NewFileCopy(filepath.Join(dataDir(cfg), topology.CopyFile), tconsul.Key(clusterName(cfg)))
-	return topology.NewGuard(s, local, logger)
+	var opts []topology.GuardOption
+	if ns := nodeSecurity(cfg); ns.Enabled() {
+		// Whoever can write the key in Consul could deploy and kill: with
+		// node certificates, only what a node of the cluster signed is
+		// acted on (issue 31).
+		tc := ns.TLS
+		tc.Logger = logger
+		src, err := creds.Load(tc)
+		if err != nil {
+			return nil, fmt.Errorf("node certificates for signing the topology: %w", err)
+		}
+		opts = append(opts, topology.WithSealer(topology.NodeSealer{Creds: src}))
+	}
+	return topology.NewGuard(s, local, logger, opts...)
 }
 
 // dataDir returns the configured data directory or its default.

@@ -179,7 +179,21 @@ type Header = core.Header
 //	Restart RestartPolicy         // Restart says how failures are handled; zero fields take defaults.
 //	Watermarks *WatermarkStrategy // Watermarks, on a source, makes it emit watermarks derived from the event times of the …
 //	Window *WindowSpec            // Window, on a window operator (sdk/window), is its windows; a manifest may change them …
+//	Autoscale *AutoscaleSpec      // Autoscale turns on the autoscaler for the operator, within its bounds (see …
 type Metadata = core.Metadata
+
+// AutoscaleSpec turns on the autoscaler for an operator (Metadata.Autoscale;
+// nil means off); docs/autoscaling.md says how it decides.
+//
+// Its fields (go doc internal/core.AutoscaleSpec has them in full):
+//
+//	Min int                   // Min is the fewest instances; 0 means 1.
+//	Max int                   // Max is the most instances; 0 means the key-group count.
+//	TargetUtilization float64 // TargetUtilization is the busy fraction (0–1] the autoscaler sizes each instance for; …
+//	ScaleDownAfter time.Duration // ScaleDownAfter is the stabilisation window of down-scales: fewer instances are …
+//	CoolDown time.Duration    // CoolDown is the least time after a change before the next one; 0 means …
+//	DryRun bool               // DryRun makes the autoscaler only recommend (sluice autoscale status, GET …
+type AutoscaleSpec = core.AutoscaleSpec
 
 // Input is a subscription to a stream with a routing.
 //
@@ -304,6 +318,13 @@ var (
 	// ErrTransient, wrapped in an error from Poll or Flush, means "retry
 	// later": the runtime records it and backs off instead of restarting.
 	ErrTransient = core.ErrTransient
+	// ErrBadRecord, wrapped in an error from ProcessRecord, says the
+	// record itself is bad (it does not decode, a required field is
+	// missing): the runtime undoes the attempt and dead-letters the record
+	// at once (sluice-attempts 1), without a restart or a retry, and the
+	// instance goes on with the next record. sdk/stream's decode failures
+	// wrap it.
+	ErrBadRecord = core.ErrBadRecord
 	// ErrEndOfStream, returned by Poll, says a source has finished; the
 	// end of stream flows downstream in order after its records.
 	ErrEndOfStream = core.ErrEndOfStream
@@ -390,6 +411,7 @@ type OperatorStatus = actors.OperatorStatus
 //	DeadLetters int64        // DeadLetters counts records and timers sent to the dead-letter stream.
 //	Queued int64             // Queued is the number of records delivered to the instance and not yet processed (its …
 //	Blocked time.Duration    // Blocked is the time the instance spent blocked by backpressure (a full output buffer …
+//	Busy time.Duration       // Busy is the time the instance spent working since it started on this node: in …
 //	StateBytes int64         // StateBytes estimates the disk space of the instance's key groups.
 //	TransientErrors int64    // TransientErrors counts the transient failures (core.ErrTransient) of the instance's …
 //	Watermark time.Time      // Watermark is the instance's event-time watermark (zero before any; the end of time, …

@@ -38,14 +38,22 @@ const (
 //   - refuses a Swap based on a version older than the one it saw, with a
 //     *RefusedError.
 //
+// With a Sealer (WithSealer), the guard signs every topology it stores and
+// treats a stored topology whose seal does not verify (ErrUnsealed: written
+// around the control API, straight into the store) as it treats a store
+// gone back: it does not hand it on, records it (Regression.Unsealed) and
+// writes the latest topology it has seen back over it.
+//
 // To reset a cluster's topology on purpose, stop its nodes and delete
 // CopyFile from their data directories, or use a new cluster name.
 //
 // A Guard is safe for concurrent use.
 type Guard struct {
-	store RestorableStore
-	local LocalCopy
-	log   *slog.Logger
+	store  RestorableStore
+	local  LocalCopy
+	log    *slog.Logger
+	sealer Sealer   // nil: topologies are neither signed nor checked
+	sealed sealMemo // the last seal that verified
 
 	mu     sync.Mutex // guards last, reg and hasReg; held while saving the copy, so saves are in order
 	last   Topology   // the latest topology seen
@@ -64,15 +72,25 @@ type RegressionReporter interface {
 
 var _ RegressionReporter = (*Guard)(nil)
 
+// GuardOption configures a Guard.
+type GuardOption func(*Guard)
+
+// WithSealer makes the guard sign what it stores and act only on what a
+// node of the cluster signed (see Guard).
+func WithSealer(s Sealer) GuardOption { return func(g *Guard) { g.sealer = s } }
+
 // NewGuard returns store guarded with the copy in local, which it reads
 // now: a copy of another store (ErrForeignCopy) is ignored with a warning,
 // any other failure to read it is an error. A nil log means
 // slog.Default().
-func NewGuard(store RestorableStore, local LocalCopy, log *slog.Logger) (*Guard, error) {
+func NewGuard(store RestorableStore, local LocalCopy, log *slog.Logger, opts ...GuardOption) (*Guard, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	g := &Guard{store: store, local: local, log: log}
+	for _, o := range opts {
+		o(g)
+	}
 	t, ok, err := local.Load()
 	switch {
 	case errors.Is(err, ErrForeignCopy):
@@ -97,6 +115,9 @@ type Regression struct {
 	// Seen; Err says why not (nil while it is being written).
 	Reseeded bool
 	Err      error
+	// Unsealed, when not nil, is why the version found was not acted on
+	// although it was not older: its seal did not verify (ErrUnsealed).
+	Unsealed error
 	// Count is the number of regressions found since the guard was made.
 	Count int
 }
@@ -106,7 +127,10 @@ type Regression struct {
 // history was lost); re-seeded with version 12 from this node's copy".
 func (r Regression) String() string {
 	what := fmt.Sprintf("topology store went back from version %d to %d at %s", r.Seen, r.Found, r.At.UTC().Format(time.RFC3339))
-	if r.Found == 0 {
+	switch {
+	case r.Unsealed != nil:
+		what = fmt.Sprintf("topology store held version %d not written by a node of the cluster at %s (%v)", r.Found, r.At.UTC().Format(time.RFC3339), r.Unsealed)
+	case r.Found == 0:
 		what += " (its history was lost)"
 	}
 	switch {
@@ -170,6 +194,9 @@ func (g *Guard) Swap(ctx context.Context, next Topology) error {
 		}
 		return fmt.Errorf("%w: stored version %d, change based on %d", ErrConflict, cur.Version, based)
 	}
+	if next, err = sealed(g.sealer, next.Clone()); err != nil {
+		return err
+	}
 	if err := g.store.Swap(ctx, next); err != nil {
 		return err
 	}
@@ -207,13 +234,14 @@ func (g *Guard) watch(ctx context.Context, in <-chan Topology, out chan Topology
 			if !ok {
 				return
 			}
-			if v.Version >= g.seen() {
+			if v.Version >= g.seen() && checkSeal(g.sealer, &g.sealed, v) == nil {
 				g.observe(v)
 				t = v
 				break
 			}
 			// Behind what was seen: a late delivery, or a store gone back.
-			// A fresh read tells them apart.
+			// A fresh read tells them apart (and repairs a store gone
+			// back or written around the API).
 			t, pending, err = g.current(ctx)
 		case <-retry.C:
 			t, pending, err = g.current(ctx)
@@ -260,13 +288,22 @@ func (g *Guard) current(ctx context.Context) (t Topology, pending bool, err erro
 		if t, err = g.store.Load(ctx); err != nil {
 			return Topology{}, false, err
 		}
-		if t.Version >= before {
+		unsealed := checkSeal(g.sealer, &g.sealed, t)
+		if t.Version >= before && unsealed == nil {
 			g.observe(t)
 			return t, false, nil
 		}
-		last := g.found(t.Version)
-		g.log.Error("TOPOLOGY STORE WENT BACK: it holds an older topology than this node has seen; not acting on it, writing the latest back from the local copy",
-			"found_version", t.Version, "seen_version", last.Version, "operators_found", len(t.Operators), "operators_seen", len(last.Operators))
+		last := g.found(t.Version, unsealed)
+		if unsealed != nil {
+			g.log.Error("TOPOLOGY WRITTEN AROUND THE CONTROL API: the store holds a topology no node of the cluster signed; not acting on it, writing the latest seen back",
+				"found_version", t.Version, "seen_version", last.Version, "error", unsealed)
+		} else {
+			g.log.Error("TOPOLOGY STORE WENT BACK: it holds an older topology than this node has seen; not acting on it, writing the latest back from the local copy",
+				"found_version", t.Version, "seen_version", last.Version, "operators_found", len(t.Operators), "operators_seen", len(last.Operators))
+		}
+		if last, err = g.resealed(last); err != nil {
+			return Topology{}, false, err
+		}
 		rerr := g.store.Restore(ctx, t.Version, last)
 		g.settle(last.Version, rerr)
 		if rerr == nil {
@@ -281,12 +318,22 @@ func (g *Guard) current(ctx context.Context) (t Topology, pending bool, err erro
 	}
 }
 
-// found records a regression to version v and returns the latest
+// resealed returns t, signed again if it has no valid seal (a local copy
+// from before the cluster had node certificates).
+func (g *Guard) resealed(t Topology) (Topology, error) {
+	if checkSeal(g.sealer, &g.sealed, t) == nil {
+		return t, nil
+	}
+	return sealed(g.sealer, t.Clone())
+}
+
+// found records a regression to version v (or a version v not acted on
+// because its seal did not verify: unsealed) and returns the latest
 // topology seen, to write back.
-func (g *Guard) found(v int64) Topology {
+func (g *Guard) found(v int64, unsealed error) Topology {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.reg = Regression{At: time.Now(), Seen: g.last.Version, Found: v, Count: g.reg.Count + 1}
+	g.reg = Regression{At: time.Now(), Seen: g.last.Version, Found: v, Unsealed: unsealed, Count: g.reg.Count + 1}
 	g.hasReg = true
 	return g.last
 }

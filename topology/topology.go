@@ -62,6 +62,9 @@ type Topology struct {
 	// operator list, so that a killed one is not deployed again when the
 	// program restarts.
 	Seeded []string `json:",omitempty"`
+	// Seal is the signature of the node that stored this version, in a
+	// cluster with node certificates (see Sealer); nil otherwise.
+	Seal *Seal `json:",omitempty"`
 }
 
 // Find returns the spec of the named operator.
@@ -74,9 +77,10 @@ func (t Topology) Find(name string) (OperatorSpec, bool) {
 	return OperatorSpec{}, false
 }
 
-// Clone returns a deep enough copy of t to modify.
+// Clone returns a deep enough copy of t to modify, without t's Seal.
 func (t Topology) Clone() Topology {
 	c := t
+	c.Seal = nil // a copy to modify is no longer what was signed
 	c.Operators = slices.Clone(t.Operators)
 	c.Purged = slices.Clone(t.Purged)
 	c.Seeded = slices.Clone(t.Seeded)
@@ -289,7 +293,7 @@ func sameSettings(a, b OperatorSpec) bool {
 	am, bm := a.Meta, b.Meta
 	return a.Kind == b.Kind && am.Name == bm.Name && am.Parallelism == bm.Parallelism && am.KeyGroups == bm.KeyGroups &&
 		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
-		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
+		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && am.Autoscale.Equal(bm.Autoscale) && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
 		maps.Equal(a.Env, b.Env)
 }
 
@@ -298,7 +302,7 @@ func sameCode(a, b OperatorSpec) bool {
 	am, bm := a.Meta.WithDefaults(), b.Meta.WithDefaults()
 	return a.Kind == b.Kind && am.Parallelism == bm.Parallelism &&
 		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
-		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window)
+		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && am.Autoscale.Equal(bm.Autoscale)
 }
 
 // windowString describes a spec's windows, or says there are none.

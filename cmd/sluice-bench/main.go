@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/consultest"
+	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/pgtest"
 )
 
@@ -40,6 +41,7 @@ func main() {
 	ysbRate := flag.Float64("ysb-rate", 200_000, "events/s of the paced YSB window latency run (it lasts -latency-duration)")
 	q5Events := flag.Int64("q5-events", 1_000_000, "events per Nexmark q5 run (100 s of event time; about 40 s a run on a loaded 2-core machine)")
 	q8Events := flag.Int64("q8-events", 1_000_000, "events per Nexmark q8 run (100 s of event time)")
+	natsRecords := flag.Int("nats-records", 200_000, "messages per run of the NATS JetStream rows")
 	flag.Parse()
 	var groups []string
 	if *only != "" {
@@ -54,16 +56,16 @@ func main() {
 	want := func(g string) bool { return len(groups) == 0 || slices.Contains(groups, g) }
 	cfg := bench.TableConfig{Runs: *runs, Records: *records, Scenarios: groups, Profile: *profile,
 		EORecords: *eoRecords, LatencyDuration: *latencyDur, Saturated: *saturated, BigKeys: *bigKeys, RecoveryState: *recoveryState,
-		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events, Q8Events: *q8Events}
+		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events, Q8Events: *q8Events, NATSRecords: *natsRecords}
 	needNode := *cross && (want("cross") || want("mtls") || want("scaling") || want("recovery"))
 	needConsul := *cross && (want("cross") || want("mtls") || want("scaling"))
-	if err := run(cfg, needNode, needConsul, want("postgres")); err != nil {
+	if err := run(cfg, needNode, needConsul, want("nats"), want("postgres")); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg bench.TableConfig, node, consul, pg bool) (err error) {
+func run(cfg bench.TableConfig, node, consul, nats, pg bool) (err error) {
 	tb := &harness{}
 	defer tb.close()
 	defer func() {
@@ -88,6 +90,10 @@ func run(cfg bench.TableConfig, node, consul, pg bool) (err error) {
 	if consul {
 		fmt.Println("starting a Consul dev agent…")
 		cfg.ConsulAddr = consultest.Start(tb).Addr()
+	}
+	if nats {
+		fmt.Println("starting a nats-server with JetStream…")
+		cfg.NATSURL = natstest.Start(tb, natstest.Options{}).URL()
 	}
 	if pg {
 		fmt.Println("starting a PostgreSQL server…")

@@ -57,6 +57,7 @@ func writeOperator(w io.Writer, op api.OperatorView) error {
 	field("Epoch", fmt.Sprint(op.Epoch))
 	field("Deployed", timestamp(op.DeployedAt))
 	field("Resources", resources(op))
+	field("Autoscale", autoscaleSettings(op.Autoscale))
 	field("Dead-letter stream", core.DeadLetterStream(op.Name))
 	if err := t.Flush(); err != nil {
 		return err
@@ -96,6 +97,25 @@ func writeOperator(w io.Writer, op api.OperatorView) error {
 				fmt.Sprint(in.Processed), fmt.Sprint(in.Produced), fmt.Sprint(in.Restarts), fmt.Sprint(in.DeadLetters), in.LastError)
 		}
 	})
+}
+
+// autoscaleSettings shows the autoscaler's settings with their defaults:
+// "1–16 instances at 70% utilization, down after 5m0s, cool-down 1m0s
+// (dry run)", or "off".
+func autoscaleSettings(a *core.AutoscaleSpec) string {
+	if a == nil {
+		return "off"
+	}
+	d := a.WithDefaults(0)
+	max := "key groups"
+	if a.Max > 0 {
+		max = fmt.Sprint(a.Max)
+	}
+	s := fmt.Sprintf("%d–%s instances at %.0f%% utilization, down after %v, cool-down %v", d.Min, max, 100*d.TargetUtilization, d.ScaleDownAfter, d.CoolDown)
+	if a.DryRun {
+		s += " (dry run: recommends only)"
+	}
+	return s
 }
 
 // resources shows what a launcher gives the operator's processes: "cpus

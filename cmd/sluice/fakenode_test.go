@@ -149,6 +149,7 @@ var fixtureCount = api.OperatorView{
 	Outputs: []string{"counts"},
 	CPUs:    0.5, Mem: 256, Retries: 3,
 	DeployedAt: time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC),
+	Autoscale:  &core.AutoscaleSpec{Max: 8, CoolDown: 30 * time.Second, DryRun: true},
 	State:      "degraded",
 	Placement: []api.InstanceView{
 		{Index: 0, Node: "n1", State: "running", FirstGroup: 0, EndGroup: 86, Processed: 1200, Produced: 1180},

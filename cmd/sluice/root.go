@@ -53,6 +53,7 @@ var commands = []func(*app) *cobra.Command{
 	newCheckpointsCmd,
 	newCheckpointCmd,
 	newCertsCmd,
+	newAutoscaleCmd,
 }
 
 // newRootCmd builds the sluice command tree for a.

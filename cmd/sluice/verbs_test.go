@@ -150,6 +150,7 @@ Key groups:          256
 Epoch:               2
 Deployed:            2026-01-02T15:04:05Z
 Resources:           cpus 0.5, mem 256 MB, retries 3
+Autoscale:           1–8 instances at 70% utilization, down after 5m0s, cool-down 30s (dry run: recommends only)
 Dead-letter stream:  count.deadletter
 Inputs:
   STREAM  ROUTING
@@ -182,6 +183,7 @@ Key groups:          256
 Epoch:               1
 Deployed:            2026-01-02T15:00:00Z
 Resources:           -
+Autoscale:           off
 Dead-letter stream:  split.deadletter
 Inputs:
   STREAM     ROUTING

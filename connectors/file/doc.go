@@ -126,11 +126,13 @@
 // restored state does not list stay hidden until a newer checkpoint
 // completes, then go: one may belong to a checkpoint that completed while
 // its node was not told, which the runtime may still restore.
-// So each line is in exactly one committed part, once. State holds
-// "file/part/<tag>/<checkpoint>" → Path per pending part and
-// "file/writer/<tag>" → Path per instance, so that after a rescale the
-// instance holding a former instance's state commits and cleans up its
-// parts. A failed fsync is not retried (the kernel may have dropped the
+// So each line is in exactly one committed part, once. The bookkeeping is
+// the connector kit's (sdk/connect.TwoPhase, the part writer its
+// Transactions): State holds "file/txn/<tag>/<checkpoint>" → Path per
+// pending part and "file/writer/<tag>" → Path per instance, so that after
+// a rescale the instance holding a former instance's state commits and
+// cleans up its parts. The source's offset is a connect.Positions entry,
+// "file/offset/<path>". A failed fsync is not retried (the kernel may have dropped the
 // data): the sink fails until the instance is restored. With Path "-"
 // NewSink makes a *StdoutSink, which cannot take lines back and is not an
 // sdk.Committer: the runtime refuses it under exactly-once.

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/sdktest"
 )
 
 // committedOutput returns the lines of the committed parts of path, read
@@ -50,30 +51,41 @@ func numberedLines(from, to int) []string {
 	return out
 }
 
-func initSink(t *testing.T, f sdk.Factory, c *callCtx) *file.Sink {
+// eoSink starts instance index of f's sink under exactly-once (sdktest's
+// default), closed when the test ends.
+func eoSink(t *testing.T, f sdk.Factory, opts ...sdktest.Option) *sdktest.Harness {
 	t.Helper()
-	s := f().(*file.Sink)
-	sluicetest.Must(t, s.Init(c))
-	t.Cleanup(func() { _ = s.Close(c) })
-	return s
+	h, err := sdktest.New(f, opts...)
+	sluicetest.Must(t, err)
+	t.Cleanup(func() { _ = h.Close() })
+	return h
 }
 
-func writeLinesTo(t *testing.T, s *file.Sink, c *callCtx, from, to int) {
+func writeLinesTo(t *testing.T, h *sdktest.Harness, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		sluicetest.Must(t, s.ProcessRecord(c, sdk.Record{Value: []byte(strconv.Itoa(i))}))
+		sluicetest.Must(t, h.Send("s", sdk.Record{Value: []byte(strconv.Itoa(i))}))
 	}
+}
+
+// stateKeys returns h's state keys with prefix, sorted.
+func stateKeys(h *sdktest.Harness, prefix string) []string {
+	var out []string
+	for _, e := range h.State() {
+		if strings.HasPrefix(string(e.Key), prefix) {
+			out = append(out, string(e.Key))
+		}
+	}
+	return out
 }
 
 func TestExactlyOnceSinkCommitsPartsInCheckpointOrder(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
-	f := mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 16})
-	c := eoCtx("write", 0, 1, 0, 1, nil)
-	s := initSink(t, f, c)
+	h := eoSink(t, mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 16}))
 
-	writeLinesTo(t, s, c, 0, 10)
-	sluicetest.Must(t, s.PreCommit(c, 1))
+	writeLinesTo(t, h, 0, 10)
+	sluicetest.Must(t, h.Checkpoint(1))
 	if got := committedOutput(t, out); len(got) != 0 {
 		t.Fatalf("lines visible before Commit: %v", got)
 	}
@@ -83,27 +95,27 @@ func TestExactlyOnceSinkCommitsPartsInCheckpointOrder(t *testing.T) {
 	if got := hidden(t, dir); !slices.Equal(got, []string{".out.txt.pending-00000000000000000001-write-00000"}) {
 		t.Fatalf("hidden files %v, want the pending part of checkpoint 1", got)
 	}
-	if got := c.state.keys("file/part/"); !slices.Equal(got, []string{"file/part/write-00000/00000000000000000001"}) {
+	if got := stateKeys(h, "file/txn/"); !slices.Equal(got, []string{"file/txn/write-00000/00000000000000000001"}) {
 		t.Fatalf("state lists parts %v", got)
 	}
-	writeLinesTo(t, s, c, 10, 20) // after the barrier: the next part
-	sluicetest.Must(t, s.PreCommit(c, 2))
-	sluicetest.Must(t, s.Commit(c, 1))
+	writeLinesTo(t, h, 10, 20) // after the barrier: the next part
+	sluicetest.Must(t, h.Checkpoint(2))
+	sluicetest.Must(t, h.Complete(1))
 	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 10)) {
 		t.Fatalf("after Commit(1) the output is %v, want lines 0-9", got)
 	}
-	writeLinesTo(t, s, c, 20, 25)
-	sluicetest.Must(t, s.PreCommit(c, 3))
-	sluicetest.Must(t, s.Commit(c, 3)) // commits 2 as well
-	sluicetest.Must(t, s.Commit(c, 3))
+	writeLinesTo(t, h, 20, 25)
+	sluicetest.Must(t, h.Checkpoint(3))
+	sluicetest.Must(t, h.Complete(3)) // commits 2 as well
+	sluicetest.Must(t, h.Complete(3))
 	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 25)) {
 		t.Fatalf("output %v, want lines 0-24 in order", got)
 	}
-	sluicetest.Must(t, s.PreCommit(c, 4)) // nothing written: no part
+	sluicetest.Must(t, h.Checkpoint(4)) // nothing written: no part
 	if got := hidden(t, dir); len(got) != 0 {
 		t.Fatalf("hidden files left: %v", got)
 	}
-	if got := c.state.keys("file/part/"); len(got) != 0 {
+	if got := stateKeys(h, "file/txn/"); len(got) != 0 {
 		t.Fatalf("state still lists parts %v", got)
 	}
 }
@@ -115,81 +127,67 @@ func TestExactlyOnceSinkCommitsPartsInCheckpointOrder(t *testing.T) {
 func TestExactlyOnceSinkRestoreCommitsOnceAndDeletesLaterParts(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
-	f := mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 8})
-	c := eoCtx("write", 0, 1, 0, 1, nil)
-	crashed := f().(*file.Sink)
-	sluicetest.Must(t, crashed.Init(c))
-	t.Cleanup(func() { _ = crashed.Close(c) }) // releases its file descriptor once the test is over
+	h := eoSink(t, mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 8}))
 
-	writeLinesTo(t, crashed, c, 0, 10)
-	sluicetest.Must(t, crashed.PreCommit(c, 1))
-	checkpoint1 := c.state.snapshot()
-	writeLinesTo(t, crashed, c, 10, 20)
-	sluicetest.Must(t, crashed.PreCommit(c, 2)) // checkpoint 2 never completes
-	writeLinesTo(t, crashed, c, 20, 30)         // written to the part in progress (small buffer)
+	writeLinesTo(t, h, 0, 10)
+	sluicetest.Must(t, h.Checkpoint(1))
+	writeLinesTo(t, h, 10, 20)
+	sluicetest.Must(t, h.Checkpoint(2)) // checkpoint 2 never completes
+	writeLinesTo(t, h, 20, 30)          // written to the part in progress (small buffer)
 	if got := hidden(t, dir); len(got) != 3 {
 		t.Fatalf("before the crash: hidden files %v, want two pending parts and one in progress", got)
 	}
-	// The process dies: no Close, no Commit.
-
-	c1 := c.restored(checkpoint1)
-	r := initSink(t, f, c1)
-	if got := hidden(t, dir); !slices.Equal(got, []string{".out.txt.pending-00000000000000000001-write-00000", ".out.txt.pending-00000000000000000002-write-00000"}) {
-		t.Fatalf("after Init: hidden files %v, want checkpoint 1's and 2's pending parts (not the part in progress)", got)
+	// The process dies: no Close, no Commit; restored from checkpoint 1
+	// (Init, then Commit(1)).
+	sluicetest.Must(t, h.Crash(1))
+	if got := hidden(t, dir); !slices.Equal(got, []string{".out.txt.pending-00000000000000000002-write-00000"}) {
+		t.Fatalf("after the restore: hidden files %v, want checkpoint 2's pending part only (not the part in progress; 1's committed)", got)
 	}
-	sluicetest.Must(t, r.Commit(c1, 1))
-	sluicetest.Must(t, r.Close(c1))
 	// Restored once more from checkpoint 1: committing again is harmless.
-	c2 := c.restored(checkpoint1)
-	again := initSink(t, f, c2)
-	sluicetest.Must(t, again.Commit(c2, 1))
+	sluicetest.Must(t, h.Restore(1))
 	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 10)) {
 		t.Fatalf("after the restores the output is %v, want lines 0-9 once", got)
 	}
-	replayAndCommit(t, again, c2, out, 10, 30, 2)
+	replayAndCommit(t, h, out, 10, 30, 3)
 	// A committed part consumed (moved away) by the reader, then a restore
 	// from a checkpoint that still lists it: nothing to do, no error.
 	sluicetest.Must(t, os.Rename(filepath.Join(dir, "out.txt.part-00000000000000000001-write-00000"), filepath.Join(dir, "consumed")))
-	c3 := c.restored(checkpoint1)
-	third := initSink(t, f, c3)
-	sluicetest.Must(t, third.Commit(c3, 1))
+	sluicetest.Must(t, h.Restore(1))
 }
 
 func TestExactlyOnceSinkAdoptsPartsWhenRescaled(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
-	f := mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 8})
-	c0, c1 := eoCtx("write", 0, 2, 0, 1, nil), eoCtx("write", 1, 2, 1, 2, nil)
-	s0, s1 := initSink(t, f, c0), initSink(t, f, c1)
-	writeLinesTo(t, s0, c0, 0, 10)
-	writeLinesTo(t, s1, c1, 10, 20)
-	sluicetest.Must(t, s0.PreCommit(c0, 1))
-	sluicetest.Must(t, s1.PreCommit(c1, 1))
-	checkpoint1 := merge(c0.state.snapshot(), c1.state.snapshot())
-	writeLinesTo(t, s1, c1, 20, 30)
-	sluicetest.Must(t, s1.PreCommit(c1, 2)) // never completes
+	f := mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 8, Parallelism: 2})
+	h0, h1 := eoSink(t, f), eoSink(t, f, sdktest.WithInstance(1))
+	writeLinesTo(t, h0, 0, 10)
+	writeLinesTo(t, h1, 10, 20)
+	sluicetest.Must(t, h0.Checkpoint(1))
+	sluicetest.Must(t, h1.Checkpoint(1))
+	s0, _ := h0.Snapshot(1)
+	s1, _ := h1.Snapshot(1)
+	writeLinesTo(t, h1, 20, 30)
+	sluicetest.Must(t, h1.Checkpoint(2)) // never completes
 
-	one := eoCtx("write", 0, 1, 0, 2, checkpoint1)
-	r := initSink(t, f, one)
-	if got := hidden(t, dir); len(got) != 3 {
-		t.Fatalf("after Init: hidden files %v, want both instances' parts of checkpoint 1 and instance 1's of checkpoint 2", got)
+	one := eoSink(t, f, sdktest.WithParallelism(1), sdktest.WithSnapshot(s0, s1)) // Init, then Commit(1)
+	if got := hidden(t, dir); len(got) != 1 {
+		t.Fatalf("after the restore: hidden files %v, want instance 1's part of checkpoint 2 only", got)
 	}
-	sluicetest.Must(t, r.Commit(one, 1))
 	got := committedOutput(t, out)
 	if !slices.Equal(got, numberedLines(0, 20)) {
 		t.Fatalf("output %v, want lines 0-19 (instance 0's part, then instance 1's)", got)
 	}
-	replayAndCommit(t, r, one, out, 20, 30, 3) // the old instance 1's part of 2 must go too
+	replayAndCommit(t, one, out, 20, 30, 3) // the old instance 1's part of 2 must go too
 }
 
-// replayAndCommit writes lines [from, to) to s, takes and commits
+// replayAndCommit writes lines [from, to) to h, takes and commits
 // checkpoint, and checks that the output is lines [0, to) once and that
 // no part in progress or pending is left.
-func replayAndCommit(t *testing.T, s *file.Sink, c *callCtx, out string, from, to int, checkpoint uint64) {
+func replayAndCommit(t *testing.T, h *sdktest.Harness, out string, from, to int, checkpoint uint64) {
 	t.Helper()
-	writeLinesTo(t, s, c, from, to)
-	sluicetest.Must(t, s.PreCommit(c, checkpoint))
-	sluicetest.Must(t, s.Commit(c, checkpoint))
+	writeLinesTo(t, h, from, to)
+	sluicetest.Must(t, h.Checkpoint(checkpoint))
+	sluicetest.Must(t, h.Complete(checkpoint))
 	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, to)) {
 		t.Fatalf("output %v, want lines 0-%d once", got, to-1)
 	}
@@ -207,55 +205,42 @@ func replayAndCommit(t *testing.T, s *file.Sink, c *callCtx, out string, from, t
 func TestExactlyOnceSinkKeepsThePartOfACheckpointItWasNotToldOf(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out.txt")
-	f := mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 8})
-	c := eoCtx("write", 0, 1, 0, 1, nil)
-	crashed := f().(*file.Sink)
-	sluicetest.Must(t, crashed.Init(c))
-	t.Cleanup(func() { _ = crashed.Close(c) })
-	writeLinesTo(t, crashed, c, 0, 10)
-	sluicetest.Must(t, crashed.PreCommit(c, 1))
-	checkpoint1 := c.state.snapshot()
-	writeLinesTo(t, crashed, c, 10, 20)
-	sluicetest.Must(t, crashed.PreCommit(c, 2))
-	checkpoint2 := c.state.snapshot() // complete, never announced
-	writeLinesTo(t, crashed, c, 20, 25)
+	h := eoSink(t, mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: out, BufferSize: 8}))
+	writeLinesTo(t, h, 0, 10)
+	sluicetest.Must(t, h.Checkpoint(1))
+	writeLinesTo(t, h, 10, 20)
+	sluicetest.Must(t, h.Checkpoint(2)) // complete, never announced
+	writeLinesTo(t, h, 20, 25)
 
-	stale := c.restored(checkpoint1)
-	s1 := f().(*file.Sink)
-	sluicetest.Must(t, s1.Init(stale))
-	sluicetest.Must(t, s1.Commit(stale, 1))
-	writeLinesTo(t, s1, stale, 10, 13) // processed before the rollback reset it
-	sluicetest.Must(t, s1.Close(stale))
+	sluicetest.Must(t, h.Crash(1)) // restored from the node's base: Init, Commit(1)
+	writeLinesTo(t, h, 10, 13)     // processed before the rollback reset it
 
-	rb := c.restored(checkpoint2)
-	s2 := initSink(t, f, rb)
-	sluicetest.Must(t, s2.Commit(rb, 2))
+	sluicetest.Must(t, h.Restore(2)) // the rollback: Close, Init, Commit(2)
 	if got := committedOutput(t, out); !slices.Equal(got, numberedLines(0, 20)) {
 		t.Fatalf("after the rollback to checkpoint 2 the output is %v, want lines 0-19", got)
 	}
-	replayAndCommit(t, s2, rb, out, 20, 30, 3)
+	replayAndCommit(t, h, out, 20, 30, 3)
 }
 
 func TestStdioCannotBeExactlyOnce(t *testing.T) {
-	out := mustSink(t, file.SinkConfig{Name: "print", Stream: "s", Path: file.Stdio})()
-	if _, ok := out.(sdk.Committer); ok {
+	outF := mustSink(t, file.SinkConfig{Name: "print", Stream: "s", Path: file.Stdio})
+	if _, ok := outF().(sdk.Committer); ok {
 		t.Fatal("a stdout sink claims to take part in exactly-once")
 	}
 	if _, ok := mustSink(t, file.SinkConfig{Name: "write", Stream: "s", Path: "out.txt"})().(sdk.Committer); !ok {
 		t.Fatal("a file sink is not an sdk.Committer")
 	}
-	in := mustSource(t, file.SourceConfig{Name: "read", Stream: "s", Path: file.Stdio, Stdin: strings.NewReader("x\n")})()
-	if _, ok := in.(sdk.Resumable); ok {
+	inF := mustSource(t, file.SourceConfig{Name: "read", Stream: "s", Path: file.Stdio, Stdin: strings.NewReader("x\n")})
+	if _, ok := inF().(sdk.Resumable); ok {
 		t.Fatal("a stdin source claims to be resumable")
 	}
 	if _, ok := mustSource(t, file.SourceConfig{Name: "read", Stream: "s", Path: "in.txt"})().(sdk.Resumable); !ok {
 		t.Fatal("a file source is not sdk.Resumable")
 	}
-	c := eoCtx("x", 0, 1, 0, 1, nil)
-	if err := out.Init(c); !errors.Is(err, file.ErrNotResumable) {
+	if _, err := sdktest.New(outF); !errors.Is(err, file.ErrNotResumable) {
 		t.Fatalf("stdout sink Init under exactly-once: got %v, want ErrNotResumable", err)
 	}
-	if err := in.Init(c); !errors.Is(err, file.ErrNotResumable) {
+	if _, err := sdktest.New(inF); !errors.Is(err, file.ErrNotResumable) {
 		t.Fatalf("stdin source Init under exactly-once: got %v, want ErrNotResumable", err)
 	}
 }
@@ -265,28 +250,23 @@ func TestExactlyOnceSourceResumesFromTheRestoredCheckpoint(t *testing.T) {
 	in := filepath.Join(dir, "in.txt")
 	want := makeLines(0, 100)
 	writeLines(t, in, want, os.O_TRUNC)
-	f := mustSource(t, file.SourceConfig{Name: "read", Stream: "lines", Path: in, Batch: 10})
-	c := eoCtx("read", 0, 1, 0, 1, nil)
-	src := f().(*file.Source)
-	sluicetest.Must(t, src.Init(c))
-	t.Cleanup(func() { _ = src.Close(c) })
+	h, err := sdktest.New(mustSource(t, file.SourceConfig{Name: "read", Stream: "lines", Path: in, Batch: 10}))
+	sluicetest.Must(t, err)
+	t.Cleanup(func() { _ = h.Close() })
 	for range 3 {
-		sluicetest.Must(t, src.Poll(c))
+		sluicetest.Must(t, h.Poll())
 	}
-	checkpoint := c.state.snapshot()
+	sluicetest.Must(t, h.Checkpoint(1))
 	for range 2 {
-		sluicetest.Must(t, src.Poll(c))
+		sluicetest.Must(t, h.Poll())
 	}
-	after := c.produced["lines"][30:]
+	after := h.Take("lines")[30:]
 
-	c1 := c.restored(checkpoint)
-	r := f().(*file.Source)
-	sluicetest.Must(t, r.Init(c1))
-	t.Cleanup(func() { _ = r.Close(c1) })
+	sluicetest.Must(t, h.Crash(1))
 	for range 2 {
-		sluicetest.Must(t, r.Poll(c1))
+		sluicetest.Must(t, h.Poll())
 	}
-	got := c1.produced["lines"]
+	got := h.Take("lines")
 	if len(got) != len(after) {
 		t.Fatalf("after the restore produced %d lines, want %d", len(got), len(after))
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/connect"
 )
 
 // lines is what the file and stdout sinks share: a buffer of whole lines
@@ -29,6 +30,7 @@ type lines struct {
 type Sink struct {
 	lines
 	parts *partWriter // exactly-once; nil otherwise
+	tp    connect.TwoPhase
 }
 
 // StdoutSink is the line sink operator of stdout (SinkConfig.Path "-").
@@ -77,8 +79,8 @@ func (s *lines) Metadata() sdk.Metadata {
 func (s *Sink) Init(ctx sdk.Context) error {
 	s.op = ctx.Instance().Operator
 	if ctx.Instance().Guarantee == sdk.ExactlyOnce {
-		p, err := newPartWriter(ctx, s.cfg)
-		if err != nil {
+		p := newPartWriter(ctx, s.cfg)
+		if err := s.tp.Init(ctx, p, statePrefix, []byte(s.cfg.Path)); err != nil {
 			return fmt.Errorf("file sink %q: %w", s.op, err)
 		}
 		s.parts = p
@@ -143,7 +145,7 @@ func (s *lines) ProcessRecord(_ sdk.Context, rec sdk.Record) error {
 // part in progress.
 func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	if s.parts != nil {
-		return s.parts.add(rec)
+		return s.tp.Write(ctx, rec)
 	}
 	return s.lines.ProcessRecord(ctx, rec)
 }
@@ -194,7 +196,7 @@ func (s *Sink) PreCommit(ctx sdk.Context, checkpoint uint64) error {
 	if s.parts == nil {
 		return s.Flush(ctx)
 	}
-	if err := s.parts.preCommit(ctx.State(), checkpoint); err != nil {
+	if err := s.tp.PreCommit(ctx, checkpoint); err != nil {
 		return fmt.Errorf("file sink %q: checkpoint %d: %w", s.op, checkpoint, err)
 	}
 	return nil
@@ -209,7 +211,7 @@ func (s *Sink) Commit(ctx sdk.Context, checkpoint uint64) error {
 	if s.parts == nil {
 		return nil
 	}
-	if err := s.parts.commit(ctx.State(), checkpoint); err != nil {
+	if err := s.tp.Commit(ctx, checkpoint); err != nil {
 		return fmt.Errorf("file sink %q: commit checkpoint %d: %w", s.op, checkpoint, err)
 	}
 	return nil

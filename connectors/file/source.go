@@ -2,7 +2,6 @@ package file
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,10 +10,14 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/codec"
+	"github.com/sluicehq/sluice/sdk/connect"
 )
 
 // offsetPrefix starts the state key under which a file source keeps its
-// offset: "file/offset/<absolute path>" → decimal byte offset.
+// offset, a connect.Positions of one split, the path:
+// "file/offset/<path>" → the position's sequence and the byte offset
+// (codec.Int64).
 const offsetPrefix = "file/offset/"
 
 // readBufferSize is the size of a source's read buffer.
@@ -27,13 +30,13 @@ const readBufferSize = 64 << 10
 type Source struct {
 	cfg SourceConfig
 
-	op       string
-	log      *slog.Logger
-	stateKey []byte
-	f        *os.File
-	r        *bufio.Reader
-	offset   int64 // bytes of the file produced (or dead-lettered) so far
-	done     bool  // the input has ended
+	op     string
+	log    *slog.Logger
+	pos    *connect.Positions[int64]
+	f      *os.File
+	r      *bufio.Reader
+	offset int64 // bytes of the file produced (or dead-lettered) so far
+	done   bool  // the input has ended
 }
 
 var (
@@ -76,15 +79,13 @@ func (s *Source) Metadata() sdk.Metadata {
 func (s *Source) Init(ctx sdk.Context) error {
 	s.op = ctx.Instance().Operator
 	s.log = ctx.Logger()
-	s.stateKey = []byte(offsetPrefix + s.cfg.Path)
-	v, err := ctx.State().Get(s.stateKey)
-	switch {
-	case err == nil:
-		if s.offset, err = strconv.ParseInt(string(v), 10, 64); err != nil || s.offset < 0 {
-			return fmt.Errorf("file source %q: bad stored offset %q for %s", s.op, v, s.cfg.Path)
-		}
-	case !errors.Is(err, sdk.ErrNotFound):
+	s.pos = connect.NewPositions(offsetPrefix, codec.Int64())
+	if err := s.pos.Load(ctx.State()); err != nil {
 		return fmt.Errorf("file source %q: read offset: %w", s.op, err)
+	}
+	s.offset, _ = s.pos.Get(s.cfg.Path)
+	if s.offset < 0 {
+		return fmt.Errorf("file source %q: bad stored offset %d for %s", s.op, s.offset, s.cfg.Path)
 	}
 	return nil
 }
@@ -135,7 +136,9 @@ func (s *Source) Poll(ctx sdk.Context) error {
 	}
 	if s.offset != start {
 		// In the same attempt as the records: both are kept, or neither.
-		ctx.State().Set(s.stateKey, strconv.AppendInt(nil, s.offset, 10))
+		if err := s.pos.Set(ctx.State(), s.cfg.Path, s.offset); err != nil {
+			return fmt.Errorf("file source %q: %w", s.op, err)
+		}
 	}
 	return nil
 }

@@ -1,110 +1,66 @@
 package generate_test
 
 import (
-	"context"
-	"errors"
-	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/connectors/generate"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/sdktest"
 )
 
-// callCtx is an sdk.Context for calling a source's methods directly, as
-// the runtime does: it keeps produced records and state in memory, and
-// fails Produce once failAt records were produced (if failAt > 0).
-type callCtx struct {
-	context.Context
-	info     sdk.InstanceInfo
-	state    mapState
-	produced []string
-	failAt   int
-}
-
-func newCtx(index, par int, state mapState) *callCtx {
-	return &callCtx{Context: context.Background(), state: state,
-		info: sdk.InstanceInfo{Operator: "gen", Index: index, Parallelism: par, KeyGroups: par, FirstGroup: index, EndGroup: index + 1, Guarantee: sdk.ExactlyOnce}}
-}
-
-func (c *callCtx) Produce(_ string, rec sdk.Record) error {
-	if c.failAt > 0 && len(c.produced) == c.failAt {
-		return errors.New("downstream refused")
+// newSource returns the factory of a generator of par instances producing
+// each record number as its value; Make panics on record failAt while
+// *failAt is set (a failing Poll).
+func newSource(par int, failAt *int64) sdk.Factory {
+	return func() sdk.Operator {
+		return &generate.Source{Name: "gen", Stream: "out", Batch: 10, Parallelism: par,
+			Make: func(i int64, _ *rand.Rand) sdk.Record {
+				if failAt != nil && *failAt == i {
+					panic("downstream refused")
+				}
+				return sdk.Record{Value: []byte(strconv.FormatInt(i, 10))}
+			}}
 	}
-	c.produced = append(c.produced, string(rec.Value))
-	return nil
 }
-func (c *callCtx) SetTimer(string, time.Time) error      { return nil }
-func (c *callCtx) DeleteTimer(string) error              { return nil }
-func (c *callCtx) SetEventTimer(string, time.Time) error { return nil }
-func (c *callCtx) DeleteEventTimer(string) error         { return nil }
-func (c *callCtx) Watermark() time.Time                  { return time.Time{} }
-func (c *callCtx) State() sdk.State                      { return c.state }
-func (c *callCtx) Instance() sdk.InstanceInfo            { return c.info }
-func (c *callCtx) Logger() *slog.Logger                  { return slog.New(slog.DiscardHandler) }
 
-// mapState is the state of an instance with one key group.
-type mapState map[string][]byte
-
-func (m mapState) Get(k []byte) ([]byte, error) {
-	if v, ok := m[string(k)]; ok {
-		return v, nil
+func values(recs []sdk.Record) []string {
+	var out []string
+	for _, r := range recs {
+		out = append(out, string(r.Value))
 	}
-	return nil, sdk.ErrNotFound
-}
-func (m mapState) Set(k, v []byte) { m[string(k)] = slices.Clone(v) }
-func (m mapState) Delete(k []byte) { delete(m, string(k)) }
-func (m mapState) Scan(prefix []byte, fn func(k, v []byte) error) error {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if len(k) >= len(prefix) && k[:len(prefix)] == string(prefix) {
-			if err := fn([]byte(k), m[k]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return out
 }
 
-func newSource(par int) *generate.Source {
-	return &generate.Source{Name: "gen", Stream: "out", Batch: 10, Parallelism: par,
-		Make: func(i int64, _ *rand.Rand) sdk.Record { return sdk.Record{Value: []byte(strconv.FormatInt(i, 10))} }}
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func TestResumesFromTheRestoredCheckpoint(t *testing.T) {
-	var _ sdk.Resumable = newSource(1)
-	c := newCtx(1, 3, mapState{})
-	src := newSource(3)
-	if err := src.Init(c); err != nil {
-		t.Fatal(err)
+	if _, ok := newSource(1, nil)().(sdk.Resumable); !ok {
+		t.Fatal("a generator is not sdk.Resumable")
 	}
+	h, err := sdktest.New(newSource(3, nil), sdktest.WithInstance(1))
+	must(t, err)
 	for range 3 {
-		if err := src.Poll(c); err != nil {
-			t.Fatal(err)
-		}
+		must(t, h.Poll())
 	}
-	checkpoint := maps.Clone(c.state)
+	must(t, h.Checkpoint(1))
 	for range 2 {
-		if err := src.Poll(c); err != nil {
-			t.Fatal(err)
-		}
+		must(t, h.Poll())
 	}
-	after := c.produced[30:]
-	r := newCtx(1, 3, maps.Clone(checkpoint))
-	restored := newSource(3)
-	if err := restored.Init(r); err != nil {
-		t.Fatal(err)
-	}
+	after := values(h.Take("out"))[30:]
+	must(t, h.Crash(1))
 	for range 2 {
-		if err := restored.Poll(r); err != nil {
-			t.Fatal(err)
-		}
+		must(t, h.Poll())
 	}
-	if !slices.Equal(r.produced, after) {
-		t.Fatalf("after the restore produced %v, want what followed the checkpoint: %v", r.produced, after)
+	if got := values(h.Take("out")); !slices.Equal(got, after) {
+		t.Fatalf("after the restore produced %v, want what followed the checkpoint: %v", got, after)
 	}
 	if after[0] != "91" { // instance 1 of 3: 1, 4, 7, …; the 31st is 91
 		t.Fatalf("record 31 of instance 1 is %s, want 91", after[0])
@@ -112,27 +68,27 @@ func TestResumesFromTheRestoredCheckpoint(t *testing.T) {
 }
 
 func TestAFailedPollKeepsThePosition(t *testing.T) {
-	c := newCtx(0, 1, mapState{})
-	src := newSource(1)
-	if err := src.Init(c); err != nil {
-		t.Fatal(err)
+	failAt := int64(15) // the second Poll fails after 5 records
+	h, err := sdktest.New(newSource(1, &failAt))
+	must(t, err)
+	must(t, h.Poll())
+	if err := h.Poll(); err == nil {
+		t.Fatal("Poll succeeded though Make failed")
 	}
-	if err := src.Poll(c); err != nil {
-		t.Fatal(err)
+	if got, _ := h.GetInGroup(h.Instance().FirstGroup, []byte("generate/next")); string(got) != "10" {
+		t.Fatalf("position after a failed Poll is %s, want 10 (the runtime discards the attempt)", got)
 	}
-	c.failAt = 15 // the second Poll fails after 5 records
-	if err := src.Poll(c); err == nil {
-		t.Fatal("Poll succeeded though Produce failed")
+	failAt = -1
+	must(t, h.Poll())
+	if got, want := values(h.Take("out")), numbers(0, 20); !slices.Equal(got, want) {
+		t.Fatalf("produced %v, want %v: the failed attempt's records discarded, the next Poll going on from 10", got, want)
 	}
-	if got := string(c.state["generate/next"]); got != "10" {
-		t.Fatalf("position after a failed Poll is %s, want 10 (the runtime discards the attempt's records)", got)
+}
+
+func numbers(from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, strconv.Itoa(i))
 	}
-	// The runtime discards the failed attempt's records and polls again.
-	c.produced, c.failAt = c.produced[:10], 0
-	if err := src.Poll(c); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"10", "11"}; !slices.Equal(c.produced[10:12], want) {
-		t.Fatalf("the Poll after a failed one produced %v…, want %v…", c.produced[10:12], want)
-	}
+	return out
 }

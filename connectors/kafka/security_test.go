@@ -27,6 +27,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/kafka"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/sdktest"
 )
 
 // startCluster starts a kfake cluster with opts on run-time ports and
@@ -60,13 +61,13 @@ func produceWith(t *testing.T, addrs []string, topic string, n int, opts ...kgo.
 
 // pollForError polls src until Poll fails for another reason than a
 // transient outage, or an outage lasts, and returns the error.
-func pollForError(t *testing.T, src sdk.Source, c *callCtx) error {
+func pollForError(t *testing.T, h *sdktest.Harness) error {
 	t.Helper()
 	var err error
 	sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "Poll to fail", func() bool {
-		err = src.Poll(c)
-		if len(c.produced["s"]) > 0 {
-			t.Fatalf("produced %d records with bad credentials", len(c.produced["s"]))
+		err = h.Poll()
+		if len(h.Output("s")) > 0 {
+			t.Fatalf("produced %d records with bad credentials", len(h.Output("s")))
 		}
 		return err != nil && !errors.Is(err, sdk.ErrTransient)
 	})
@@ -114,11 +115,9 @@ func TestSASLRefusesAWrongPasswordClearlyAndAcceptsTheRightOne(t *testing.T) {
 				}
 				return f
 			}
-			bad, bc := startOp[*kafka.Source](t, src("wrong"), 0, 1)
-			mustRefuse(t, pollForError(t, bad, bc), "Security.SASL", "alice", m)
+			mustRefuse(t, pollForError(t, start(t, src("wrong"))), "Security.SASL", "alice", m)
 
-			good, gc := startOp[*kafka.Source](t, src("right-"+m), 0, 1)
-			pollUntil(t, good, gc, "s", 10)
+			pollUntil(t, start(t, src("right-"+m)), "s", 10)
 
 			sink := func(pass string) sdk.Factory {
 				f, err := kafka.NewSink(kafka.SinkConfig{Name: "sink", Brokers: addrs, Topic: "out", Inputs: []sdk.Input{{Stream: "s"}},
@@ -128,13 +127,13 @@ func TestSASLRefusesAWrongPasswordClearlyAndAcceptsTheRightOne(t *testing.T) {
 				}
 				return f
 			}
-			bs, bsc := startOp[*kafka.Sink](t, sink("wrong"), 0, 1)
-			if err := bs.ProcessRecord(bsc, sdk.Record{Value: []byte("x")}); err != nil {
+			bs := start(t, sink("wrong"))
+			if err := bs.Send("s", sdk.Record{Value: []byte("x")}); err != nil {
 				t.Fatal(err)
 			}
 			var ferr error
 			sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "Flush to report the refusal", func() bool {
-				ferr = bs.Flush(bsc)
+				ferr = bs.Flush()
 				if ferr == nil {
 					t.Fatal("Flush succeeded with a wrong password")
 				}
@@ -142,15 +141,15 @@ func TestSASLRefusesAWrongPasswordClearlyAndAcceptsTheRightOne(t *testing.T) {
 			})
 			mustRefuse(t, ferr, "Security.SASL")
 
-			gs, gsc := startOp[*kafka.Sink](t, sink("right-"+m), 0, 1)
-			if err := gs.ProcessRecord(gsc, sdk.Record{Value: []byte(m)}); err != nil {
+			gs := start(t, sink("right-"+m))
+			if err := gs.Send("s", sdk.Record{Value: []byte(m)}); err != nil {
 				t.Fatal(err)
 			}
 			// The runtime retries a transient Flush; so does the test (on a
 			// busy machine the SCRAM exchange alone can take longer than
 			// FlushTimeout).
 			sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "Flush with the right password", func() bool {
-				err := gs.Flush(gsc)
+				err := gs.Flush()
 				if err != nil && !errors.Is(err, sdk.ErrTransient) {
 					t.Fatalf("Flush with the right password: %v", err)
 				}
@@ -189,27 +188,26 @@ func TestTLSVerifiesTheBrokersAndPresentsTheClientCertificate(t *testing.T) {
 	}
 	produceWith(t, addrs, "t", 5, kgo.DialTLSConfig(clientTLS), kgo.SASL(scram.Auth{User: "svc", Pass: "pw"}.AsSha512Mechanism()))
 
-	src := func(tlsCfg *kafka.TLS) (*kafka.Source, *callCtx) {
+	src := func(tlsCfg *kafka.TLS) *sdktest.Harness {
 		f, err := kafka.NewSource(kafka.SourceConfig{Name: "src", Brokers: addrs, Topics: []string{"t"}, Stream: "s",
 			Security: kafka.Security{TLS: tlsCfg, SASL: &kafka.SASL{Mechanism: kafka.SASLScramSHA512, User: "svc", Password: "pw"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return startOp[*kafka.Source](t, f, 0, 1)
+		return start(t, f)
 	}
 	p := func(name string) string { return filepath.Join(dir, name) }
 
-	good, gc := src(&kafka.TLS{CAFile: p("ca.pem"), CertFile: p("client.pem"), KeyFile: p("client-key.pem")})
-	pollUntil(t, good, gc, "s", 5)
+	pollUntil(t, src(&kafka.TLS{CAFile: p("ca.pem"), CertFile: p("client.pem"), KeyFile: p("client-key.pem")}), "s", 5)
 
-	wrongCA, wc := src(&kafka.TLS{CAFile: p("other.pem"), CertFile: p("client.pem"), KeyFile: p("client-key.pem")})
-	mustRefuse(t, pollForError(t, wrongCA, wc), "Security.TLS.CAFile")
+	wrongCA := src(&kafka.TLS{CAFile: p("other.pem"), CertFile: p("client.pem"), KeyFile: p("client-key.pem")})
+	mustRefuse(t, pollForError(t, wrongCA), "Security.TLS.CAFile")
 
-	noCert, nc := src(&kafka.TLS{CAFile: p("ca.pem")})
-	mustRefuse(t, pollForError(t, noCert, nc), "Security.TLS.CertFile")
+	noCert := src(&kafka.TLS{CAFile: p("ca.pem")})
+	mustRefuse(t, pollForError(t, noCert), "Security.TLS.CertFile")
 
-	stranger, sc := src(&kafka.TLS{CAFile: p("ca.pem"), CertFile: p("stranger.pem"), KeyFile: p("stranger-key.pem")})
-	mustRefuse(t, pollForError(t, stranger, sc), "Security.TLS")
+	stranger := src(&kafka.TLS{CAFile: p("ca.pem"), CertFile: p("stranger.pem"), KeyFile: p("stranger-key.pem")})
+	mustRefuse(t, pollForError(t, stranger), "Security.TLS")
 
 }
 

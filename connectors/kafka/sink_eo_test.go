@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/sdktest"
 )
 
 // eoBroker starts a broker with a 3-partition topic "out".
@@ -43,23 +44,17 @@ func eoSinkFactory(t *testing.T, b *kafkatest.Broker, edit func(*kafka.SinkConfi
 	return f
 }
 
-// initSink makes an instance of f and Inits it with c; it is closed when
-// the test ends (after the test's own cleanups).
-func initSink(t *testing.T, f sdk.Factory, c *callCtx) *kafka.Sink {
+// eoStart runs instance 0 of f's sink under exactly-once (see start).
+func eoStart(t *testing.T, f sdk.Factory, opts ...sdktest.Option) *sdktest.Harness {
 	t.Helper()
-	s := f().(*kafka.Sink)
-	if err := s.Init(c); err != nil {
-		t.Fatalf("Init: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close(c) })
-	return s
+	return start(t, f, append([]sdktest.Option{sdktest.WithGuarantee(sdk.ExactlyOnce)}, opts...)...)
 }
 
-// writeRecs processes records with values from..to-1.
-func writeRecs(t *testing.T, s *kafka.Sink, c *callCtx, from, to int) {
+// writeRecs sends records with values from..to-1.
+func writeRecs(t *testing.T, h *sdktest.Harness, from, to int) {
 	t.Helper()
 	for i := from; i < to; i++ {
-		if err := s.ProcessRecord(c, sdk.Record{Key: []byte("k" + strconv.Itoa(i%7)), Value: []byte(strconv.Itoa(i))}); err != nil {
+		if err := h.Send("s", sdk.Record{Key: []byte("k" + strconv.Itoa(i%7)), Value: []byte(strconv.Itoa(i))}); err != nil {
 			t.Fatalf("ProcessRecord %d: %v", i, err)
 		}
 	}
@@ -72,18 +67,15 @@ func must(t *testing.T, what string, err error) {
 	}
 }
 
-func eoCtx() *callCtx { return newGuaranteeCtx("out", 0, 1, sdk.ExactlyOnce, nil) }
-
 func TestExactlyOnceSinkShowsACheckpointsRecordsOnlyAfterCommit(t *testing.T) {
 	b := eoBroker(t)
 	addrs := b.Addrs()
-	c := eoCtx()
-	s := initSink(t, eoSinkFactory(t, b, nil), c)
+	h := eoStart(t, eoSinkFactory(t, b, nil))
 	committed := startTail(t, addrs, "out", kgo.ReadCommitted())
 
-	writeRecs(t, s, c, 0, 100)
-	must(t, "PreCommit(1)", s.PreCommit(c, 1))
-	if keys := c.state.keys("kafka/txn/"); len(keys) != 1 || keys[0] != "kafka/txn/sluice.out.0.0" {
+	writeRecs(t, h, 0, 100)
+	must(t, "Checkpoint(1)", h.Checkpoint(1))
+	if keys := stateKeys(h, "kafka/txn/"); len(keys) != 1 || keys[0] != "kafka/txn/sluice.out.0.0" {
 		t.Fatalf("state lists transactions %v, want the one of sluice.out.0.0", keys)
 	}
 	// Pre-committed: in the log (flushed) but not visible.
@@ -101,12 +93,12 @@ func TestExactlyOnceSinkShowsACheckpointsRecordsOnlyAfterCommit(t *testing.T) {
 
 	// Records after the barrier go to the next transaction.
 	uncommitted := startTail(t, addrs, "out", kgo.ReadUncommitted())
-	writeRecs(t, s, c, 100, 150)
-	must(t, "Commit(1)", s.Commit(c, 1))
+	writeRecs(t, h, 100, 150)
+	must(t, "Complete(1)", h.Complete(1))
 	sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "checkpoint 1's 100 records read committed", func() bool {
 		return len(committed.values()) >= 100
 	})
-	if keys := c.state.keys("kafka/txn/"); len(keys) != 0 {
+	if keys := stateKeys(h, "kafka/txn/"); len(keys) != 0 {
 		t.Fatalf("state still lists %v after Commit", keys)
 	}
 	// Once checkpoint 2's records are in the log, a read_committed
@@ -125,9 +117,9 @@ func TestExactlyOnceSinkShowsACheckpointsRecordsOnlyAfterCommit(t *testing.T) {
 	uncommitted.mu.Unlock()
 	exactlyOnce(t, committed.values(), 0, 100)
 
-	must(t, "PreCommit(2)", s.PreCommit(c, 2))
-	must(t, "Commit(2)", s.Commit(c, 2))
-	must(t, "Commit(2) again", s.Commit(c, 2))
+	must(t, "Checkpoint(2)", h.Checkpoint(2))
+	must(t, "Complete(2)", h.Complete(2))
+	must(t, "Complete(2) again", h.Complete(2))
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 150)
 }
 
@@ -135,34 +127,27 @@ func TestExactlyOnceSinkAfterACrashCommitsTheRestoredCheckpointOnceAndAbortsTheR
 	b := eoBroker(t)
 	addrs := b.Addrs()
 	f := eoSinkFactory(t, b, nil)
-	c := eoCtx()
-	crashed := initSink(t, f, c)
+	h := eoStart(t, f)
 
-	writeRecs(t, crashed, c, 0, 100)
-	must(t, "PreCommit(1)", crashed.PreCommit(c, 1))
-	checkpoint1 := c.state.snapshot() // checkpoint 1 completes, but its Commit never arrives
-	writeRecs(t, crashed, c, 100, 150)
-	must(t, "PreCommit(2)", crashed.PreCommit(c, 2)) // checkpoint 2 never completes
-	writeRecs(t, crashed, c, 150, 180)               // and these are in the open transaction
+	writeRecs(t, h, 0, 100)
+	must(t, "Checkpoint(1)", h.Checkpoint(1)) // checkpoint 1 completes, but its Commit never arrives
+	writeRecs(t, h, 100, 150)
+	must(t, "Checkpoint(2)", h.Checkpoint(2)) // checkpoint 2 never completes
+	writeRecs(t, h, 150, 180)                 // and these are in the open transaction
 	// The node dies: the producers vanish without committing or aborting
-	// (they are closed when the test ends, by then fenced).
-
-	c1 := c.restored(checkpoint1)
-	restored := initSink(t, f, c1)
-	must(t, "Commit(1) after the restore", restored.Commit(c1, 1))
+	// (they are closed when the test ends, by then fenced). Restored from
+	// checkpoint 1: Init, then Commit(1).
+	must(t, "restore checkpoint 1", h.Crash(1))
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 100)
 
 	// Restored once more from checkpoint 1 (a crash right after that
 	// Commit): committing again answers "already committed".
-	must(t, "Close", restored.Close(c1))
-	c2 := c.restored(checkpoint1)
-	again := initSink(t, f, c2)
-	must(t, "Commit(1) after a second restore", again.Commit(c2, 1))
+	must(t, "restore checkpoint 1 again", h.Restore(1))
 
 	// The source replays what followed checkpoint 1.
-	writeRecs(t, again, c2, 100, 180)
-	must(t, "PreCommit(2)", again.PreCommit(c2, 2))
-	must(t, "Commit(2)", again.Commit(c2, 2))
+	writeRecs(t, h, 100, 180)
+	must(t, "Checkpoint(3)", h.Checkpoint(3))
+	must(t, "Complete(3)", h.Complete(3))
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 180)
 }
 
@@ -170,35 +155,29 @@ func TestExactlyOnceSinkCyclesThroughItsPool(t *testing.T) {
 	b := eoBroker(t)
 	addrs := b.Addrs()
 	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.TransactionPool = 4 })
-	c := eoCtx()
 	var logs sluicetest.Buffer
-	c.log = slog.New(slog.NewTextHandler(&logs, nil))
-	s := initSink(t, f, c)
+	h := eoStart(t, f, sdktest.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	// Ten checkpoints, each completing one barrier later: four ids suffice
 	// (one written, two pending, one committed awaiting confirmation), and
 	// each is used again by the producer that committed it.
-	var last stateSnap
 	for n := 1; n <= 10; n++ {
-		writeRecs(t, s, c, (n-1)*10, n*10)
-		must(t, "PreCommit", s.PreCommit(c, uint64(n)))
-		last = c.state.snapshot()
+		writeRecs(t, h, (n-1)*10, n*10)
+		must(t, "Checkpoint", h.Checkpoint(uint64(n)))
 		if n > 1 {
-			must(t, "Commit", s.Commit(c, uint64(n-1)))
+			must(t, "Complete", h.Complete(uint64(n-1)))
 		}
 	}
-	must(t, "Commit(10)", s.Commit(c, 10))
+	must(t, "Complete(10)", h.Complete(10))
 	if n := strings.Count(logs.String(), "reusing a transactional id before"); n != 0 {
 		t.Fatalf("%d ids reused before their commit was confirmed, want none with 4 ids", n)
 	}
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 100)
 	// A crash now restores checkpoint 10, whose state lists 9 and 10 as
-	// pending: both are committed already.
-	c10 := c.restored(last)
-	r := initSink(t, f, c10)
-	must(t, "Commit(10) after the restore", r.Commit(c10, 10))
-	writeRecs(t, r, c10, 100, 110)
-	must(t, "PreCommit(11)", r.PreCommit(c10, 11))
-	must(t, "Commit(11)", r.Commit(c10, 11))
+	// pending: both are committed already (Commit(10) after the restore).
+	must(t, "restore checkpoint 10", h.Crash(10))
+	writeRecs(t, h, 100, 110)
+	must(t, "Checkpoint(11)", h.Checkpoint(11))
+	must(t, "Complete(11)", h.Complete(11))
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 110)
 }
 
@@ -206,17 +185,17 @@ func TestExactlyOnceSinkPoolExhaustion(t *testing.T) {
 	b := eoBroker(t)
 	addrs := b.Addrs()
 	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.TransactionPool = 2 })
-	c := eoCtx()
-	s := initSink(t, f, c)
+	h := eoStart(t, f)
 
-	writeRecs(t, s, c, 0, 10)
-	must(t, "PreCommit(1)", s.PreCommit(c, 1))
-	writeRecs(t, s, c, 10, 20)
-	must(t, "PreCommit(2)", s.PreCommit(c, 2))
-	checkpoint2 := c.state.snapshot()
+	writeRecs(t, h, 0, 10)
+	must(t, "Checkpoint(1)", h.Checkpoint(1))
+	writeRecs(t, h, 10, 20)
+	must(t, "Checkpoint(2)", h.Checkpoint(2))
 	// Both ids hold a transaction waiting for its checkpoint: the next
-	// record is refused, transiently, until a Commit frees one.
-	err := s.ProcessRecord(c, sdk.Record{Value: []byte("20")})
+	// record is refused, transiently, until a Commit frees one (the
+	// instance restarts, as in the runtime, and the record is tried
+	// again).
+	err := h.Send("s", sdk.Record{Value: []byte("20")})
 	if !errors.Is(err, sdk.ErrTransient) || !errors.Is(err, kafka.ErrPoolExhausted) {
 		t.Fatalf("ProcessRecord with the pool exhausted: got %v, want an error wrapping sdk.ErrTransient and ErrPoolExhausted", err)
 	}
@@ -226,10 +205,10 @@ func TestExactlyOnceSinkPoolExhaustion(t *testing.T) {
 	if got := readAll(t, addrs, "out", kgo.ReadUncommitted()); len(got) != 20 {
 		t.Fatalf("%d records written, want 20: the refused record must not be written", len(got))
 	}
-	must(t, "Commit(1)", s.Commit(c, 1))
-	writeRecs(t, s, c, 20, 30) // on the id just committed, with a fresh producer
-	must(t, "PreCommit(3)", s.PreCommit(c, 3))
-	must(t, "Commit(3)", s.Commit(c, 3))
+	must(t, "Complete(1)", h.Complete(1))
+	writeRecs(t, h, 20, 30) // on the id just committed, with a fresh producer
+	must(t, "Checkpoint(3)", h.Checkpoint(3))
+	must(t, "Complete(3)", h.Complete(3))
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 30)
 
 	t.Run("restore after an early reuse", func(t *testing.T) {
@@ -239,10 +218,8 @@ func TestExactlyOnceSinkPoolExhaustion(t *testing.T) {
 		// reuse). The Commit succeeds and forgets the entry — an error
 		// would make the runtime keep it, to fail at every restore and
 		// hold its pool slot for ever — and nothing is written twice.
-		c2 := c.restored(checkpoint2)
-		r := initSink(t, f, c2)
-		must(t, "Commit(2)", r.Commit(c2, 2))
-		if keys := c2.state.keys("kafka/txn/"); len(keys) != 0 {
+		must(t, "restore checkpoint 2", h.Crash(2)) // Init, Commit(2)
+		if keys := stateKeys(h, "kafka/txn/"); len(keys) != 0 {
 			t.Fatalf("state still lists %v after the loss was logged", keys)
 		}
 		exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 30)
@@ -252,38 +229,31 @@ func TestExactlyOnceSinkPoolExhaustion(t *testing.T) {
 func TestExactlyOnceSinkAdoptsPendingTransactionsWhenRescaled(t *testing.T) {
 	b := eoBroker(t)
 	addrs := b.Addrs()
-	f := eoSinkFactory(t, b, nil)
 	// Two instances, one key group each.
-	c0 := newGuaranteeCtx("out", 0, 2, sdk.ExactlyOnce, nil)
-	c1 := newGuaranteeCtx("out", 1, 2, sdk.ExactlyOnce, nil)
-	s0, s1 := initSink(t, f, c0), initSink(t, f, c1)
-	writeRecs(t, s0, c0, 0, 50)
-	writeRecs(t, s1, c1, 50, 100)
-	must(t, "PreCommit(1) of instance 0", s0.PreCommit(c0, 1))
-	must(t, "PreCommit(1) of instance 1", s1.PreCommit(c1, 1))
-	checkpoint1 := merge(c0.state.snapshot(), c1.state.snapshot())
-	writeRecs(t, s1, c1, 100, 120) // after the barrier: must be aborted
+	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.Parallelism, c.KeyGroups = 2, 2 })
+	h0, h1 := eoStart(t, f), eoStart(t, f, sdktest.WithInstance(1))
+	writeRecs(t, h0, 0, 50)
+	writeRecs(t, h1, 50, 100)
+	must(t, "Checkpoint(1) of instance 0", h0.Checkpoint(1))
+	must(t, "Checkpoint(1) of instance 1", h1.Checkpoint(1))
+	s0, _ := h0.Snapshot(1)
+	s1, _ := h1.Snapshot(1)
+	writeRecs(t, h1, 100, 120) // after the barrier: must be aborted
 
-	// Restored with one instance owning both key groups.
-	r := c0.withGroups(0, 1, 2, 0, 2, checkpoint1)
-	one := initSink(t, f, r)
-	must(t, "Commit(1)", one.Commit(r, 1))
+	// Restored with one instance owning both key groups: Init, Commit(1).
+	one := eoStart(t, f, sdktest.WithParallelism(1), sdktest.WithSnapshot(s0, s1))
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 100)
 	// Instance 1's entry is in key group 1's state, which the instance
 	// cannot change: a tombstone in its own group says it is done.
-	if got := r.state.keys("kafka/txndone/"); len(got) != 1 || got[0] != "kafka/txndone/sluice.out.1.0" {
+	if got := stateKeys(one, "kafka/txndone/"); len(got) != 1 || got[0] != "kafka/txndone/sluice.out.1.0" {
 		t.Fatalf("tombstones %v, want the one of sluice.out.1.0", got)
 	}
 
 	// A later restore of that state does not commit it again.
-	writeRecs(t, one, r, 100, 120)
-	must(t, "PreCommit(2)", one.PreCommit(r, 2))
-	checkpoint2 := r.state.snapshot()
-	must(t, "Commit(2)", one.Commit(r, 2))
-	must(t, "Close", one.Close(r))
-	r2 := r.restored(checkpoint2)
-	again := initSink(t, f, r2)
-	must(t, "Commit(2) after a restore", again.Commit(r2, 2))
+	writeRecs(t, one, 100, 120)
+	must(t, "Checkpoint(2)", one.Checkpoint(2))
+	must(t, "Complete(2)", one.Complete(2))
+	must(t, "restore checkpoint 2", one.Restore(2)) // Close, Init, Commit(2)
 	exactlyOnce(t, readAll(t, addrs, "out", kgo.ReadCommitted()), 0, 120)
 }
 
@@ -291,10 +261,9 @@ func TestExactlyOnceSinkLogsATimedOutTransactionAsLost(t *testing.T) {
 	b := eoBroker(t)
 	addrs := b.Addrs()
 	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.TransactionTimeout = time.Second })
-	c := eoCtx()
-	s := initSink(t, f, c)
-	writeRecs(t, s, c, 0, 10)
-	must(t, "PreCommit(1)", s.PreCommit(c, 1))
+	h := eoStart(t, f)
+	writeRecs(t, h, 0, 10)
+	must(t, "Checkpoint(1)", h.Checkpoint(1))
 	// The brokers abort the transaction once it is older than its
 	// timeout: the last stable offsets then reach the end.
 	ends := offsets(t, addrs, "out", false)
@@ -309,11 +278,11 @@ func TestExactlyOnceSinkLogsATimedOutTransactionAsLost(t *testing.T) {
 	})
 	// The loss is logged at ERROR; the Commit succeeds and forgets the
 	// entry (kept, it would fail every later Commit and restore).
-	must(t, "Commit of a timed-out transaction", s.Commit(c, 1))
-	if keys := c.state.keys("kafka/txn/"); len(keys) != 0 {
+	must(t, "Commit of a timed-out transaction", h.Complete(1))
+	if keys := stateKeys(h, "kafka/txn/"); len(keys) != 0 {
 		t.Fatalf("state still lists %v after the loss was logged", keys)
 	}
-	must(t, "Commit(1) again", s.Commit(c, 1))
+	must(t, "Commit(1) again", h.Complete(1))
 	if got := readAll(t, addrs, "out", kgo.ReadCommitted()); len(got) != 0 {
 		t.Fatalf("read committed %v from an aborted transaction", got)
 	}
@@ -323,25 +292,25 @@ func TestExactlyOnceSinkInitReportsTheBrokersDownAsTransient(t *testing.T) {
 	b := eoBroker(t)
 	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.CommitTimeout = 300 * time.Millisecond })
 	b.Stop()
-	s := f().(*kafka.Sink)
-	c := eoCtx()
-	err := s.Init(c)
+	_, err := sdktest.New(f) // exactly-once; a failed Init is closed
 	if !errors.Is(err, sdk.ErrTransient) {
 		t.Fatalf("Init with the brokers down: got %v, want an error wrapping sdk.ErrTransient", err)
 	}
-	must(t, "Close after a failed Init", s.Close(c))
+	if strings.Contains(err.Error(), "close after the failed init") {
+		t.Fatalf("Close after a failed Init: %v", err)
+	}
 }
 
 func TestExactlyOnceSinkInitRefusesATimeoutAboveTheBrokersMaximum(t *testing.T) {
 	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{Options: []kfake.Opt{kfake.BrokerConfigs(map[string]string{"transaction.max.timeout.ms": "60000"})}})
 	f := eoSinkFactory(t, b, func(c *kafka.SinkConfig) { c.TransactionTimeout = 2 * time.Minute })
-	s := f().(*kafka.Sink)
-	c := eoCtx()
-	err := s.Init(c)
+	_, err := sdktest.New(f) // exactly-once; a failed Init is closed
 	if err == nil || errors.Is(err, sdk.ErrTransient) || !strings.Contains(err.Error(), "TransactionTimeout") || !strings.Contains(err.Error(), "transaction.max.timeout.ms") {
 		t.Fatalf("Init with a timeout above the brokers' maximum: got %v, want a permanent error naming both settings", err)
 	}
-	must(t, "Close after a failed Init", s.Close(c))
+	if strings.Contains(err.Error(), "close after the failed init") {
+		t.Fatalf("Close after a failed Init: %v", err)
+	}
 }
 
 func TestSinkTransactionConfigErrorsNameTheField(t *testing.T) {

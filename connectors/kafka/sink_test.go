@@ -33,22 +33,22 @@ func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sink, c := startOp[*kafka.Sink](t, f, 0, 1)
+	h := start(t, f)
 	process := func(from, to int) {
 		for i := from; i < to; i++ {
-			if err := sink.ProcessRecord(c, sdk.Record{Key: []byte("k"), Value: []byte(strconv.Itoa(i))}); err != nil {
+			if err := h.Send("s", sdk.Record{Key: []byte("k"), Value: []byte(strconv.Itoa(i))}); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	process(0, 100)
-	if err := sink.ProcessRecord(c, sdk.Record{Value: []byte("bad")}); err != nil {
+	if err := h.Send("s", sdk.Record{Value: []byte("bad")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sink.Flush(c); err != nil {
+	if err := h.Flush(); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}
-	if dl := c.produced["sink.deadletter"]; len(dl) != 1 || dl[0].Headers[len(dl[0].Headers)-2].Value != "encode: cannot encode" {
+	if dl := h.Output("sink.deadletter"); len(dl) != 1 || dl[0].Headers[len(dl[0].Headers)-2].Value != "encode: cannot encode" {
 		t.Fatalf("dead letters %+v, want the record that did not encode", dl)
 	}
 
@@ -56,7 +56,7 @@ func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
 	process(100, 200)
 	var ferr error
 	sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "Flush to report the outage", func() bool {
-		ferr = sink.Flush(c)
+		ferr = h.Flush()
 		if ferr == nil {
 			t.Fatal("Flush succeeded with the broker down")
 		}
@@ -66,7 +66,7 @@ func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
 	if err := b.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "Flush to succeed after the restart", func() bool { return sink.Flush(c) == nil })
+	sluicetest.WaitEvery(t, 30*time.Second, 20*time.Millisecond, "Flush to succeed after the restart", func() bool { return h.Flush() == nil })
 	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "200 records in the topic", func() bool { return out.len() >= 200 })
 	seen := map[string]bool{}
 	for _, r := range out.all() {

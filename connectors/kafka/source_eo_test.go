@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/sdktest"
 )
 
 // produceSpread writes values "p<partition>-<i>" for i in [from, to) to
@@ -93,39 +94,32 @@ func TestExactlyOnceSourceProducesAgainExactlyWhatFollowedTheRestoredCheckpoint(
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newGuaranteeCtx("src", 0, 1, sdk.ExactlyOnce, nil)
-	src := f().(*kafka.Source)
-	must(t, "Init", src.Init(c))
-	t.Cleanup(func() { _ = src.Close(c) })
+	h := start(t, f, sdktest.WithGuarantee(sdk.ExactlyOnce))
 
-	pollUntil(t, src, c, "s", 60)
-	must(t, "PreCommit(1)", src.PreCommit(c, 1))
-	checkpoint1 := c.state.snapshot()
+	pollUntil(t, h, "s", 60)
+	must(t, "Checkpoint(1)", h.Checkpoint(1))
 	produceSpread(t, b, "t", 2, 60, 100)
-	pollUntil(t, src, c, "s", 100)
-	must(t, "Flush", src.Flush(c))
+	pollUntil(t, h, "s", 100)
+	must(t, "Flush", h.Flush())
 	if got, err := b.Committed(ctx, "g", "t"); err != nil && !errors.Is(err, kerr.GroupIDNotFound) || len(got) != 0 {
 		t.Fatalf("group offsets %v (%v) before any checkpoint completed, want none: offsets are committed after completion only", got, err)
 	}
-	must(t, "PreCommit(2)", src.PreCommit(c, 2))
-	must(t, "Commit(1)", src.Commit(c, 1))
+	must(t, "Checkpoint(2)", h.Checkpoint(2))
+	must(t, "Complete(1)", h.Complete(1))
 	waitCommitted(t, b, "g", "t", map[int32]int64{0: 30, 1: 30}) // the positions at barrier 1, not the latest
-	after := byPartition(c.produced["s"][60:])
+	after := byPartition(h.Take("s")[60:])
 
 	// The group's offsets are for monitoring only: move them away, and
-	// restore the instance from checkpoint 1 (the first instance crashed).
+	// restore the instance from checkpoint 1 (the first instance crashed):
+	// Init, then Commit(1).
 	commitGroup(t, b, "g", "t", map[int32]int64{0: 3, 1: 49})
-	c1 := c.restored(checkpoint1)
-	restored := f().(*kafka.Source)
-	must(t, "Init after the restore", restored.Init(c1))
-	t.Cleanup(func() { _ = restored.Close(c1) })
-	must(t, "Commit(1) after the restore", restored.Commit(c1, 1))
-	pollUntil(t, restored, c1, "s", 40)
-	if got := byPartition(c1.produced["s"]); !maps.EqualFunc(got, after, slices.Equal) {
+	must(t, "restore checkpoint 1", h.Crash(1))
+	pollUntil(t, h, "s", 40)
+	if got := byPartition(h.Output("s")); !maps.EqualFunc(got, after, slices.Equal) {
 		t.Fatalf("after the restore produced %v, want what followed checkpoint 1: %v", got, after)
 	}
 	waitCommitted(t, b, "g", "t", map[int32]int64{0: 30, 1: 30})
-	if keys := c1.state.keys("kafka/pos/"); !slices.Equal(keys, []string{"kafka/pos/t/0", "kafka/pos/t/1"}) {
+	if keys := stateKeys(h, "kafka/pos/"); !slices.Equal(keys, []string{"kafka/pos/t/0", "kafka/pos/t/1"}) {
 		t.Fatalf("state holds positions %v", keys)
 	}
 }
@@ -137,15 +131,12 @@ func TestExactlyOnceSourceWithoutStateStartsFromTheGroupsOffsets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newGuaranteeCtx("src", 0, 1, sdk.ExactlyOnce, nil)
-	src := f().(*kafka.Source)
-	must(t, "Init", src.Init(c))
-	t.Cleanup(func() { _ = src.Close(c) })
-	pollUntil(t, src, c, "s", 60)
-	if got := string(c.produced["s"][0].Value); got != "40" {
+	h := start(t, f, sdktest.WithGuarantee(sdk.ExactlyOnce))
+	pollUntil(t, h, "s", 60)
+	if got := string(h.Output("s")[0].Value); got != "40" {
 		t.Fatalf("started at record %s, want 40 (the group's offset)", got)
 	}
-	must(t, "PreCommit(1)", src.PreCommit(c, 1))
-	must(t, "Commit(1)", src.Commit(c, 1))
+	must(t, "Checkpoint(1)", h.Checkpoint(1))
+	must(t, "Complete(1)", h.Complete(1))
 	waitCommitted(t, b, "g", "t", map[int32]int64{0: 100})
 }

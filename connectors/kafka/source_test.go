@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/sdktest"
 )
 
 // brokerWithRecords starts a broker with a one-partition topic "t" that
@@ -26,20 +27,6 @@ func brokerWithRecords(t *testing.T, n int) *kafkatest.Broker {
 	}
 	produce(t, b, numbered("t", 0, n)...)
 	return b
-}
-
-// pollUntil polls src until stream has n records.
-func pollUntil(t *testing.T, src sdk.Source, ctx *callCtx, stream string, n int) {
-	t.Helper()
-	sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, strconv.Itoa(n)+" records produced", func() bool {
-		if err := src.Poll(ctx); err != nil && !errors.Is(err, sdk.ErrTransient) {
-			t.Fatal(err)
-		}
-		return len(ctx.produced[stream]) >= n
-	})
-	if got := len(ctx.produced[stream]); got != n {
-		t.Fatalf("produced %d records, want %d", got, n)
-	}
 }
 
 func values(recs []sdk.Record) []string {
@@ -65,13 +52,18 @@ func TestSourceRewindsToItsLastDurablePosition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, c := startOp[*kafka.Source](t, f, 0, 1)
+	h := start(t, f)
 
-	pollUntil(t, src, c, "s", 100)
-	pos := src.Position()
+	pollUntil(t, h, "s", 100)
+	pos, err := h.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
 	produce(t, b, numbered("t", 100, 150)...)
-	pollUntil(t, src, c, "s", 150)
-	src.Durable(c, pos) // the first 100 are durable downstream
+	pollUntil(t, h, "s", 150)
+	if err := h.Durable(pos); err != nil { // the first 100 are durable downstream
+		t.Fatal(err)
+	}
 	sluicetest.WaitEvery(t, 10*time.Second, 20*time.Millisecond, "offset 100 committed", func() bool {
 		got, err := b.Committed(ctx, "g", "t")
 		return err == nil && got[0] == 100
@@ -79,22 +71,22 @@ func TestSourceRewindsToItsLastDurablePosition(t *testing.T) {
 
 	// A node crashed: the 50 records after the durable position may be
 	// lost downstream and must come again.
-	if err := src.Rewind(c); err != nil {
+	if err := h.Rewind(); err != nil {
 		t.Fatal(err)
 	}
-	pollUntil(t, src, c, "s", 200)
-	if got, want := values(c.produced["s"][150:]), values(c.produced["s"][100:150]); !slices.Equal(got, want) {
+	pollUntil(t, h, "s", 200)
+	if got, want := values(h.Output("s")[150:]), values(h.Output("s")[100:150]); !slices.Equal(got, want) {
 		t.Fatalf("after the rewind got %v…, want %v…", got[:3], want[:3])
 	}
 	// The position is also in state, under the same commit as the rest.
-	if n := c.state.len(); n != 1 {
+	if n := len(h.State()); n != 1 {
 		t.Fatalf("state holds %d keys, want one position", n)
 	}
 
 	// A new incarnation (another node) starts from the committed offset.
-	src2, c2 := startOp[*kafka.Source](t, f, 0, 1)
-	pollUntil(t, src2, c2, "s", 50)
-	if got := string(c2.produced["s"][0].Value); got != "100" {
+	h2 := start(t, f)
+	pollUntil(t, h2, "s", 50)
+	if got := string(h2.Output("s")[0].Value); got != "100" {
 		t.Fatalf("new instance started at record %s, want 100", got)
 	}
 }
@@ -107,10 +99,13 @@ func TestSourceStopsReadingWhileWhatItReadIsNotDurable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, c := startOp[*kafka.Source](t, f, 0, 1)
+	h := start(t, f)
 	start := time.Now()
-	pollUntil(t, src, c, "s", 100)
-	pos := src.Position() // the runtime tracks durability
+	pollUntil(t, h, "s", 100)
+	pos, err := h.Position() // the runtime tracks durability
+	if err != nil {
+		t.Fatal(err)
+	}
 	produce(t, b, numbered("t", 100, 150)...)
 	if d := time.Since(start); d <= maxUndurable {
 		time.Sleep(maxUndurable - d + time.Millisecond) // what it read is now older than MaxUndurable
@@ -118,16 +113,18 @@ func TestSourceStopsReadingWhileWhatItReadIsNotDurable(t *testing.T) {
 	// Nothing it read is durable yet: it must not read the 50 new records,
 	// though each Poll would wait PollTimeout for them.
 	for range 5 {
-		if err := src.Poll(c); err != nil {
+		if err := h.Poll(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := len(c.produced["s"]); got != 100 {
+	if got := len(h.Output("s")); got != 100 {
 		t.Fatalf("produced %d records with none durable for longer than MaxUndurable, want it to stop at 100", got)
 	}
 	// The first 100 become durable: it reads again.
-	src.Durable(c, pos)
-	pollUntil(t, src, c, "s", 150)
+	if err := h.Durable(pos); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, h, "s", 150)
 }
 
 func TestSourceSplitsPartitionsOverInstances(t *testing.T) {
@@ -155,9 +152,9 @@ func TestSourceSplitsPartitionsOverInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, want := range []int{30, 20} { // partitions 0, 2, 4 and 1, 3
-		src, c := startOp[*kafka.Source](t, f, i, 2)
-		pollUntil(t, src, c, "s", want)
-		for _, r := range c.produced["s"] {
+		h := start(t, f, sdktest.WithInstance(i))
+		pollUntil(t, h, "s", want)
+		for _, r := range h.Output("s") {
 			if p, _ := strconv.Atoi(string(r.Value)); (p/100)%2 != i {
 				t.Errorf("instance %d got a record of partition %d", i, p/100)
 			}
@@ -171,13 +168,13 @@ func TestSourceReportsABrokerOutageAsTransient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, c := startOp[*kafka.Source](t, f, 0, 1)
-	pollUntil(t, src, c, "s", 10)
+	h := start(t, f)
+	pollUntil(t, h, "s", 10)
 
 	b.Stop()
 	var transient error
 	sluicetest.WaitEvery(t, 20*time.Second, 20*time.Millisecond, "Poll to report the outage", func() bool {
-		err := src.Poll(c)
+		err := h.Poll()
 		if err != nil && !errors.Is(err, sdk.ErrTransient) {
 			t.Fatalf("Poll: %v, want a transient error", err)
 		}
@@ -189,8 +186,8 @@ func TestSourceReportsABrokerOutageAsTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	produce(t, b, numbered("t", 10, 20)...)
-	pollUntil(t, src, c, "s", 20)
-	if err := src.Poll(c); err != nil {
+	pollUntil(t, h, "s", 20)
+	if err := h.Poll(); err != nil {
 		t.Fatalf("Poll after the restart: %v", err)
 	}
 }

@@ -315,7 +315,37 @@
       $('#nodes-body', root).innerHTML = '<table id="nodes-table"><tr><th>node</th><th>address</th><th>console</th><th>health</th><th>CPU (cores)</th>' +
         '<th>memory (heap / runtime)</th><th>goroutines</th><th>instances</th><th>mailboxes</th><th>output buffers</th><th>pending handoffs</th></tr>' + rows + '</table>' +
         (launched ? '<h3>Launched processes (local launcher, Mesos tasks)</h3><table><tr><th>operator</th><th>id</th><th>where</th><th>state</th><th>restarts</th><th>message</th></tr>' + launched + '</table>' : '') +
-        '<h3>Pending</h3>' + ((snap.pending || []).length ? '<ul>' + snap.pending.map((p) => '<li>' + esc(p) + '</li>').join('') + '</ul>' : '<p class="muted">Nothing is waiting.</p>');
+        '<h3>Pending</h3>' + ((snap.pending || []).length ? '<ul>' + snap.pending.map((p) => '<li>' + esc(p) + '</li>').join('') + '</ul>' : '<p class="muted">Nothing is waiting.</p>') +
+        '<h3>Recent events <a href="#/events" class="muted">(all)</a></h3>' + ((snap.events || []).length ? eventTable('nodes-events', snap.events.slice(0, 8)) : '<p class="muted">None yet.</p>');
+    },
+  };
+
+  // The timeline's words for each kind of event, and its badge class.
+  const eventWords = {
+    'member-joined': ['joined', 'healthy'], 'member-left': ['left', 'pending'], 'node-lost': ['node lost', 'down'],
+    rollback: ['rollback', 'down'], restored: ['restored', 'pending'], deployed: ['deployed', 'running'],
+    scaled: ['scaled', 'running'], killed: ['killed', 'pending'],
+  };
+
+  // eventRows renders timeline entries as table rows, newest first.
+  function eventRows(evs) {
+    return evs.map((e) => {
+      const [word, cls] = eventWords[e.what] || [e.what, ''];
+      const subject = e.peer ? 'node ' + esc(e.peer) : e.operator ? '<a href="#/operator/' + encodeURIComponent(e.operator) + '">' + esc(e.operator) + '</a>' : '';
+      const detail = (e.checkpoint ? 'checkpoint ' + esc(e.checkpoint) + ': ' : '') + esc(e.detail || '');
+      return '<tr data-event="' + esc(e.what) + '"><td>' + esc(new Date(e.time).toLocaleTimeString()) + '</td><td><span class="badge ' + cls + '">' + esc(word) + '</span></td>' +
+        '<td>' + subject + '</td><td>' + detail + '</td><td>' + esc((e.nodes || []).join(', ')) + '</td></tr>';
+    }).join('');
+  }
+  const eventTable = (id, evs) => '<table id="' + id + '"><tr><th>time</th><th>event</th><th>of</th><th>detail</th><th>seen by</th></tr>' + eventRows(evs) + '</table>';
+
+  pages.events = {
+    mount(root) {
+      root.innerHTML = '<h2>Events</h2><p class="muted">What happened to the cluster, newest first, as the nodes that answered saw it: members joined, left and lost, rollbacks, restores from checkpoints, deploys, scales and kills. A node that was killed shows here as lost, in its peers\' accounts.</p><div id="events-body"></div>';
+    },
+    update(root, snap) {
+      const evs = snap.events || [];
+      $('#events-body', root).innerHTML = evs.length ? eventTable('events-table', evs) : '<p class="muted">Nothing has happened since these nodes started.</p>';
     },
   };
 

@@ -58,7 +58,7 @@ type Role string
 
 const (
 	// RoleRead may read: GET /v1/status, /v1/node, /v1/nodes,
-	// /v1/operators, /v1/streams, /v1/graph, /v1/checkpoints, /metrics
+	// /v1/operators, /v1/streams, /v1/graph, /v1/checkpoints, /v1/autoscale, /metrics
 	// and what the web console shows (/v1/console, /v1/console/events;
 	// its pages at /ui/ need no credential).
 	RoleRead Role = "read"
@@ -134,6 +134,21 @@ type Manifest struct {
 	// it replaces the kind's windows whole; without one, its fields change
 	// the kind's. Fixed once deployed. Durations as Go strings ("10s").
 	Window *ManifestWindow `json:"window,omitempty" yaml:"window,omitempty"`
+	// Autoscale turns on the autoscaler for the operator (see
+	// core.AutoscaleSpec); absent keeps the kind's setting, off unless
+	// it has one. Durations as Go strings ("5m").
+	Autoscale *ManifestAutoscale `json:"autoscale,omitempty" yaml:"autoscale,omitempty"`
+}
+
+// ManifestAutoscale is the autoscaler settings of a Manifest (see
+// core.AutoscaleSpec; zero fields take its defaults).
+type ManifestAutoscale struct {
+	Min               int     `json:"min,omitempty" yaml:"min,omitempty"`
+	Max               int     `json:"max,omitempty" yaml:"max,omitempty"`
+	TargetUtilization float64 `json:"targetUtilization,omitempty" yaml:"targetUtilization,omitempty"`
+	ScaleDownAfter    string  `json:"scaleDownAfter,omitempty" yaml:"scaleDownAfter,omitempty"`
+	CoolDown          string  `json:"coolDown,omitempty" yaml:"coolDown,omitempty"`
+	DryRun            bool    `json:"dryRun,omitempty" yaml:"dryRun,omitempty"`
 }
 
 // ManifestWindow is the windows of a Manifest.
@@ -231,6 +246,9 @@ type OperatorView struct {
 	// Window is a window operator's windows as deployed (durations in
 	// nanoseconds).
 	Window *core.WindowSpec `json:"window,omitempty"`
+	// Autoscale is the autoscaler's settings as deployed (durations in
+	// nanoseconds; absent: off).
+	Autoscale *core.AutoscaleSpec `json:"autoscale,omitempty"`
 	// State is "running" (every instance running), "starting" (some
 	// awaiting state or placement), "pending" (no node can run it: see
 	// Pending), "degraded" (some instance failed) or "unknown" (a node

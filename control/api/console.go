@@ -27,6 +27,22 @@ type ConsoleSnapshot struct {
 	Pending     []string          `json:"pending"`
 	Launcher    []LaunchedView    `json:"launcher,omitempty"`
 	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
+	// Events is the timeline: the latest cluster events of the nodes that
+	// answered, newest first (at most 100).
+	Events []ConsoleEvent `json:"events"`
+}
+
+// ConsoleEvent is one entry of the console's timeline: an Event as one
+// or more nodes saw it (each survivor sees a member lost).
+type ConsoleEvent struct {
+	Time time.Time `json:"time"`
+	// Nodes are the nodes that reported it, the first first.
+	Nodes      []string `json:"nodes"`
+	What       string   `json:"what"`
+	Operator   string   `json:"operator,omitempty"`
+	Peer       string   `json:"peer,omitempty"`
+	Checkpoint uint64   `json:"checkpoint,omitempty,string"`
+	Detail     string   `json:"detail,omitempty"`
 }
 
 // ConsoleNode is one member with its load.

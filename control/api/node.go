@@ -36,6 +36,28 @@ type NodeStatus struct {
 	Process *ProcessStats `json:"process,omitempty"`
 	// Health says whether the node takes work, and why not.
 	Health *NodeHealth `json:"health,omitempty"`
+	// Events are the node's latest cluster events, oldest first.
+	Events []Event `json:"events,omitempty"`
+}
+
+// Event is a cluster event as a node saw it: a member joined, left or was
+// lost (left without announcing it: crashed, killed, unreachable), a
+// rollback began (on the checkpoint coordinator), instances were restored
+// from a checkpoint, an operator was deployed, scaled or killed.
+type Event struct {
+	Time time.Time `json:"time"`
+	// Node is the node that saw it.
+	Node string `json:"node"`
+	// What is member-joined, member-left, node-lost, rollback, restored,
+	// deployed, scaled or killed.
+	What     string `json:"what"`
+	Operator string `json:"operator,omitempty"`
+	// Peer is the member that joined, left or was lost.
+	Peer string `json:"peer,omitempty"`
+	// Checkpoint is the checkpoint restored from (a string: ids are 64
+	// bits, more than a JavaScript number holds exactly).
+	Checkpoint uint64 `json:"checkpoint,omitempty,string"`
+	Detail     string `json:"detail,omitempty"`
 }
 
 // NodeOperator is one operator in a NodeStatus, with its instances on that
@@ -101,6 +123,11 @@ type NodeInstance struct {
 	// BlockedNanos is the time it spent blocked by backpressure on this
 	// node, in nanoseconds.
 	BlockedNanos int64 `json:"blockedNanos"`
+	// BusyNanos is the time it spent working on this node (in its
+	// operator's callbacks; a source's polls that produced records), in
+	// nanoseconds: its growth over an interval, divided by the interval, is
+	// its busy fraction.
+	BusyNanos int64 `json:"busyNanos"`
 	// Latency is its latency quantiles when the node's telemetry times
 	// records (see Latency).
 	Latency *Latency `json:"latency,omitempty"`

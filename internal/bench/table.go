@@ -55,16 +55,21 @@ type TableConfig struct {
 	Q5Events int64
 	// Q8Events is the events per Nexmark q8 run; 0 means 1 M.
 	Q8Events int64
+	// NATSURL is a running nats-server with JetStream, for the nats
+	// group; NATSRecords its messages per run (0: 200 k).
+	NATSURL     string
+	NATSRecords int
 }
 
 // Groups are the scenario groups of the table, in order.
-var Groups = []string{"core", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "scaling", "recovery", "ysb", "postgres"}
+var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "postgres"}
 
 // GroupsHelp describes Groups for a flag's usage.
-const GroupsHelp = `core (in-process throughput and latency), eo (exactly-once vs no guarantee), ` +
+const GroupsHelp = `core (in-process throughput and latency), typed (the word count on sdk/stream vs hand-written), eo (exactly-once vs no guarantee), ` +
 	`latency (p50/p99/p99.9 at 10, 50 and 90 % of saturation, with the runtime's latency breakdown), ` +
 	`telemetry (off vs on), cross (cross-node against raw protoactor remote, alternating, with CPU per record on each side; needs the node binary and Consul), mtls (cross-node plaintext vs mutual TLS; same), ` +
 	`kafka (Goka vs Sluice on kfake), kafka-eo (exactly-once output latency to a read_committed consumer), ` +
+	`nats (NATS JetStream → count → NATS exactly-once vs a raw nats.go consumer→publisher loop; starts a nats-server), ` +
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
 	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core), ` +
@@ -183,6 +188,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		run  func() ([]row, error)
 	}{
 		{"core", t.coreRows},
+		{"typed", t.typedRows},
 		{"eo", t.eoRows},
 		{"latency", t.latencyRows},
 		{"telemetry", t.telemetryRows},
@@ -190,6 +196,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		{"mtls", t.mtlsRows},
 		{"kafka", func() ([]row, error) { return kafkaRows(w, cfg.Runs, cfg.Records) }},
 		{"kafka-eo", t.kafkaEORows},
+		{"nats", t.natsRows},
 		{"scaling", t.scalingRows},
 		{"recovery", t.recoveryRows},
 		{"ysb", t.ysbRows},

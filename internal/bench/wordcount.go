@@ -35,6 +35,9 @@ type WordCountConfig struct {
 	CheckpointInterval time.Duration
 	// NoLatencies skips keeping each record's latency (long runs).
 	NoLatencies bool
+	// Typed runs the same pipeline written with sdk/stream (TypedWordCount)
+	// instead of hand-written operators.
+	Typed bool
 }
 
 // WordCount runs source → group-by counter with Pebble state → sink in one
@@ -65,7 +68,7 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 	if !cfg.NoLatencies {
 		sink.lat = make([]time.Duration, 0, cfg.Records)
 	}
-	src := &wordSource{n: cfg.Records, keys: keys, nkeys: cfg.Keys, rate: cfg.Rate}
+	src := &wordSource{n: cfg.Records, keys: keys, nkeys: cfg.Keys, rate: cfg.Rate, valued: cfg.Typed}
 	scfg := sdk.Config{
 		NodeConfig: sdk.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		Telemetry:  cmp.Or(cfg.Telemetry, &sdk.TelemetryConfig{}),
@@ -76,11 +79,17 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 		scfg.Checkpoints = filepath.Join(dir, "checkpoints")
 		scfg.CheckpointsKept = 100_000 // all, for their durations
 	}
-	rt, err := sdk.Start(context.Background(), scfg,
+	ops := []sdk.Factory{
 		func() sdk.Operator { return src },
 		func() sdk.Operator { return wordCounter{par: cfg.Parallelism} },
 		func() sdk.Operator { return sink },
-	)
+	}
+	if cfg.Typed {
+		if ops, err = typedWordCount(ops[0], ops[2], cfg.Parallelism); err != nil {
+			return Result{}, err
+		}
+	}
+	rt, err := sdk.Start(context.Background(), scfg, ops...)
 	if err != nil {
 		return Result{}, err
 	}
@@ -111,6 +120,7 @@ type wordSource struct {
 	keys    [][]byte // nil: keys made per record, of nkeys
 	nkeys   int
 	rate    float64
+	valued  bool          // the word is the value too (what a typed pipeline reads)
 	start   time.Time     // when the source started (Init)
 	cpu     time.Duration // the process's CPU time then
 }
@@ -159,7 +169,11 @@ func (s *wordSource) Poll(ctx sdk.Context) error {
 		} else {
 			key = strconv.AppendInt([]byte("word-"), int64(s.next%s.nkeys), 10)
 		}
-		if err := ctx.Produce("words", sdk.Record{Key: key, EventTime: time.Now()}); err != nil {
+		rec := sdk.Record{Key: key, EventTime: time.Now()}
+		if s.valued {
+			rec.Value = key
+		}
+		if err := ctx.Produce("words", rec); err != nil {
 			return err
 		}
 		s.next++

@@ -21,4 +21,12 @@ var (
 	// the runtime record the error in the instance's status and retry with
 	// backoff instead of restarting the instance.
 	ErrTransient = errors.New("sluice: transient failure")
+	// ErrBadRecord marks an error from ProcessRecord that no retry can
+	// cure: the record itself is bad (it does not decode, a field is
+	// missing). Wrapped in the returned error, it makes the runtime undo
+	// the attempt and send the record to the dead-letter stream at once,
+	// with the error as sluice-error and sluice-attempts 1, instead of
+	// restarting the instance and trying again (RestartPolicy.
+	// DeadLetterAfter). It does not count towards failing the instance.
+	ErrBadRecord = errors.New("sluice: bad record")
 )

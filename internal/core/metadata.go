@@ -34,6 +34,10 @@ type Metadata struct {
 	// manifest may change them only on an operator whose kind declares
 	// them, and they are fixed once deployed. nil on other operators.
 	Window *WindowSpec `json:",omitempty"`
+	// Autoscale turns on the autoscaler for the operator, within its
+	// bounds (see AutoscaleSpec); nil means off: the parallelism changes
+	// only when someone scales it.
+	Autoscale *AutoscaleSpec `json:",omitempty"`
 }
 
 // Input is one subscription: a stream and how its records are routed to the
@@ -168,6 +172,10 @@ func (m Metadata) WithDefaults() Metadata {
 		w := *m.Window
 		m.Window = &w
 	}
+	if m.Autoscale != nil {
+		a := *m.Autoscale
+		m.Autoscale = &a
+	}
 	return m
 }
 
@@ -272,6 +280,11 @@ func (m Metadata) Validate() error {
 	if w := m.Window; w != nil {
 		if ps := w.Problems(); len(ps) > 0 {
 			return bad("window."+ps[0].Field, "%s", ps[0].Problem)
+		}
+	}
+	if a := m.Autoscale; a != nil {
+		if field, problem := a.problem(m.KeyGroups); field != "" {
+			return bad("autoscale."+field, "%s", problem)
 		}
 	}
 	return nil

@@ -161,3 +161,44 @@ func TestValidateWatermarkStrategy(t *testing.T) {
 		t.Fatal("WatermarkStrategy.Equal compares the wrong things")
 	}
 }
+
+// TestValidateAutoscale: each bad setting is refused naming its field
+// under autoscale.
+func TestValidateAutoscale(t *testing.T) {
+	cases := []struct {
+		name  string
+		a     AutoscaleSpec
+		field string // "" for valid
+	}{
+		{"defaults", AutoscaleSpec{}, ""},
+		{"every field", AutoscaleSpec{Min: 2, Max: 8, TargetUtilization: 0.5, ScaleDownAfter: time.Minute, CoolDown: time.Second, DryRun: true}, ""},
+		{"max at the key groups", AutoscaleSpec{Max: 16}, ""},
+		{"negative min", AutoscaleSpec{Min: -1}, "autoscale.min"},
+		{"negative max", AutoscaleSpec{Max: -1}, "autoscale.max"},
+		{"max above the key groups", AutoscaleSpec{Max: 17}, "autoscale.max"},
+		{"min above the key groups", AutoscaleSpec{Min: 17}, "autoscale.min"},
+		{"min above max", AutoscaleSpec{Min: 4, Max: 3}, "autoscale.min"},
+		{"target above 1", AutoscaleSpec{TargetUtilization: 1.01}, "autoscale.targetUtilization"},
+		{"negative target", AutoscaleSpec{TargetUtilization: -0.1}, "autoscale.targetUtilization"},
+		{"negative scaleDownAfter", AutoscaleSpec{ScaleDownAfter: -time.Second}, "autoscale.scaleDownAfter"},
+		{"negative coolDown", AutoscaleSpec{CoolDown: -time.Second}, "autoscale.coolDown"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.a
+			m := Metadata{Name: "count", KeyGroups: 16, Autoscale: &a}.WithDefaults()
+			err := m.Validate()
+			var me *MetadataError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("Validate = %v, want nil", err)
+			case tc.field != "" && (!errors.As(err, &me) || me.Field != tc.field || me.Operator != "count"):
+				t.Fatalf("Validate = %v, want a MetadataError for operator count, field %s", err, tc.field)
+			}
+		})
+	}
+	d := AutoscaleSpec{}.WithDefaults(64)
+	if d.Min != 1 || d.Max != 64 || d.TargetUtilization != DefaultTargetUtilization || d.ScaleDownAfter != DefaultScaleDownAfter || d.CoolDown != DefaultCoolDown {
+		t.Fatalf("defaults: %+v", d)
+	}
+}

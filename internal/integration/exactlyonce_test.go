@@ -161,26 +161,45 @@ func TestExactlyOnceStateThroughCrashesDuringHandoffs(t *testing.T) {
 	c, ids := startCounting(t, records, keys, nil)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 3))
 	restarted, hits := ids[rng.IntN(len(ids))], 0
-	c.killAndRestart(restarted, len(ids))
+	// pendingHandoff polls the running nodes until one reports a pending
+	// handoff (returned) or, once every node sees all the members (the
+	// restarted one rejoined), for 3 s more. It starts as soon as the
+	// restarted node's process is up: the handoffs back to it begin when
+	// the first node sees it, and they may all be done by the time every
+	// node does (waiting for that first caught one in ten attempts under
+	// load).
+	pendingHandoff := func() string {
+		var settled time.Time
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) && (settled.IsZero() || time.Since(settled) < 3*time.Second) {
+			for _, n := range c.running() {
+				if st, err := n.status(); err == nil && len(st.Pending) > 0 {
+					return n.id + ": " + strings.Join(st.Pending, "; ")
+				}
+			}
+			if settled.IsZero() && c.allSee(len(ids)) {
+				settled = time.Now()
+			}
+		}
+		return ""
+	}
+	crashAndStart := func(id string) time.Duration {
+		at := c.crash(id)
+		c.waitFor(30*time.Second, id+"'s crash to be noticed", func() bool { return c.noneSees(id) })
+		noticed := time.Since(at)
+		c.start(id)
+		return noticed
+	}
+	crashAndStart(restarted)
 	for attempt := 1; hits < 3 && attempt <= 10; attempt++ {
 		victim := ids[rng.IntN(len(ids))]
 		for victim == restarted {
 			victim = ids[rng.IntN(len(ids))]
 		}
-		// Kill the victim as soon as some node reports a pending handoff;
-		// the restarted node may get all its state before we look.
-		pending := ""
-		deadline := time.Now().Add(3 * time.Second)
-		for pending == "" && time.Now().Before(deadline) {
-			for _, n := range c.running() {
-				if st, err := n.status(); err == nil && len(st.Pending) > 0 {
-					pending = n.id + ": " + strings.Join(st.Pending, "; ")
-					break
-				}
-			}
-		}
+		// Kill the victim as soon as some node reports a pending handoff.
+		pending := pendingHandoff()
 		before := c.processed("count")
-		noticed := c.killAndRestart(victim, len(ids))
+		noticed := crashAndStart(victim)
 		if pending != "" {
 			hits++
 			t.Logf("attempt %d: killed %s at %d counted while %s (noticed after %v)", attempt, victim, before, pending, noticed.Round(time.Millisecond))
@@ -192,6 +211,7 @@ func TestExactlyOnceStateThroughCrashesDuringHandoffs(t *testing.T) {
 	if hits == 0 {
 		t.Fatalf("no crash hit a pending handoff in 10 attempts: the test did not test what it is for")
 	}
+	c.waitFor(60*time.Second, restarted+" to rejoin", func() bool { return c.allSee(len(ids)) })
 	c.countAllThenCheck(records, keys)
 	t.Logf("%d records through %d crashes during handoffs: every key counted exactly %d times", records, hits, records/keys)
 }

@@ -31,6 +31,8 @@ type options struct {
 	now       time.Time
 	guarantee sdk.Guarantee
 	logger    *slog.Logger
+	par       int        // WithParallelism; 0: the Metadata's
+	restore   []Snapshot // WithSnapshot
 }
 
 // WithInstance makes the harness run instance index of the operator's
@@ -84,10 +86,17 @@ type Harness struct {
 	restarts int
 	closed   bool
 	keepLog  bool // a Graph reads log
+
+	checkpoints map[uint64]*Snapshot // taken by Checkpoint
+	lastID      uint64               // the newest checkpoint id taken or restored
+	completed   uint64               // the newest checkpoint Complete was called for
+	dead        []sdk.Operator       // operators of crashed incarnations (Crash), closed by Close
 }
 
 // New creates the operator with factory, validates its Metadata as the
-// runtime does at deploy time, and runs Init. The harness runs instance 0
+// runtime does at deploy time, and runs Init. When Init fails (twice: a
+// failure restarts the operator, as in the runtime) the operator is closed
+// and New returns the errors of both, and of Close if it failed. The harness runs instance 0
 // unless WithInstance says otherwise.
 func New(factory sdk.Factory, opts ...Option) (*Harness, error) {
 	o := options{now: Start}
@@ -95,7 +104,11 @@ func New(factory sdk.Factory, opts ...Option) (*Harness, error) {
 		f(&o)
 	}
 	op := factory()
-	meta := op.Metadata().WithDefaults()
+	meta := op.Metadata()
+	if o.par > 0 {
+		meta.Parallelism = o.par
+	}
+	meta = meta.WithDefaults()
 	if err := meta.Validate(); err != nil {
 		return nil, fmt.Errorf("sdktest: %w", err)
 	}
@@ -113,18 +126,32 @@ func New(factory sdk.Factory, opts ...Option) (*Harness, error) {
 		inputs: map[string]sdk.Routing{}, outputs: map[string]bool{},
 		logger: o.logger.With("operator", meta.Name, "instance", o.index),
 		state:  newGroupMap[[]byte](), timers: newGroupMap[time.Time](), etimers: newGroupMap[time.Time](),
-		out: map[string][]sdk.Record{}, now: o.now,
+		out: map[string][]sdk.Record{}, now: o.now, checkpoints: map[uint64]*Snapshot{},
 	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	for _, in := range meta.Inputs {
 		h.inputs[in.Stream] = in.Routing
 	}
+	h.outputs[sdk.DeadLetterStream(meta.Name)] = true // as the runtime's instances allow
 	for _, s := range meta.Outputs {
 		h.outputs[s] = true
 	}
-	if err := h.attempt(lo, time.Time{}, func() error { return h.op.Init(h.context()) }); err != nil {
+	id, err := h.restoreSnapshots(o.restore)
+	if err != nil {
 		h.cancel()
-		return nil, fmt.Errorf("sdktest: operator %q: init: %w", meta.Name, err)
+		return nil, err
+	}
+	if err := h.attempt(lo, time.Time{}, func() error { return h.op.Init(h.context()) }); err != nil {
+		err = fmt.Errorf("sdktest: operator %q: init: %w", meta.Name, err)
+		if cerr := h.Close(); cerr != nil { // the runtime closes a failed incarnation too
+			err = errors.Join(err, fmt.Errorf("sdktest: operator %q: close after the failed init: %w", meta.Name, cerr))
+		}
+		return nil, err
+	}
+	if id > 0 {
+		if err := h.commit(id); err != nil {
+			return h, err
+		}
 	}
 	return h, nil
 }
@@ -174,7 +201,10 @@ func (h *Harness) Send(stream string, recs ...sdk.Record) error {
 }
 
 // Poll calls the source's Poll once, with the harness's processing time as
-// the event time of records produced without one. A Poll that returns
+// the event time of records produced without one. A Poll error wrapping
+// sdk.ErrTransient is not a failure, as in the runtime: what the Poll
+// produced and wrote is kept, the operator is not restarted (the runtime
+// polls again after a backoff) and the error is returned. A Poll that returns
 // sdk.ErrEndOfStream keeps its records and finishes the source: its
 // watermark goes to EndOfTime (its event timers fire) and the error is
 // returned so the test sees it.
@@ -193,13 +223,17 @@ func (h *Harness) Poll() error {
 	if h.finished {
 		return fmt.Errorf("sdktest: operator %q: poll after end of stream: %w", h.meta.Name, sdk.ErrEndOfStream)
 	}
-	var eos error
+	var eos, transient error
 	var generated time.Time
 	pollMax := h.maxEvent
 	err := h.attempt(h.info.FirstGroup, h.now, func() error {
 		err := src.Poll(h.context())
-		if errors.Is(err, sdk.ErrEndOfStream) {
+		switch {
+		case errors.Is(err, sdk.ErrEndOfStream):
 			eos, err = err, nil
+		case errors.Is(err, sdk.ErrTransient):
+			transient = err
+			return nil // kept, not a failure
 		}
 		if err != nil {
 			return err
@@ -216,6 +250,9 @@ func (h *Harness) Poll() error {
 	})
 	if err != nil {
 		return err
+	}
+	if transient != nil {
+		return transient
 	}
 	h.maxEvent = pollMax
 	if eos != nil {
@@ -318,6 +355,19 @@ func dueTimers(m *groupMap[time.Time], until time.Time) []Timer {
 // event: on success its changes are committed, on an error or panic they
 // are rolled back and the operator restarted.
 func (h *Harness) attempt(group int, event time.Time, fn func() error) error {
+	if err := h.try(group, event, fn); err != nil {
+		if h.closed {
+			return err
+		}
+		return errors.Join(err, h.restart())
+	}
+	return nil
+}
+
+// try runs fn as one callback in key group group with event time event:
+// on success its changes are committed, on an error or panic they are
+// rolled back (the operator is not restarted: see attempt).
+func (h *Harness) try(group int, event time.Time, fn func() error) error {
 	if h.closed {
 		return fmt.Errorf("sdktest: operator %q: harness closed", h.meta.Name)
 	}
@@ -340,7 +390,7 @@ func (h *Harness) attempt(group int, event time.Time, fn func() error) error {
 	h.timers.rollback()
 	h.etimers.rollback()
 	h.pending = h.pending[:0]
-	return errors.Join(err, h.restart())
+	return err
 }
 
 // restart replaces the operator with a fresh one from the factory and runs
@@ -420,7 +470,8 @@ func (h *Harness) Timers() []Timer { return timers(&h.timers) }
 func (h *Harness) EventTimers() []Timer { return timers(&h.etimers) }
 
 // Close calls the operator's Close (if it is an sdk.Closer) and ends the
-// harness; later calls fail.
+// harness; later calls fail. It also closes the operators Crash left
+// behind, releasing their resources as the kernel does a dead process's.
 func (h *Harness) Close() error {
 	if h.closed {
 		return nil
@@ -428,6 +479,11 @@ func (h *Harness) Close() error {
 	var err error
 	if c, ok := h.op.(sdk.Closer); ok {
 		err = call(func() error { return c.Close(h.context()) })
+	}
+	for _, dead := range h.dead {
+		if c, ok := dead.(sdk.Closer); ok {
+			_ = call(func() error { return c.Close(h.context()) })
+		}
 	}
 	h.closed = true
 	h.cancel()

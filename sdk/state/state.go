@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/codec"
@@ -158,41 +159,67 @@ func NewMap[K, V any](name string, keys codec.Codec[K], values codec.Codec[V]) M
 }
 
 // key returns the State key of k.
-func (m Map[K, V]) key(k K) ([]byte, error) {
-	b, err := m.keys.Encode(withSuffix(m.prefix, 16), k)
+//
+// The key is built in buf, a buffer of keyBufs that the caller gives back
+// with putKey once the State call is done: a State keeps no key it is
+// handed (Set keeps a copy), so the buffer is reused and a Get or Put
+// costs no allocation for its key.
+func (m Map[K, V]) key(k K) (key []byte, buf *[]byte, err error) {
+	buf = keyBufs.Get().(*[]byte)
+	key, err = m.keys.Encode(append((*buf)[:0], m.prefix...), k)
 	if err != nil {
-		return nil, fmt.Errorf("state: %s: encode key: %w", m.name, err)
+		putKey(buf, nil)
+		return nil, nil, fmt.Errorf("state: %s: encode key: %w", m.name, err)
 	}
-	return b, nil
+	return key, buf, nil
+}
+
+// keyBufs holds the buffers Map builds keys in.
+var keyBufs = sync.Pool{New: func() any { b := make([]byte, 0, 64); return &b }}
+
+// putKey gives buf back, keeping key's array if it grew (a key that did
+// not fit); an oversized one is dropped.
+func putKey(buf *[]byte, key []byte) {
+	if cap(key) > cap(*buf) {
+		*buf = key[:0]
+	}
+	if cap(*buf) <= 4<<10 {
+		keyBufs.Put(buf)
+	}
 }
 
 // Get returns k's value, and false if k has none.
 func (m Map[K, V]) Get(s sdk.State, k K) (V, bool, error) {
-	key, err := m.key(k)
+	key, buf, err := m.key(k)
 	if err != nil {
 		var zero V
 		return zero, false, err
 	}
-	return get(s, m.name, key, m.values)
+	v, ok, err := get(s, m.name, key, m.values)
+	putKey(buf, key)
+	return v, ok, err
 }
 
 // Put stores v under k.
 func (m Map[K, V]) Put(s sdk.State, k K, v V) error {
-	key, err := m.key(k)
+	key, buf, err := m.key(k)
 	if err != nil {
 		return err
 	}
-	return set(s, m.name, key, m.values, v)
+	err = set(s, m.name, key, m.values, v)
+	putKey(buf, key)
+	return err
 }
 
 // Delete removes k; a key that is absent is no error. The error is the
 // key codec's.
 func (m Map[K, V]) Delete(s sdk.State, k K) error {
-	key, err := m.key(k)
+	key, buf, err := m.key(k)
 	if err != nil {
 		return err
 	}
 	s.Delete(key)
+	putKey(buf, key)
 	return nil
 }
 

@@ -60,7 +60,8 @@
 // Process is an operator of its own too, "<pipeline>.<stage>", reading the
 // keyed stream with group-by routing: its Processor's functions get each
 // key's values in order, on one instance, with State in the key's key
-// group (keep per-key state in a state.Map keyed by the key), named
+// group (keep per-key state in a stream.Value, one value per key, or a
+// state.Map keyed by the key), named
 // timers of both kinds per key (Context.SetTimer, SetEventTimer) and
 // Context.Emit to hand values on to the stages chained after it.
 //
@@ -68,7 +69,15 @@
 // Output, ToKeyed and OutputKeyed, after Map, Filter, FlatMap or Process
 // (KeyBy's and the ends' after KeyBy too); From, Aggregate and Process
 // never chain to what is before them, and nothing chains to From or
-// Aggregate. The word count is two operators:
+// Aggregate, with one exception: the stage right after a FromSource runs
+// in the source's operator (keeping the source's name and settings,
+// writing what the chain writes, its records handed down the chain as
+// the source produces them) when it is the source's only reader, sets no
+// option, the source's codec is codec.Bytes or codec.String (one that can
+// fail would fail the source's Poll over and over instead of
+// dead-lettering the record), and the source implements no optional
+// interface but sdk.Resumable and sdk.Closer (a Kafka source, Replayable
+// and a Committer, keeps its own operator). The word count is two operators:
 //
 //	From(sentences) → FlatMap(split) → KeyBy(by-word)   "wc.split"  (sentences → wc.by-word)
 //	Process(count) → Map(text) → Output(counts)         "wc.count"  (wc.by-word, group-by → counts)
@@ -83,10 +92,11 @@
 //
 // Type mismatches between stages are compile errors. A record that does
 // not decode fails its attempt with an error naming the operator, the
-// stage and the stream and wrapping the codec's *codec.DecodeError: the
-// runtime retries it (RestartPolicy.DeadLetterAfter attempts) and sends
-// it to "<operator>.deadletter" with that text in its sluice-error
-// header, and the records after it go on. Build refuses, with a
+// stage and the stream and wrapping the codec's *codec.DecodeError and
+// sdk.ErrBadRecord: the runtime undoes the attempt and sends the record
+// to "<operator>.deadletter" at once (no restart, no retry:
+// sluice-attempts 1) with that text in its sluice-error header, and the
+// records after it go on. Build refuses, with a
 // *StageError naming the stage, a pipeline with a stage whose output goes
 // nowhere (ErrUnconsumed), a name used twice (ErrDuplicate), a nil
 // function or codec, a bad name, a source or sink with other than one

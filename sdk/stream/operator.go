@@ -28,16 +28,24 @@ func (in *inst) produce(streams []string, rec sdk.Record) error {
 
 // decodeError wraps err, the failed decoding of a record of stream for
 // stage: returned from ProcessRecord, it sends the record to the
-// operator's dead letters (after its retries) with this text.
+// operator's dead letters at once (it matches sdk.ErrBadRecord) with this
+// text.
 func (in *inst) decodeError(stage, stream string, err error) error {
 	return decodeError(in.op, stage, stream, err)
 }
 
 // decodeError wraps err, the failed decoding of a record of stream for
-// stage of operator op.
+// stage of operator op, as a bad record.
 func decodeError(op, stage, stream string, err error) error {
-	return fmt.Errorf("stream: operator %q, stage %q: decode a record of %q: %w", op, stage, stream, err)
+	return badRecord{fmt.Errorf("stream: operator %q, stage %q: decode a record of %q: %w", op, stage, stream, err)}
 }
+
+// badRecord is an error that also matches sdk.ErrBadRecord, without
+// adding to its text.
+type badRecord struct{ err error }
+
+func (e badRecord) Error() string   { return e.err.Error() }
+func (e badRecord) Unwrap() []error { return []error{e.err, sdk.ErrBadRecord} }
 
 // encodeError wraps err, the failed encoding of a value of stage.
 func (in *inst) encodeError(stage string, err error) error {

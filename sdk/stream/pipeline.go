@@ -82,8 +82,11 @@ type stage struct {
 	opts options
 
 	source sdk.Factory // From: the source operator, or nil
-	sink   sdk.Factory // To: the sink operator
-	stream string      // From: the stream read; To, Output: the stream written (To's is set by Build)
+	// infallible: From's codec cannot fail to decode (codec.Bytes,
+	// codec.String), so the stage after it may chain into the source.
+	infallible bool
+	sink       sdk.Factory // To: the sink operator
+	stream     string      // From: the stream read; To, Output: the stream written (To's is set by Build)
 
 	// head builds, for a new instance of the operator this stage starts,
 	// the function taking each record of the stream it reads (the stream
@@ -102,8 +105,9 @@ type stage struct {
 
 // plannedOp is an operator Build makes.
 type plannedOp struct {
-	first *stage // the stage it starts with
-	meta  sdk.Metadata
+	first  *stage // the stage it starts with
+	meta   sdk.Metadata
+	source *stage // the FromSource whose operator it runs in (chainsIntoSource), or nil
 }
 
 // add appends a stage of kind k named name after in (nil for From) and
@@ -192,7 +196,6 @@ func (p *Pipeline) build() ([]sdk.Factory, error) {
 			return nil, s.errorf(ErrUnconsumed, "its output goes nowhere: pass it to a later stage, To or Output")
 		}
 	}
-	var foreign []*stage // FromSource and To stages, whose operators are given
 	var ops []*plannedOp
 	for _, s := range p.stages { // a stage's input comes before it
 		switch s.kind {
@@ -203,7 +206,6 @@ func (p *Pipeline) build() ([]sdk.Factory, error) {
 					return nil, s.errorf(ErrInvalid, fmt.Sprintf("source operator %q has %d outputs (%v): From takes a source with one", meta.Name, len(meta.Outputs), meta.Outputs))
 				}
 				s.stream = meta.Outputs[0]
-				foreign = append(foreign, s)
 			}
 		case kindAggregate, kindProcess:
 			ops = append(ops, p.startOp(s))
@@ -214,7 +216,6 @@ func (p *Pipeline) build() ([]sdk.Factory, error) {
 					return nil, s.errorf(ErrInvalid, fmt.Sprintf("sink operator %q has %d inputs (%v): To takes a sink with one", meta.Name, len(meta.Inputs), meta.Inputs))
 				}
 				s.stream = meta.Inputs[0].Stream
-				foreign = append(foreign, s)
 			}
 			switch in := s.in; {
 			case in.kind == kindKeyBy || p.chains(s):
@@ -229,14 +230,35 @@ func (p *Pipeline) build() ([]sdk.Factory, error) {
 				ops = append(ops, op)
 			}
 		default: // Map, Filter, FlatMap, KeyBy
-			if p.chains(s) {
+			switch {
+			case p.chains(s):
 				s.chained, s.op = true, s.in.op
-			} else {
+			case p.chainsIntoSource(s):
+				ops = append(ops, p.startSourceOp(s))
+			default:
 				ops = append(ops, p.startOp(s))
 			}
 		}
 	}
+	var foreign []*stage // FromSource and To stages, whose operators are given as they are
+	for _, s := range p.stages {
+		if s.kind == kindTo || s.kind == kindFrom && s.source != nil && !s.chained {
+			foreign = append(foreign, s)
+		}
+	}
 	return p.factoriesOf(ops, foreign)
+}
+
+// startSourceOp plans the operator that starts with s and runs in the
+// operator of the source s reads (chainsIntoSource): the source's
+// metadata, writing what the chain writes.
+func (p *Pipeline) startSourceOp(s *stage) *plannedOp {
+	meta := s.in.source().Metadata()
+	meta.Outputs = nil
+	op := &plannedOp{first: s, meta: meta, source: s.in}
+	s.in.chained = true // its factory is the chain's now
+	s.op = op
+	return op
 }
 
 // chains reports whether s runs in the operator of the stage before it:
@@ -365,6 +387,9 @@ func (op *plannedOp) factory() (sdk.Factory, error) {
 	s, meta := op.first, op.meta
 	if s.operator != nil {
 		return s.operator(meta, s.published)
+	}
+	if op.source != nil {
+		return op.sourceFactory(op.source), nil
 	}
 	return func() sdk.Operator {
 		in := &inst{op: meta.Name}

@@ -50,8 +50,8 @@ type Context[K, U any] struct {
 func (c *Context[K, U]) Emit(v U) error { return c.emit(v) }
 
 // State returns the instance's State, in the current key's key group:
-// keep per-key state in a state.Map keyed by the key (a state.Value is
-// shared by every key of the key group).
+// keep per-key state in a stream.Value, or a state.Map keyed by the key
+// (a state.Value is shared by every key of the key group).
 func (c *Context[K, U]) State() sdk.State { return c.ctx.State() }
 
 // EventTime returns the event time of the current value, or the due time

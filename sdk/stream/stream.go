@@ -146,6 +146,7 @@ func From[T any](p *Pipeline, stream string, c codec.Codec[T]) *Stream[T] {
 func FromSource[T any](p *Pipeline, name string, source sdk.Factory, c codec.Codec[T]) *Stream[T] {
 	s := newStream(p, name, kindFrom, nil, c, nil)
 	s.st.source = source
+	s.st.infallible = c.Name == "bytes" || c.Name == "string"
 	s.st.require(source != nil, "the source")
 	return s
 }

@@ -184,9 +184,9 @@ func TestDecodeFailureFailsTheRecord(t *testing.T) {
 }
 
 // TestDecodeFailureIsDeadLettered runs a pipeline in the runtime: a
-// record that does not decode goes to "<operator>.deadletter" with the
-// codec's message in its sluice-error header, and the next one is
-// processed.
+// record that does not decode goes to "<operator>.deadletter" at once (no
+// retry: the restart policy would allow two attempts) with the codec's
+// message in its sluice-error header, and the next one is processed.
 func TestDecodeFailureIsDeadLettered(t *testing.T) {
 	p := stream.New("dl")
 	in := stream.From(p, "dl-events", codec.JSON[event]())
@@ -225,8 +225,8 @@ func TestDecodeFailureIsDeadLettered(t *testing.T) {
 	if string(dl.Key) != "bad" || !strings.HasPrefix(reason, want) {
 		t.Fatalf("dead letter %q: error %q, want it to start with %q", dl.Key, reason, want)
 	}
-	if n, _ := dl.Header(sdk.HeaderAttempts); n != "2" {
-		t.Errorf("dead letter after %s attempts, want 2", n)
+	if n, _ := dl.Header(sdk.HeaderAttempts); n != "1" {
+		t.Errorf("dead letter after %s attempts, want 1: no retry cures a record that does not decode", n)
 	}
 	rec, err := results.Next(ctx)
 	if err != nil {
