@@ -142,7 +142,7 @@ func (s *Server) Stop() {
 	if !s.runs.Running() {
 		return
 	}
-	s.runs.Signal(syscall.SIGCONT) // in case it is paused
+	s.Resume() // in case it is paused
 	cmd := exec.Command(filepath.Join(s.bin, "pg_ctl"), "stop", "-m", "fast", "-w", "-t", "30", "-D", filepath.Join(s.dir, "data"))
 	cmd.Env = s.env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
@@ -165,22 +165,62 @@ func (s *Server) Start() {
 	}
 }
 
-// Pause freezes the server (SIGSTOP to its process group): the kernel
-// still accepts connections and buffers requests, but nothing answers, as
-// with a hung server or a network partition. Resume undoes it; Stop and
-// the cleanup resume a paused server first.
+// Pause freezes the server: SIGSTOP to the postmaster and then to each of
+// its children (each backend is a session leader of its own, so the
+// postmaster's process group alone leaves the open connections served).
+// The kernel still accepts connections and buffers requests, but nothing
+// answers, as with a hung server or a network partition. Resume undoes
+// it; Stop and the cleanup resume a paused server first.
 func (s *Server) Pause() {
 	s.t.Helper()
 	if err := s.runs.Pause(pauseTimeout); err != nil {
 		s.t.Fatalf("pgtest: %v", err)
 	}
+	for _, pid := range children(s.runs.Pid()) {
+		_ = syscall.Kill(pid, syscall.SIGSTOP)
+	}
 }
 
-// Resume continues a paused server (SIGCONT).
-func (s *Server) Resume() { s.runs.Signal(syscall.SIGCONT) }
+// Resume continues a paused server (SIGCONT to its children, then to the
+// postmaster).
+func (s *Server) Resume() {
+	for _, pid := range children(s.runs.Pid()) {
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}
+	s.runs.Signal(syscall.SIGCONT)
+}
+
+// children lists the processes whose parent is pid (from /proc).
+func children(pid int) []int {
+	if pid <= 0 {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		c, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command (which may hold spaces) in ")": state, ppid.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 func (s *Server) cleanup() {
-	s.runs.Kill() // SIGKILL works on a stopped (paused) process too
+	s.Resume() // the backends, which are not in the postmaster's group
+	s.runs.Kill()
 	if s.t.Failed() {
 		s.t.Logf("pgtest: postgres on port %d log tail (%s):\n%s", s.port, s.logPath, s.logTail())
 	}
