@@ -11,6 +11,7 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/hashicorp/consul/api v1.34.5
+	github.com/jackc/pgx/v5 v5.13.0
 	github.com/lovoo/goka v1.1.14
 	github.com/mesos/mesos-go v0.0.11
 	github.com/minio/minio-go/v7 v7.4.1
@@ -39,6 +40,8 @@ require (
 )
 
 require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 )

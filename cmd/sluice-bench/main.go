@@ -23,6 +23,7 @@ import (
 	"github.com/sluicehq/sluice/internal/bench"
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/natstest"
+	"github.com/sluicehq/sluice/internal/pgtest"
 )
 
 func main() {
@@ -58,13 +59,13 @@ func main() {
 		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events, Q8Events: *q8Events, NATSRecords: *natsRecords}
 	needNode := *cross && (want("cross") || want("mtls") || want("scaling") || want("recovery"))
 	needConsul := *cross && (want("cross") || want("mtls") || want("scaling"))
-	if err := run(cfg, needNode, needConsul, want("nats")); err != nil {
+	if err := run(cfg, needNode, needConsul, want("nats"), want("postgres")); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg bench.TableConfig, node, consul, nats bool) (err error) {
+func run(cfg bench.TableConfig, node, consul, nats, pg bool) (err error) {
 	tb := &harness{}
 	defer tb.close()
 	defer func() {
@@ -93,6 +94,10 @@ func run(cfg bench.TableConfig, node, consul, nats bool) (err error) {
 	if nats {
 		fmt.Println("starting a nats-server with JetStream…")
 		cfg.NATSURL = natstest.Start(tb, natstest.Options{}).URL()
+	}
+	if pg {
+		fmt.Println("starting a PostgreSQL server…")
+		cfg.PostgresDSN = pgtest.Start(tb).DSN()
 	}
 	start := time.Now()
 	defer func() { fmt.Printf("\nsluice-bench: %v in all\n", time.Since(start).Round(time.Second)) }()

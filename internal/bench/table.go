@@ -19,6 +19,8 @@ type TableConfig struct {
 	// Consul agent) it enables the cross-node scenarios.
 	NodeBinary string
 	ConsulAddr string
+	// PostgresDSN is the PostgreSQL server of the postgres group.
+	PostgresDSN string
 	// TempDir holds the cross-node scenarios' data directories.
 	TempDir string
 	// Scenarios selects groups of rows (Groups lists them). Empty means
@@ -60,7 +62,7 @@ type TableConfig struct {
 }
 
 // Groups are the scenario groups of the table, in order.
-var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "wasm"}
+var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "wasm", "postgres"}
 
 // GroupsHelp describes Groups for a flag's usage.
 const GroupsHelp = `core (in-process throughput and latency), typed (the word count on sdk/stream vs hand-written), eo (exactly-once vs no guarantee), ` +
@@ -71,7 +73,8 @@ const GroupsHelp = `core (in-process throughput and latency), typed (the word co
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
 	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core), ` +
-	`wasm (the keyed word count's counter as a wasm guest on wazero vs in Go, and the counter alone in sdktest, ns/record; builds the guest with the local go)`
+	`wasm (the keyed word count's counter as a wasm guest on wazero vs in Go, and the counter alone in sdktest, ns/record; builds the guest with the local go), ` +
+	`postgres (the PostgreSQL sink vs a raw pgx COPY loop and per-row INSERTs; needs Debian's PostgreSQL server)`
 
 // want reports whether the scenario group name is selected.
 func (c TableConfig) want(name string) bool {
@@ -199,6 +202,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		{"recovery", t.recoveryRows},
 		{"ysb", t.ysbRows},
 		{"wasm", t.wasmRows},
+		{"postgres", t.postgresRows},
 	}
 	var failed error
 	for _, g := range groups {

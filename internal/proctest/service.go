@@ -39,7 +39,7 @@ type Service struct {
 	waitErr error         // valid once exited is closed
 }
 
-// Spawn starts cmd (its Dir and Env set by the caller) as a Service: the
+// Spawn starts cmd (its Dir, Env and any SysProcAttr set by the caller) as a Service: the
 // stdout and stderr that cmd does not set already are appended to logPath,
 // after a line saying what starts when. With logPath "" they are
 // discarded (a program such as the benchmark harness, which keeps no logs).
@@ -58,7 +58,11 @@ func Spawn(cmd *exec.Cmd, logPath string) (*Service, error) {
 			cmd.Stderr = logf
 		}
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// The caller's attributes (a Credential, say) are kept.
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
 		s := &Service{log: logf}
 		s.closeLog()
