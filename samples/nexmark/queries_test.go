@@ -1,0 +1,76 @@
+package nexmark_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sluicehq/sluice/samples/nexmark"
+	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/sdktest"
+)
+
+// queryConfig is the run each query's test checks: 30 s of event time at
+// 1,000 events/s (600 people, 1,800 auctions, 27,600 bids); the windows,
+// auctions and joins of every query see enough of it to have answers.
+var queryConfig = nexmark.Config{Events: 30000, EventsPerSecond: 1000, Seed: 7, Batch: 500}
+
+// runQuery runs q in sdktest at parallelism p, the watermark following
+// the sources, and returns its answers.
+func runQuery(t *testing.T, q nexmark.Query, cfg nexmark.Config) []nexmark.Answer {
+	t.Helper()
+	g := runGraph(t, q.Build, cfg)
+	var got []nexmark.Answer
+	for _, r := range g.Take(q.Output) {
+		a, err := q.Answer(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, a)
+	}
+	return got
+}
+
+// TestQueriesExact runs every query on sdk/stream at parallelism 1 and 4
+// and compares its answers with the query's exact answer, which must not
+// be empty.
+func TestQueriesExact(t *testing.T) {
+	for _, q := range nexmark.Queries() {
+		t.Run(q.Name, func(t *testing.T) {
+			want := q.Expected(queryConfig)
+			if len(want) == 0 {
+				t.Fatalf("%s: the exact answer is empty", q.Name)
+			}
+			for _, p := range []int{1, 4} {
+				t.Run(fmt.Sprintf("parallelism-%d", p), func(t *testing.T) {
+					cfg := queryConfig
+					cfg.Parallelism = p
+					got := runQuery(t, q, cfg)
+					if err := q.Check(got, want); err != nil {
+						t.Fatal(err)
+					}
+					if q.Check(append(got, nexmark.Answer{Key: "k", Text: "bogus"}), want) == nil {
+						t.Fatal("Check accepted an answer too many")
+					}
+				})
+			}
+		})
+	}
+}
+
+// runGraph builds a query's operators for cfg and runs them in sdktest
+// until the sources have finished and everything they made is handled.
+func runGraph(t *testing.T, build func(nexmark.Config) ([]sdk.Factory, error), cfg nexmark.Config) *sdktest.Graph {
+	t.Helper()
+	fs, err := build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := sdktest.NewGraph(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.RunSources(10000); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
