@@ -1,8 +1,12 @@
 package nexmark_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/sluicetest"
 
 	"github.com/sluicehq/sluice/samples/nexmark"
 	"github.com/sluicehq/sluice/sdk"
@@ -73,4 +77,48 @@ func runGraph(t *testing.T, build func(nexmark.Config) ([]sdk.Factory, error), c
 		t.Fatal(err)
 	}
 	return g
+}
+
+// TestQueriesRuntimeExact runs every query on sdk/stream on the embedded
+// runtime (checkpoints every 200 ms) at parallelism 1 and 4 and compares
+// its answers with the exact answer.
+func TestQueriesRuntimeExact(t *testing.T) {
+	cfg := nexmark.Config{Events: 60000, EventsPerSecond: 2000, Seed: 11}
+	for _, q := range nexmark.Queries() {
+		t.Run(q.Name, func(t *testing.T) {
+			want := q.Expected(cfg)
+			for _, p := range []int{1, 4} {
+				t.Run(fmt.Sprintf("parallelism-%d", p), func(t *testing.T) {
+					cfg := cfg
+					cfg.Parallelism = p
+					fs, err := q.Build(cfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					sink := q.NewSink()
+					rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
+						CheckpointInterval: 200 * time.Millisecond}, append(fs, sink.Factory())...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { rt.Stop(context.Background()) })
+					sluicetest.WaitFor(t, 2*time.Minute, "the sink finished", func() bool { return finished(rt, sink.Name()) })
+					if err := q.Check(sink.Answers(), want); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// finished reports whether the one instance of operator name has
+// finished (its inputs ended and it handled everything).
+func finished(rt *sdk.Runtime, name string) bool {
+	for _, st := range rt.Status() {
+		if st.Name == name {
+			return len(st.Instances) == 1 && st.Instances[0].Finished
+		}
+	}
+	return false
 }
