@@ -53,6 +53,9 @@ type TableConfig struct {
 	Q5Events int64
 	// Q8Events is the events per Nexmark q8 run; 0 means 1 M.
 	Q8Events int64
+	// NexmarkEvents is the events per run of each query of the nexmark
+	// group; 0 means 1 M.
+	NexmarkEvents int64
 	// NATSURL is a running nats-server with JetStream, for the nats
 	// group; NATSRecords its messages per run (0: 200 k).
 	NATSURL     string
@@ -60,7 +63,7 @@ type TableConfig struct {
 }
 
 // Groups are the scenario groups of the table, in order.
-var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb"}
+var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "nexmark"}
 
 // GroupsHelp describes Groups for a flag's usage.
 const GroupsHelp = `core (in-process throughput and latency), typed (the word count on sdk/stream vs hand-written), eo (exactly-once vs no guarantee), ` +
@@ -70,7 +73,8 @@ const GroupsHelp = `core (in-process throughput and latency), typed (the word co
 	`nats (NATS JetStream → count → NATS exactly-once vs a raw nats.go consumer→publisher loop; starts a nats-server), ` +
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
-	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core)`
+	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core), ` +
+	`nexmark (every Nexmark query of samples/nexmark, exactly-once and no guarantee, per core against Flink 1.13's published figure)`
 
 // want reports whether the scenario group name is selected.
 func (c TableConfig) want(name string) bool {
@@ -197,6 +201,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		{"scaling", t.scalingRows},
 		{"recovery", t.recoveryRows},
 		{"ysb", t.ysbRows},
+		{"nexmark", t.nexmarkRows},
 	}
 	var failed error
 	for _, g := range groups {
