@@ -40,7 +40,7 @@ func main() {
 	ysbRate := flag.Float64("ysb-rate", 200_000, "events/s of the paced YSB window latency run (it lasts -latency-duration)")
 	q5Events := flag.Int64("q5-events", 1_000_000, "events per Nexmark q5 run (100 s of event time; about 40 s a run on a loaded 2-core machine)")
 	q8Events := flag.Int64("q8-events", 1_000_000, "events per Nexmark q8 run (100 s of event time)")
-	nexmarkEvents := flag.Int64("nexmark-events", 1_000_000, "events per run of each query of the nexmark group (100 s of event time)")
+	nexmarkEvents := flag.Int64("nexmark-events", 10_000_000, "events per run of each query of the nexmark group (1,000 s of event time; runs must outlast several 1 s checkpoints)")
 	natsRecords := flag.Int("nats-records", 200_000, "messages per run of the NATS JetStream rows")
 	flag.Parse()
 	var groups []string

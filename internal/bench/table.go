@@ -54,7 +54,7 @@ type TableConfig struct {
 	// Q8Events is the events per Nexmark q8 run; 0 means 1 M.
 	Q8Events int64
 	// NexmarkEvents is the events per run of each query of the nexmark
-	// group; 0 means 1 M.
+	// group; 0 means 10 M.
 	NexmarkEvents int64
 	// NATSURL is a running nats-server with JetStream, for the nats
 	// group; NATSRecords its messages per run (0: 200 k).
