@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,6 +79,9 @@ func (t *tabler) nexmarkRows() ([]row, error) {
 	procs := float64(runtime.GOMAXPROCS(0))
 	var rows []row
 	for _, q := range nexmarkQueries {
+		if len(t.cfg.NexmarkQueries) > 0 && !slices.Contains(t.cfg.NexmarkQueries, q) {
+			continue
+		}
 		none, eo, err := t.alternate([2]string{"Nexmark " + q + ", no guarantee", "Nexmark " + q + ", exactly-once"}, t.cfg.Runs, true, func(exactly bool) (Result, error) {
 			return NexmarkQuery(q, NexmarkConfig{Events: n, ExactlyOnce: exactly})
 		}, nil)

@@ -56,6 +56,9 @@ type TableConfig struct {
 	// NexmarkEvents is the events per run of each query of the nexmark
 	// group; 0 means 10 M.
 	NexmarkEvents int64
+	// NexmarkQueries selects the queries of the nexmark group (q0, q1,
+	// …); empty means all.
+	NexmarkQueries []string
 	// NATSURL is a running nats-server with JetStream, for the nats
 	// group; NATSRecords its messages per run (0: 200 k).
 	NATSURL     string

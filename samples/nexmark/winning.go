@@ -36,32 +36,33 @@ func winningBidCodec() codec.Codec[WinningBid] {
 
 // winningBids adds the stages of Flink's q9 to events: auctions and bids
 // keyed by auction id, and per auction a Process stage keeping the
-// auction, its best bid so far and the bids that came before it (from
+// auction with its best bid so far (one state entry), and the bids that
+// came before it (from
 // another source instance), handing on the winner when the watermark
 // passes the auction's expiry. A bid without its auction once the
 // watermark passes it can no longer win (its auction, were it to exist,
 // would be earlier) and is dropped.
 func winningBids(events *stream.Stream[Event], par stream.Option) *stream.Stream[WinningBid] {
-	open := stream.Filter(events, "auctions-and-bids", func(e Event) bool { return e.Kind != Person }, par)
-	byAuction := stream.KeyBy(open, "by-auction", func(e Event) int64 {
+	sales := stream.Filter(events, "auctions-and-bids", func(e Event) bool { return e.Kind != Person }, par)
+	byAuction := stream.KeyBy(sales, "by-auction", func(e Event) int64 {
 		if e.Kind == Auction {
 			return e.ID
 		}
 		return e.Auction
 	}, codec.Int64(), par)
-	auction := stream.NewValue("auction", EventCodec())
-	best := stream.NewValue("best", EventCodec())
+	// open is an open auction and its best bid so far, if any: one state
+	// entry, read once per bid and written when the bid is the best.
+	open := stream.NewValue("open", eventsCodec())
 	early := stream.NewValue("early-bids", eventsCodec())
 	type ctx = stream.Context[int64, WinningBid]
-	// offer keeps bid if it beats the best one of the open auction a.
-	offer := func(ctx *ctx, a, bid Event) error {
+	// better reports whether bid may win the auction of o, and beats its
+	// best so far.
+	better := func(o []Event, bid Event) bool {
+		a := o[0]
 		if bid.DateTime.Before(a.DateTime) || bid.DateTime.After(a.Expires) {
-			return nil
+			return false
 		}
-		if b, ok, err := best.Get(ctx); err != nil || ok && compareBids(b, bid) <= 0 {
-			return err
-		}
-		return best.Set(ctx, bid)
+		return len(o) == 1 || compareBids(bid, o[1]) < 0
 	}
 	return stream.Process(byAuction, "winner", stream.Processor[int64, Event, WinningBid]{
 		Record: func(ctx *ctx, _ int64, e Event) error {
@@ -70,25 +71,28 @@ func winningBids(events *stream.Stream[Event], par stream.Option) *stream.Stream
 				if err != nil {
 					return err
 				}
+				o := []Event{e}
 				for _, b := range bids {
-					if err := offer(ctx, e, b); err != nil {
-						return err
+					if better(o, b) {
+						o = []Event{e, b}
 					}
 				}
 				if err := early.Clear(ctx); err != nil {
 					return err
 				}
-				if err := auction.Set(ctx, e); err != nil {
+				if err := open.Set(ctx, o); err != nil {
 					return err
 				}
 				return ctx.SetEventTimer("close", e.Expires.Add(time.Nanosecond))
 			}
-			a, ok, err := auction.Get(ctx)
-			if err != nil || ok {
-				if err == nil {
-					err = offer(ctx, a, e)
-				}
+			o, ok, err := open.Get(ctx)
+			switch {
+			case err != nil:
 				return err
+			case ok && better(o, e):
+				return open.Set(ctx, []Event{o[0], e})
+			case ok:
+				return nil
 			}
 			bids, _, err := early.Get(ctx)
 			if err != nil {
@@ -105,24 +109,17 @@ func winningBids(events *stream.Stream[Event], par stream.Option) *stream.Stream
 			if timer == "early" {
 				return dropEarly(ctx, early, at)
 			}
-			a, _, err := auction.Get(ctx)
-			if err != nil {
+			o, ok, err := open.Get(ctx)
+			if err != nil || !ok {
 				return err
 			}
-			b, ok, err := best.Get(ctx)
-			if err != nil {
+			if err := open.Clear(ctx); err != nil {
 				return err
 			}
-			if err := auction.Clear(ctx); err != nil {
-				return err
-			}
-			if err := best.Clear(ctx); err != nil {
-				return err
-			}
-			if !ok {
+			if len(o) < 2 {
 				return nil
 			}
-			return ctx.Emit(WinningBid{Auction: a, Bid: b})
+			return ctx.Emit(WinningBid{Auction: o[0], Bid: o[1]})
 		},
 	}, winningBidCodec(), par)
 }
