@@ -1,6 +1,8 @@
 package nexmark
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -51,18 +53,19 @@ func winningBids(events *stream.Stream[Event], par stream.Option) *stream.Stream
 		return e.Auction
 	}, codec.Int64(), par)
 	// open is an open auction and its best bid so far, if any: one state
-	// entry, read once per bid and written when the bid is the best.
-	open := stream.NewValue("open", eventsCodec())
+	// entry, read once per bid without decoding its events, and written
+	// when the bid is the best.
+	open := stream.NewValue("open", openCodec())
 	early := stream.NewValue("early-bids", eventsCodec())
 	type ctx = stream.Context[int64, WinningBid]
 	// better reports whether bid may win the auction of o, and beats its
 	// best so far.
-	better := func(o []Event, bid Event) bool {
-		a := o[0]
-		if bid.DateTime.Before(a.DateTime) || bid.DateTime.After(a.Expires) {
+	better := func(o openAuction, bid Event) bool {
+		t := bid.DateTime.UnixNano()
+		if t < o.start || t > o.expires {
 			return false
 		}
-		return len(o) == 1 || compareBids(bid, o[1]) < 0
+		return !o.hasBest || bid.Price > o.bestPrice || bid.Price == o.bestPrice && t < o.bestTime
 	}
 	return stream.Process(byAuction, "winner", stream.Processor[int64, Event, WinningBid]{
 		Record: func(ctx *ctx, _ int64, e Event) error {
@@ -71,10 +74,10 @@ func winningBids(events *stream.Stream[Event], par stream.Option) *stream.Stream
 				if err != nil {
 					return err
 				}
-				o := []Event{e}
+				o := openAuction{start: e.DateTime.UnixNano(), expires: e.Expires.UnixNano(), auction: e.Encode(nil)}
 				for _, b := range bids {
 					if better(o, b) {
-						o = []Event{e, b}
+						o = o.withBest(b)
 					}
 				}
 				if err := early.Clear(ctx); err != nil {
@@ -90,7 +93,7 @@ func winningBids(events *stream.Stream[Event], par stream.Option) *stream.Stream
 			case err != nil:
 				return err
 			case ok && better(o, e):
-				return open.Set(ctx, []Event{o[0], e})
+				return open.Set(ctx, o.withBest(e))
 			case ok:
 				return nil
 			}
@@ -116,12 +119,76 @@ func winningBids(events *stream.Stream[Event], par stream.Option) *stream.Stream
 			if err := open.Clear(ctx); err != nil {
 				return err
 			}
-			if len(o) < 2 {
+			if !o.hasBest {
 				return nil
 			}
-			return ctx.Emit(WinningBid{Auction: o[0], Bid: o[1]})
+			a, err1 := Decode(o.auction)
+			b, err2 := Decode(o.bid)
+			if err := errors.Join(err1, err2); err != nil {
+				return fmt.Errorf("nexmark: q9 winner of auction %d: %w", a.ID, err)
+			}
+			return ctx.Emit(WinningBid{Auction: a, Bid: b})
 		},
 	}, winningBidCodec(), par)
+}
+
+// openAuction is an open auction as q9's winner keeps it: the times and
+// best price it decides by, and the encoded auction and best bid, decoded
+// only when the winner is handed on.
+type openAuction struct {
+	start, expires      int64 // Unix ns
+	hasBest             bool
+	bestPrice, bestTime int64
+	auction, bid        []byte // encoded events
+}
+
+// withBest returns o with bid as its best bid.
+func (o openAuction) withBest(bid Event) openAuction {
+	o.hasBest, o.bestPrice, o.bestTime, o.bid = true, bid.Price, bid.DateTime.UnixNano(), bid.Encode(nil)
+	return o
+}
+
+// openCodec encodes an openAuction: varints start, expires, then 0 or 1
+// (a best bid) and its price and time, then the auction's length and the
+// auction, then the best bid.
+func openCodec() codec.Codec[openAuction] {
+	return codec.Codec[openAuction]{Name: "nexmark-open-auction",
+		Encode: func(dst []byte, o openAuction) ([]byte, error) {
+			dst = binary.AppendVarint(binary.AppendVarint(dst, o.start), o.expires)
+			if o.hasBest {
+				dst = binary.AppendVarint(binary.AppendVarint(append(dst, 1), o.bestPrice), o.bestTime)
+			} else {
+				dst = append(dst, 0)
+			}
+			dst = append(binary.AppendUvarint(dst, uint64(len(o.auction))), o.auction...)
+			return append(dst, o.bid...), nil
+		},
+		Decode: func(b []byte) (openAuction, error) {
+			var o openAuction
+			bad := func() (openAuction, error) {
+				return openAuction{}, codec.NewDecodeError[openAuction]("nexmark-open-auction", b, errCorrupt)
+			}
+			rest := b
+			varint := func(x *int64) bool {
+				v, w := binary.Varint(rest)
+				*x, rest = v, rest[min(max(w, 0), len(rest)):]
+				return w > 0
+			}
+			if !varint(&o.start) || !varint(&o.expires) || len(rest) == 0 || rest[0] > 1 {
+				return bad()
+			}
+			o.hasBest, rest = rest[0] == 1, rest[1:]
+			if o.hasBest && (!varint(&o.bestPrice) || !varint(&o.bestTime)) {
+				return bad()
+			}
+			l, w := binary.Uvarint(rest)
+			if w <= 0 || l > uint64(len(rest)-w) {
+				return bad()
+			}
+			kept := slices.Clone(rest[w:]) // one copy for both events
+			o.auction, o.bid = kept[:l:l], kept[l:]
+			return o, nil
+		}}
 }
 
 // dropEarly drops the early bids before at, when no auction came for
