@@ -11,7 +11,7 @@ import (
 // figures themselves are not checked.
 func TestTableNexmarkGroupRuns(t *testing.T) {
 	var out bytes.Buffer
-	if err := Table(&out, TableConfig{Runs: 1, Scenarios: []string{"nexmark"}, NexmarkEvents: 20_000}); err != nil {
+	if err := Table(&out, TableConfig{Runs: 1, Scenarios: []string{"nexmark"}, NexmarkEvents: 10_000}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	s := out.String()
