@@ -45,13 +45,7 @@ func winningBidCodec() codec.Codec[WinningBid] {
 // watermark passes it can no longer win (its auction, were it to exist,
 // would be earlier) and is dropped.
 func winningBids(events *stream.Stream[Event], par stream.Option) *stream.Stream[WinningBid] {
-	sales := stream.Filter(events, "auctions-and-bids", func(e Event) bool { return e.Kind != Person }, par)
-	byAuction := stream.KeyBy(sales, "by-auction", func(e Event) int64 {
-		if e.Kind == Auction {
-			return e.ID
-		}
-		return e.Auction
-	}, codec.Int64(), par)
+	byAuction := auctionsAndBids(events, par)
 	// open is an open auction and its best bid so far, if any: one state
 	// entry, read once per bid without decoding its events, and written
 	// when the bid is the best.
@@ -211,16 +205,7 @@ func dropEarly(ctx *stream.Context[int64, WinningBid], early stream.Value[[]Even
 
 // expectedWinners computes the winning bid of every auction of c's run.
 func expectedWinners(c Config) []WinningBid {
-	auctions := map[int64]Event{}
-	var bids []Event
-	generated(c, func(e Event) {
-		switch e.Kind {
-		case Auction:
-			auctions[e.ID] = e
-		case Bid:
-			bids = append(bids, e)
-		}
-	})
+	auctions, bids := generatedSales(c)
 	best := map[int64]Event{}
 	for _, b := range bids {
 		a, ok := auctions[b.Auction]
@@ -247,13 +232,7 @@ func q9Query() Query {
 			stream.Output(winningBids(events, par), answersOf("q9"), par)
 			return p.Build()
 		},
-		Answer: func(rec sdk.Record) (Answer, error) {
-			w, err := winningBidCodec().Decode(rec.Value)
-			if err != nil {
-				return Answer{}, fmt.Errorf("nexmark: bad q9 answer: %w", err)
-			}
-			return winnerText(w), nil
-		},
+		Answer: pairAnswer("q9", winnerText),
 		Expected: func(c Config) []Answer {
 			var out []Answer
 			for _, w := range expectedWinners(c) {
@@ -331,4 +310,42 @@ func q4Query() Query {
 
 func categoryText(c CategoryPrice) Answer {
 	return Answer{Key: fmt.Sprint("category ", c.Category), Seq: c.Auctions, Text: fmt.Sprintf("%d (%d auctions)", c.Average, c.Auctions)}
+}
+
+// auctionsAndBids keys the auctions and bids of events by auction id.
+func auctionsAndBids(events *stream.Stream[Event], par stream.Option) *stream.Keyed[int64, Event] {
+	sales := stream.Filter(events, "auctions-and-bids", func(e Event) bool { return e.Kind != Person }, par)
+	return stream.KeyBy(sales, "by-auction", func(e Event) int64 {
+		if e.Kind == Auction {
+			return e.ID
+		}
+		return e.Auction
+	}, codec.Int64(), par)
+}
+
+// pairAnswer returns the Answer function of a query answering with
+// auction and bid pairs, formatted by text.
+func pairAnswer(query string, text func(WinningBid) Answer) func(sdk.Record) (Answer, error) {
+	return func(rec sdk.Record) (Answer, error) {
+		w, err := winningBidCodec().Decode(rec.Value)
+		if err != nil {
+			return Answer{}, fmt.Errorf("nexmark: bad %s answer: %w", query, err)
+		}
+		return text(w), nil
+	}
+}
+
+// generatedSales returns the auctions of c's run by id, and its bids.
+func generatedSales(c Config) (map[int64]Event, []Event) {
+	auctions := map[int64]Event{}
+	var bids []Event
+	generated(c, func(e Event) {
+		switch e.Kind {
+		case Auction:
+			auctions[e.ID] = e
+		case Bid:
+			bids = append(bids, e)
+		}
+	})
+	return auctions, bids
 }
