@@ -3,7 +3,7 @@
 // event distributions (see Generator) and an independent exact answer per
 // query.
 //
-// Queries 0, 1, 2, 3, 4, 7, 9, 17 and 20 are written on the typed stream API
+// Queries 0, 1, 2, 3, 4, 7, 9, 17, 18 and 20 are written on the typed stream API
 // (sdk/stream); Queries lists them, each a Query with its Build, the
 // stream of its answers, how to decode one and Expected, the exact
 // answer computed in plain Go over the generated events, which the tests
@@ -26,6 +26,7 @@
 //	q9  winning bids        events → Filter(auctions, bids) → KeyBy(auction)
 //	                               → Process(auction, best bid, early bids; timer at expiry) → Output
 //	q17 auction statistics  events → Filter(bids) → KeyBy(auction) → Aggregate(Tumbling 24 h, statistics) → Output
+//	q18 last bid            events → Filter(bids) → KeyBy(bidder, auction) → Process(later than the latest?) → Output
 //	q20 expand bid          events → Filter(auctions, bids) → KeyBy(auction) → Process(join: the auction, bids before it) → Output
 //
 // The event source is the generator (a generate.Source); the events are
@@ -57,11 +58,13 @@
 //     per auction (Beam's Query8).
 //   - q17 answers each auction's day when its window closes (Flink's
 //     GROUP BY updates the row per bid).
+//   - q18 hands on each bid later than its bidder's latest on the auction,
+//     an updating answer (Flink's retracts the one before).
 //   - q20 is Flink's unwindowed join too: every auction is kept (its
 //     category decides whether its bids count), and the bids that came
 //     before their auction until it comes.
 //   - Not built yet: q6 (Flink has none), q10 (a file sink), q11 to q16,
-//     q18, q19, q21 and q22 (q14, q21 and q22 read the channel, URL and extra
+//     q19, q21 and q22 (q14, q21 and q22 read the channel, URL and extra
 //     fields the generator does not make).
 //
 // The tests run every query in sdktest and on the embedded runtime at
