@@ -19,7 +19,7 @@ var flinkPerCore = map[string]float64{
 }
 
 // nexmarkQueries are the queries of the nexmark group, in order.
-var nexmarkQueries = []string{"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q17", "q18", "q20"}
+var nexmarkQueries = []string{"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q9", "q17", "q18", "q19", "q20"}
 
 // NexmarkQuery runs the Nexmark query named name (q0 to q9 as
 // samples/nexmark has them) as Q5 runs query 5, and checks that its

@@ -3,7 +3,7 @@
 // event distributions (see Generator) and an independent exact answer per
 // query.
 //
-// Queries 0, 1, 2, 3, 4, 7, 9, 17, 18 and 20 are written on the typed stream API
+// Queries 0, 1, 2, 3, 4, 7, 9, 17, 18, 19 and 20 are written on the typed stream API
 // (sdk/stream); Queries lists them, each a Query with its Build, the
 // stream of its answers, how to decode one and Expected, the exact
 // answer computed in plain Go over the generated events, which the tests
@@ -27,6 +27,7 @@
 //	                               → Process(auction, best bid, early bids; timer at expiry) → Output
 //	q17 auction statistics  events → Filter(bids) → KeyBy(auction) → Aggregate(Tumbling 24 h, statistics) → Output
 //	q18 last bid            events → Filter(bids) → KeyBy(bidder, auction) → Process(later than the latest?) → Output
+//	q19 auction top-k       events → Filter(bids) → KeyBy(auction) → Process(the 10 highest) → Output
 //	q20 expand bid          events → Filter(auctions, bids) → KeyBy(auction) → Process(join: the auction, bids before it) → Output
 //
 // The event source is the generator (a generate.Source); the events are
@@ -60,11 +61,13 @@
 //     GROUP BY updates the row per bid).
 //   - q18 hands on each bid later than its bidder's latest on the auction,
 //     an updating answer (Flink's retracts the one before).
+//   - q19 orders equal prices by time, earliest first (Flink's order among
+//     them is arbitrary), and hands on the top 10 when a bid enters it.
 //   - q20 is Flink's unwindowed join too: every auction is kept (its
 //     category decides whether its bids count), and the bids that came
 //     before their auction until it comes.
 //   - Not built yet: q6 (Flink has none), q10 (a file sink), q11 to q16,
-//     q19, q21 and q22 (q14, q21 and q22 read the channel, URL and extra
+//     q21 and q22 (q14, q21 and q22 read the channel, URL and extra
 //     fields the generator does not make).
 //
 // The tests run every query in sdktest and on the embedded runtime at

@@ -52,7 +52,7 @@ func (a Answer) String() string { return a.Key + ": " + a.Text }
 // Queries returns the queries on sdk/stream, by name (q5 and q8, written
 // on the operators of sdk/window, have functions of their own: Q5, Q8).
 func Queries() []Query {
-	return []Query{q0Query(), q1Query(), q2Query(), q3Query(), q4Query(), q7Query(), q9Query(), q17Query(), q18Query(), q20Query()}
+	return []Query{q0Query(), q1Query(), q2Query(), q3Query(), q4Query(), q7Query(), q9Query(), q17Query(), q18Query(), q19Query(), q20Query()}
 }
 
 // QueryNamed returns the query called name.
