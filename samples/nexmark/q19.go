@@ -1,6 +1,7 @@
 package nexmark
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -31,7 +32,7 @@ func q19Query() Query {
 		Build: func(c Config) ([]sdk.Factory, error) {
 			p, events, par := events("q19", c)
 			byAuction := stream.KeyBy(stream.Filter(events, "bids", isBid, par), "by-auction", func(e Event) int64 { return e.Auction }, codec.Int64(), par)
-			top := stream.NewValue("top", codec.JSON[TopBids]())
+			top := stream.NewValue("top", topCodec())
 			ranked := stream.Process(byAuction, "top", stream.Processor[int64, Event, TopBids]{
 				Record: func(ctx *stream.Context[int64, TopBids], auction int64, e Event) error {
 					t, _, err := top.Get(ctx)
@@ -50,12 +51,12 @@ func q19Query() Query {
 					}
 					return ctx.Emit(t)
 				},
-			}, codec.JSON[TopBids](), par)
+			}, topCodec(), par)
 			stream.Output(ranked, answersOf("q19"), par)
 			return p.Build()
 		},
 		Answer: func(rec sdk.Record) (Answer, error) {
-			t, err := codec.JSON[TopBids]().Decode(rec.Value)
+			t, err := topCodec().Decode(rec.Value)
 			if err != nil {
 				return Answer{}, fmt.Errorf("nexmark: bad q19 answer: %w", err)
 			}
@@ -82,4 +83,28 @@ func q19Query() Query {
 // the most bids counts (the bids that enter no top change nothing).
 func topText(t TopBids) Answer {
 	return Answer{Key: fmt.Sprint("auction ", t.Auction), Seq: t.Seen, Text: joinTexts(t.Top, bidText)}
+}
+
+// topCodec encodes TopBids: the auction and the bids seen (uvarints),
+// then the list of top bids.
+func topCodec() codec.Codec[TopBids] {
+	return codec.Codec[TopBids]{Name: "nexmark-top-bids",
+		Encode: func(dst []byte, t TopBids) ([]byte, error) {
+			return appendEvents(binary.AppendUvarint(binary.AppendUvarint(dst, uint64(t.Auction)), uint64(t.Seen)), t.Top), nil
+		},
+		Decode: func(b []byte) (TopBids, error) {
+			a, w1 := binary.Uvarint(b)
+			n, w2 := binary.Uvarint(b[max(w1, 0):])
+			if w1 <= 0 || w2 <= 0 {
+				return TopBids{}, codec.NewDecodeError[TopBids]("nexmark-top-bids", b, errCorrupt)
+			}
+			top, rest, err := decodeEvents(b[w1+w2:])
+			if err == nil && len(rest) > 0 {
+				err = errCorrupt
+			}
+			if err != nil {
+				return TopBids{}, codec.NewDecodeError[TopBids]("nexmark-top-bids", b, err)
+			}
+			return TopBids{Auction: int64(a), Seen: int64(n), Top: top}, nil
+		}}
 }
