@@ -41,6 +41,8 @@ func main() {
 	ysbRate := flag.Float64("ysb-rate", 200_000, "events/s of the paced YSB window latency run (it lasts -latency-duration)")
 	q5Events := flag.Int64("q5-events", 1_000_000, "events per Nexmark q5 run (100 s of event time; about 40 s a run on a loaded 2-core machine)")
 	q8Events := flag.Int64("q8-events", 1_000_000, "events per Nexmark q8 run (100 s of event time)")
+	nexmarkEvents := flag.Int64("nexmark-events", 10_000_000, "events per run of each query of the nexmark group (1,000 s of event time; runs must outlast several 1 s checkpoints)")
+	nexmarkQueries := flag.String("nexmark-queries", "", "comma-separated queries of the nexmark group to run (empty: all), e.g. q4,q9")
 	natsRecords := flag.Int("nats-records", 200_000, "messages per run of the NATS JetStream rows")
 	flag.Parse()
 	var groups []string
@@ -56,7 +58,7 @@ func main() {
 	want := func(g string) bool { return len(groups) == 0 || slices.Contains(groups, g) }
 	cfg := bench.TableConfig{Runs: *runs, Records: *records, Scenarios: groups, Profile: *profile,
 		EORecords: *eoRecords, LatencyDuration: *latencyDur, Saturated: *saturated, BigKeys: *bigKeys, RecoveryState: *recoveryState,
-		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events, Q8Events: *q8Events, NATSRecords: *natsRecords}
+		YSBEvents: *ysbEvents, YSBRate: *ysbRate, Q5Events: *q5Events, Q8Events: *q8Events, NexmarkEvents: *nexmarkEvents, NexmarkQueries: splitList(*nexmarkQueries), NATSRecords: *natsRecords}
 	needNode := *cross && (want("cross") || want("mtls") || want("scaling") || want("recovery"))
 	needConsul := *cross && (want("cross") || want("mtls") || want("scaling"))
 	if err := run(cfg, needNode, needConsul, want("nats"), want("postgres")); err != nil {
@@ -102,4 +104,12 @@ func run(cfg bench.TableConfig, node, consul, nats, pg bool) (err error) {
 	start := time.Now()
 	defer func() { fmt.Printf("\nsluice-bench: %v in all\n", time.Since(start).Round(time.Second)) }()
 	return bench.Table(os.Stdout, cfg)
+}
+
+// splitList splits a comma-separated flag value; empty gives none.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }

@@ -6,4 +6,7 @@
 //
 // Figures from shared, noisy machines are only comparable within one run:
 // compare the ratios, not the absolute numbers, across machines.
+//
+// The nexmark group's results, and how they compare with Flink's
+// published figures, are in docs/nexmark.md.
 package bench

@@ -55,6 +55,12 @@ type TableConfig struct {
 	Q5Events int64
 	// Q8Events is the events per Nexmark q8 run; 0 means 1 M.
 	Q8Events int64
+	// NexmarkEvents is the events per run of each query of the nexmark
+	// group; 0 means 10 M.
+	NexmarkEvents int64
+	// NexmarkQueries selects the queries of the nexmark group (q0, q1,
+	// …); empty means all.
+	NexmarkQueries []string
 	// NATSURL is a running nats-server with JetStream, for the nats
 	// group; NATSRecords its messages per run (0: 200 k).
 	NATSURL     string
@@ -62,7 +68,7 @@ type TableConfig struct {
 }
 
 // Groups are the scenario groups of the table, in order.
-var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "wasm", "postgres"}
+var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "wasm", "postgres", "nexmark"}
 
 // GroupsHelp describes Groups for a flag's usage.
 const GroupsHelp = `core (in-process throughput and latency), typed (the word count on sdk/stream vs hand-written), eo (exactly-once vs no guarantee), ` +
@@ -74,7 +80,8 @@ const GroupsHelp = `core (in-process throughput and latency), typed (the word co
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
 	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core), ` +
 	`wasm (the keyed word count's counter as a wasm guest on wazero vs in Go, and the counter alone in sdktest, ns/record; builds the guest with the local go), ` +
-	`postgres (the PostgreSQL sink vs a raw pgx COPY loop and per-row INSERTs; needs Debian's PostgreSQL server)`
+	`postgres (the PostgreSQL sink vs a raw pgx COPY loop and per-row INSERTs; needs Debian's PostgreSQL server), ` +
+	`nexmark (every Nexmark query of samples/nexmark, exactly-once and no guarantee, per core against Flink 1.13's published figure)`
 
 // want reports whether the scenario group name is selected.
 func (c TableConfig) want(name string) bool {
@@ -203,6 +210,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		{"ysb", t.ysbRows},
 		{"wasm", t.wasmRows},
 		{"postgres", t.postgresRows},
+		{"nexmark", t.nexmarkRows},
 	}
 	var failed error
 	for _, g := range groups {

@@ -43,12 +43,17 @@ const (
 	personIDLead      = 10
 	firstAuctionID    = 1000
 	firstPersonID     = 1000
+	firstCategoryID   = 10
+	numCategories     = 5
 )
 
-// firstNames and lastNames are the published generator's name lists.
+// firstNames, lastNames, usStates and usCities are the published
+// generator's lists.
 var (
 	firstNames = [...]string{"Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter", "Walter"}
 	lastNames  = [...]string{"Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris"}
+	usStates   = [...]string{"AZ", "CA", "ID", "OR", "WA", "WY"}
+	usCities   = [...]string{"Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland", "Bend", "Redmond", "Seattle", "Kent", "Cheyenne"}
 )
 
 // Kind is the kind of a Nexmark event.
@@ -75,17 +80,26 @@ func (k Kind) String() string {
 }
 
 // Event is one Nexmark event; only the fields the queries here read are
-// kept (a person's id and name, an auction's id and seller, a bid's
-// auction, bidder and price).
+// kept (a person's id, name, city and state; an auction's id, seller,
+// category, initial bid, reserve and expiry; a bid's auction, bidder and
+// price; every event's time). The published generator's email
+// addresses, credit cards, item names, descriptions, channels, URLs and
+// "extra" padding are left out.
 type Event struct {
-	Kind     Kind
-	ID       int64  // person or auction id
-	Name     string // person
-	Seller   int64  // auction: a person id
-	Auction  int64  // bid
-	Bidder   int64  // bid
-	Price    int64  // bid, in cents
-	DateTime time.Time
+	Kind       Kind
+	ID         int64  // person or auction id
+	Name       string // person
+	City       string // person
+	State      string // person
+	Seller     int64  // auction: a person id
+	Category   int64  // auction: 10 to 14
+	InitialBid int64  // auction, in cents
+	Reserve    int64  // auction, in cents
+	Expires    time.Time
+	Auction    int64 // bid
+	Bidder     int64 // bid
+	Price      int64 // bid, in cents
+	DateTime   time.Time
 }
 
 // Generator makes event number i of a run, the same on every call: a
@@ -104,6 +118,8 @@ func (g *Generator) Event(i int64) Event {
 	case off < personProportion:
 		e.Kind, e.ID = Person, lastPerson(i)+firstPersonID
 		e.Name = firstNames[r.intn(int64(len(firstNames)))] + " " + lastNames[r.intn(int64(len(lastNames)))]
+		e.City = usCities[r.intn(int64(len(usCities)))]
+		e.State = usStates[r.intn(int64(len(usStates)))]
 	case off < personProportion+auctionProportion:
 		e.Kind, e.ID = Auction, lastAuction(i)+firstAuctionID
 		if r.intn(hotSellersRatio) > 0 {
@@ -112,6 +128,10 @@ func (g *Generator) Event(i int64) Event {
 			e.Seller = randomPerson(i, &r)
 		}
 		e.Seller += firstPersonID
+		e.Category = firstCategoryID + r.intn(numCategories)
+		e.InitialBid = price(&r)
+		e.Reserve = e.InitialBid + price(&r)
+		e.Expires = e.DateTime.Add(g.auctionLength(i, &r))
 	default:
 		e.Kind = Bid
 		if r.intn(hotAuctionRatio) > 0 {
@@ -128,9 +148,22 @@ func (g *Generator) Event(i int64) Event {
 			e.Bidder = randomPerson(i, &r)
 		}
 		e.Bidder += firstPersonID
-		e.Price = int64(math.Round(math.Pow(10, r.float()*6) * 100))
+		e.Price = price(&r)
 	}
 	return e
+}
+
+// price draws a price in cents, 10^U(0,6) × 100 (Beam's nextPrice).
+func price(r *rng) int64 { return int64(math.Round(math.Pow(10, r.float()*6) * 100)) }
+
+// auctionLength draws how long the auction of event i runs (Beam's
+// nextAuctionLengthMs): 1 ms plus up to twice the time the generator takes
+// to make the next inFlightAuctions auctions, in whole milliseconds, so
+// that about that many are open at once.
+func (g *Generator) auctionLength(i int64, r *rng) time.Duration {
+	ahead := int64(inFlightAuctions * totalProportion / auctionProportion)
+	horizon := (ahead * int64(time.Second) / g.EventsPerSecond) / int64(time.Millisecond)
+	return time.Duration(1+r.intn(max(2*horizon, 1))) * time.Millisecond
 }
 
 // randomPerson returns the base-0 id of one of the active people at event
@@ -188,47 +221,59 @@ func mix(seed, i uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// Encode appends e's encoding: its kind, then uvarints (person: id, then
-// the name's bytes to the end; auction: id, seller; bid: auction, bidder,
-// price). The event time travels as the record's EventTime.
+// Encode appends e's encoding: its kind, its time (Unix ns, a varint),
+// then uvarints (person: id, then the lengths of name, city and state
+// followed by their bytes; auction: id, seller, category, initial bid,
+// reserve and expiry, Unix ns; bid: auction, bidder, price). The event
+// time travels as the record's EventTime too.
 func (e Event) Encode(b []byte) []byte {
 	b = append(b, byte(e.Kind))
+	b = binary.AppendVarint(b, e.DateTime.UnixNano())
 	switch e.Kind {
 	case Bid:
 		b = binary.AppendUvarint(b, uint64(e.Auction))
 		b = binary.AppendUvarint(b, uint64(e.Bidder))
 		return binary.AppendUvarint(b, uint64(e.Price))
 	case Auction:
-		b = binary.AppendUvarint(b, uint64(e.ID))
-		return binary.AppendUvarint(b, uint64(e.Seller))
+		for _, v := range [...]int64{e.ID, e.Seller, e.Category, e.InitialBid, e.Reserve, e.Expires.UnixNano()} {
+			b = binary.AppendUvarint(b, uint64(v))
+		}
+		return b
 	}
 	b = binary.AppendUvarint(b, uint64(e.ID))
-	return append(b, e.Name...)
+	for _, s := range [...]string{e.Name, e.City, e.State} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+	}
+	return append(append(append(b, e.Name...), e.City...), e.State...)
 }
 
 // errCorrupt is returned for a record that is not an encoded event.
 var errCorrupt = errors.New("nexmark: corrupt event")
 
-// Decode decodes an encoded event (its DateTime stays zero: the event time
-// is the record's).
+// Decode decodes an encoded event.
 func Decode(b []byte) (Event, error) {
 	if len(b) == 0 {
 		return Event{}, fmt.Errorf("%w: empty", errCorrupt)
 	}
 	e := Event{Kind: Kind(b[0])}
-	var v [3]uint64
+	var v [6]uint64
 	n := 0
 	switch e.Kind {
 	case Person:
-		n = 1
+		n = 4
 	case Auction:
-		n = 2
+		n = 6
 	case Bid:
 		n = 3
 	default:
 		return Event{}, fmt.Errorf("%w: unknown kind %q", errCorrupt, b[0])
 	}
-	b = b[1:]
+	t, w := binary.Varint(b[1:])
+	if w <= 0 {
+		return Event{}, fmt.Errorf("%w: truncated %v", errCorrupt, e.Kind)
+	}
+	e.DateTime = time.Unix(0, t).UTC()
+	b = b[1+w:]
 	for j := range n {
 		x, w := binary.Uvarint(b)
 		if w <= 0 {
@@ -238,10 +283,14 @@ func Decode(b []byte) (Event, error) {
 	}
 	switch e.Kind {
 	case Person:
-		e.ID, e.Name = int64(v[0]), string(b)
+		if uint64(len(b)) != v[1]+v[2]+v[3] {
+			return Event{}, fmt.Errorf("%w: person of %d bytes of strings, want %d", errCorrupt, len(b), v[1]+v[2]+v[3])
+		}
+		e.ID, e.Name, e.City, e.State = int64(v[0]), string(b[:v[1]]), string(b[v[1]:v[1]+v[2]]), string(b[v[1]+v[2]:])
 		return e, nil
 	case Auction:
-		e.ID, e.Seller = int64(v[0]), int64(v[1])
+		e.ID, e.Seller, e.Category, e.InitialBid, e.Reserve = int64(v[0]), int64(v[1]), int64(v[2]), int64(v[3]), int64(v[4])
+		e.Expires = time.Unix(0, int64(v[5])).UTC()
 	default:
 		e.Auction, e.Bidder, e.Price = int64(v[0]), int64(v[1]), int64(v[2])
 	}
@@ -259,8 +308,12 @@ func DecodeBid(b []byte) (auction, bidder, price int64, ok bool, err error) {
 	if Kind(b[0]) != Bid {
 		return 0, 0, 0, false, nil
 	}
+	_, w := binary.Varint(b[1:])
+	if w <= 0 {
+		return 0, 0, 0, false, errCorrupt
+	}
 	var v [3]uint64
-	b = b[1:]
+	b = b[1+w:]
 	for j := range v {
 		n, w := binary.Uvarint(b)
 		if w <= 0 {
