@@ -122,7 +122,8 @@ func (c *testCluster) start(id string) *actors.Node {
 		logger = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	n, err := actors.Start(ctx, actors.Config{
-		NodeID: id, DataDir: c.dirs[id], NoSync: true, Logger: logger, OnEvent: c.act.record,
+		LocalStore: sluicetest.LocalStore,
+		NodeID:     id, DataDir: c.dirs[id], NoSync: true, Logger: logger, OnEvent: c.act.record,
 		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(c.reg)},
 	}, c.ops...)
 	if err != nil {

@@ -102,7 +102,7 @@ func TestDurablePositionsFollowDownstreamCommits(t *testing.T) {
 			}
 		}
 	}
-	node, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, AtLeastOnce: true,
+	node, err := actors.Start(context.Background(), actors.Config{LocalStore: sluicetest.LocalStore, DataDir: t.TempDir(), NoSync: true, AtLeastOnce: true,
 		CommitInterval: 20 * time.Millisecond, Logger: sluicetest.Logger(t)},
 		func() core.Operator { return &replay{n: n, durable: durable, rewinds: rewinds, check: check} },
 		func() core.Operator { return relay{name: "mid", in: "a", out: "b"} },

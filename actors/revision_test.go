@@ -38,7 +38,7 @@ func TestRedeployWithNewOutputsAppliesToRunningInstances(t *testing.T) {
 		},
 	)
 	sluicetest.Must(t, err)
-	n, err := actors.StartNode(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, kinds, specs)
+	n, err := actors.StartNode(context.Background(), actors.Config{LocalStore: sluicetest.LocalStore, DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, kinds, specs)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })
 	ctx := context.Background()

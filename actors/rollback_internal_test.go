@@ -22,7 +22,7 @@ import (
 // started).
 func TestInstanceSpawnedDuringARollbackActivatesInIt(t *testing.T) {
 	ctx := context.Background()
-	n, err := Start(ctx, Config{NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
+	n, err := Start(ctx, Config{LocalStore: sluicetest.LocalStore, NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
 		func() core.Operator { return idle{} })
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })

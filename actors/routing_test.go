@@ -83,7 +83,7 @@ func processed(n *actors.Node, op string) int64 {
 
 func startNode(t *testing.T, dir string, ops ...core.Factory) *actors.Node {
 	t.Helper()
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, ops...)
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: sluicetest.LocalStore, NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestClosedSubscriptionLeavesNothing(t *testing.T) {
 	releasedLinger = 10 * time.Millisecond
 	t.Cleanup(func() { releasedLinger = old }) // after the node stopped (cleanups run last first)
 	ctx := context.Background()
-	n, err := Start(ctx, Config{NodeID: "n1", DataDir: t.TempDir(), NoSync: true}, func() core.Operator { return idle{} })
+	n, err := Start(ctx, Config{LocalStore: sluicetest.LocalStore, NodeID: "n1", DataDir: t.TempDir(), NoSync: true}, func() core.Operator { return idle{} })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,11 @@ import (
 	"github.com/sluicehq/sluice/launcher"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/objstore/storeurl"
+	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
 	tconsul "github.com/sluicehq/sluice/topology/consul"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // Config configures the runtime in this process. The zero value runs the
@@ -269,6 +271,7 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		}
 		ncfg.Store = store
 	}
+	ncfg.LocalStore = func(db *persistence.DB) topology.Store { return tpebble.New(db) } // the embedded mode's store, unless Store is set
 	kinds, seed, err := actors.Kinds(operators...)
 	if err != nil {
 		closeListener(lis)
