@@ -95,7 +95,7 @@ type Config struct {
 	// topology.NewGuard.
 	Store topology.Store
 	// LocalStore builds the embedded mode's topology store on the node's
-	// own database (topology/pebble.New, which the composition root
+	// own database (topology/pebble.Local, which the composition root
 	// passes: the runtime does not import a backend); required when Store
 	// is nil, called once by StartNode after it opened the database.
 	LocalStore func(*persistence.DB) topology.Store

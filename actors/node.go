@@ -166,7 +166,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		kinds = hosted
 	}
 	if cfg.Store == nil && cfg.LocalStore == nil {
-		return nil, fmt.Errorf("actors: start node %s: Config.Store or Config.LocalStore is required (pass topology/pebble.New as LocalStore for the embedded mode)", cfg.NodeID)
+		return nil, fmt.Errorf("actors: start node %s: Config.Store or Config.LocalStore is required (pass topology/pebble.Local as LocalStore for the embedded mode)", cfg.NodeID)
 	}
 	db, err := persistence.Open(cfg.DataDir, persistence.Options{Logger: cfg.Logger})
 	if err != nil {

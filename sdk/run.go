@@ -24,7 +24,6 @@ import (
 	"github.com/sluicehq/sluice/launcher"
 	"github.com/sluicehq/sluice/mesos/mesosstatus"
 	"github.com/sluicehq/sluice/objstore/storeurl"
-	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
 	tconsul "github.com/sluicehq/sluice/topology/consul"
@@ -271,7 +270,7 @@ func Start(ctx context.Context, cfg Config, operators ...Factory) (*Runtime, err
 		}
 		ncfg.Store = store
 	}
-	ncfg.LocalStore = func(db *persistence.DB) topology.Store { return tpebble.New(db) } // the embedded mode's store, unless Store is set
+	ncfg.LocalStore = tpebble.Local // the embedded mode's store, unless Store is set
 	kinds, seed, err := actors.Kinds(operators...)
 	if err != nil {
 		closeListener(lis)
