@@ -86,6 +86,11 @@ type Config struct {
 	// Announce lists extra kinds announced in the membership without a
 	// factory, such as the launcher's pseudo kind.
 	Announce []string
+	// Runtimes make the factories of operators whose code is data (a
+	// core.RuntimeWasm operator's module) from their deployed metadata;
+	// with the wasm runtime the node announces core.WasmKind and hosts
+	// every operator of that kind. nil: none.
+	Runtimes map[core.Runtime]core.MetaFactory
 	// Cluster, when set, makes the node join a cluster; nil runs the
 	// embedded single-node mode.
 	Cluster *ClusterConfig
@@ -412,6 +417,14 @@ func (c Config) Validate() error {
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("actors: invalid config: %w", err)
+	}
+	return nil
+}
+
+// runtimeKinds returns the built-in kinds of the configured runtimes.
+func (c Config) runtimeKinds() []string {
+	if c.Runtimes[core.RuntimeWasm] != nil {
+		return []string{core.WasmKind}
 	}
 	return nil
 }

@@ -372,7 +372,7 @@ func (c *coordinator) apply() {
 			}
 			switch {
 			case li == nil:
-				op, err := c.n.operator(spec.Meta.Name, spec.Kind)
+				op, err := c.n.operator(spec)
 				if err != nil {
 					c.n.log.Error("cannot host instance", "instance", k.String(), "error", err)
 					continue

@@ -245,7 +245,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	n.logDanglingInputs(topo)
 
-	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(sortedKinds(kinds), cfg.Announce...), n.tailKind()),
+	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(append(sortedKinds(kinds), cfg.Announce...), cfg.runtimeKinds()...), n.tailKind()),
 		Meta: map[string]string{metaIncarnation: n.incarnation}}
 	runCtx := n.life
 	topoCh := n.store.Watch(runCtx)
@@ -369,9 +369,10 @@ func sortedKinds(kinds map[string]core.Factory) []string {
 	return out
 }
 
-// operator returns the operator named name on this node, creating its
+// operator returns the operator of spec on this node, creating its
 // supervisor on first use.
-func (n *Node) operator(name, kind string) (*operator, error) {
+func (n *Node) operator(spec topology.OperatorSpec) (*operator, error) {
+	name, kind := spec.Meta.Name, spec.Kind
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if op := n.ops[name]; op != nil {
@@ -380,6 +381,12 @@ func (n *Node) operator(name, kind string) (*operator, error) {
 	f := n.kinds[kind]
 	if kind == n.tailKind() {
 		f = n.tailFactory
+	}
+	if mf := n.cfg.Runtimes[spec.Meta.Runtime]; f == nil && kind == core.WasmKind && spec.Meta.Runtime == core.RuntimeWasm && mf != nil {
+		var err error
+		if f, err = mf(spec.Meta); err != nil {
+			return nil, fmt.Errorf("actors: operator %q of runtime %s: %w", name, spec.Meta.Runtime, err)
+		}
 	}
 	if f == nil {
 		return nil, fmt.Errorf("actors: node %s has no operator kind %q", n.cfg.NodeID, kind)

@@ -117,7 +117,7 @@ func (v view) operators() []api.OperatorView {
 func (v view) operator(spec topology.OperatorSpec) api.OperatorView {
 	m := spec.Meta
 	ov := api.OperatorView{
-		Name: m.Name, Kind: spec.Kind, Executable: spec.Executable, Instances: m.Parallelism, KeyGroups: m.KeyGroups,
+		Name: m.Name, Kind: spec.Kind, Runtime: string(m.Runtime), Module: m.Module, Executable: spec.Executable, Instances: m.Parallelism, KeyGroups: m.KeyGroups,
 		Epoch: spec.Epoch, Inputs: m.Inputs, Outputs: m.Outputs, CPUs: spec.CPUs, Mem: spec.Mem, Disk: spec.Disk,
 		Retries: spec.Retries, DeployedAt: spec.DeployedAt, Window: m.Window, Autoscale: m.Autoscale,
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/topology"
+	"github.com/sluicehq/sluice/wasmop"
 )
 
 func (s *Server) listOperators(w http.ResponseWriter, r *http.Request) {
@@ -262,6 +263,16 @@ func (s *Server) specFromManifest(mf api.Manifest) (topology.OperatorSpec, []str
 	kind := mf.Kind
 	if kind == "" {
 		kind = mf.Name
+		if rt, _ := core.ParseRuntime(mf.Runtime); rt == core.RuntimeWasm { // validated
+			kind = core.WasmKind
+		}
+	}
+	if kind == core.WasmKind {
+		// The module must be there and be an operator now, not when an
+		// instance is placed (logged on some node).
+		if err := wasmop.CheckModule(context.Background(), mf.Module); err != nil {
+			return topology.OperatorSpec{}, []string{err.Error()}
+		}
 	}
 	meta, known := s.node.KindMetadata(kind)
 	if !known {

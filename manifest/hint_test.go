@@ -10,7 +10,7 @@ import (
 )
 
 func TestUnknownFieldHint(t *testing.T) {
-	all := ": want one of name, kind, executable, instances, keyGroups, inputs, outputs, cpus, mem, disk, retries, environment, restart, watermarks, window or autoscale"
+	all := ": want one of name, kind, runtime, module, executable, instances, keyGroups, inputs, outputs, cpus, mem, disk, retries, environment, restart, watermarks, window or autoscale"
 	cases := []struct {
 		key  string
 		want string

@@ -82,6 +82,9 @@ func Metadata(m api.Manifest, base core.Metadata) core.Metadata {
 		s.CoolDown, _ = time.ParseDuration(cmp.Or(a.CoolDown, "0"))
 		meta.Autoscale = &s
 	}
+	if rt, err := core.ParseRuntime(m.Runtime); err == nil && rt == core.RuntimeWasm { // validated
+		meta.Runtime, meta.Module = rt, m.Module
+	}
 	return meta.WithDefaults()
 }
 

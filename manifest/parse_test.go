@@ -169,7 +169,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field", "name: a\ninstnaces: 2\n", []string{`line 2: unknown field "instnaces" (did you mean "instances"?)`}},
 		{"unknown field in another case", "Name: a\n", []string{`line 1: unknown field "Name" (did you mean "name"?)`}},
 		{"unknown field with no close match", "name: a\nreplicas: 2\n", []string{
-			`line 2: unknown field "replicas": want one of name, kind, executable, instances, keyGroups, inputs, outputs, cpus, mem, disk, retries, environment, restart, watermarks, window or autoscale`}},
+			`line 2: unknown field "replicas": want one of name, kind, runtime, module, executable, instances, keyGroups, inputs, outputs, cpus, mem, disk, retries, environment, restart, watermarks, window or autoscale`}},
 		{"unknown field in an input", "name: a\ninputs:\n  - stream: s\n    rooting: group-by\n", []string{
 			`line 4: inputs[0]: unknown field "rooting" (did you mean "routing"?)`}},
 		{"unknown field in restart", "name: a\nrestart:\n  window: 1m\n  maxRestart: 3\n", []string{

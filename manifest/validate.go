@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -39,6 +40,11 @@ import (
 //   - autoscale: min, max ≥ 0, min ≤ max, max ≤ keyGroups (when set),
 //     targetUtilization in (0, 1], scaleDownAfter and coolDown durations
 //     ≥ 0 (zero fields take core.AutoscaleSpec's defaults)
+//   - runtime: go (or absent) or wasm; a wasm operator has a module (an
+//     absolute path ending in .wasm), no executable, and no kind but
+//     core.WasmKind; module only with runtime wasm. That the file exists,
+//     is WebAssembly and exports the guest ABI is checked by the server
+//     (wasmop.CheckModule)
 //
 // Validate does not know the operator's kind, so it cannot check what
 // depends on it (instances against the kind's key groups, a kind no node
@@ -78,6 +84,7 @@ func Validate(m api.Manifest) error {
 	if a := m.Autoscale; a != nil {
 		v.autoscale(*a, m.KeyGroups)
 	}
+	v.runtime(m)
 	if len(v.problems) == 0 {
 		return nil
 	}
@@ -312,4 +319,33 @@ func validEnvName(s string) bool {
 		}
 	}
 	return true
+}
+
+// runtime checks runtime and module.
+func (v *validation) runtime(m api.Manifest) {
+	rt, err := core.ParseRuntime(m.Runtime)
+	if err != nil {
+		v.add("runtime", "%v", err)
+		return
+	}
+	if rt != core.RuntimeWasm {
+		if m.Module != "" {
+			v.add("module", "only a wasm operator has a module: set runtime: wasm, or remove module")
+		}
+		return
+	}
+	switch {
+	case m.Module == "":
+		v.add("module", "a wasm operator needs the absolute path of its .wasm file on the nodes")
+	case !filepath.IsAbs(m.Module) || filepath.Clean(m.Module) != m.Module:
+		v.add("module", "%q: give an absolute, clean path (the same on every node)", m.Module)
+	case !strings.HasSuffix(m.Module, ".wasm"):
+		v.add("module", "%q: a WebAssembly module's file name ends in .wasm", m.Module)
+	}
+	if m.Executable != "" {
+		v.add("executable", "a wasm operator runs in the node, not in an executable: remove executable")
+	}
+	if m.Kind != "" && m.Kind != core.WasmKind {
+		v.add("kind", "a wasm operator's kind is %s (its code is the module): remove kind", core.WasmKind)
+	}
 }

@@ -40,7 +40,7 @@ type OperatorSpec struct {
 	// Env is the environment of the operator's process when launched.
 	Env map[string]string `json:",omitempty"`
 	// FromCode marks operators deployed from a program's own operator list
-	// (sdk.Run) rather than through the control API: a changed program
+	// (node.Run) rather than through the control API: a changed program
 	// updates them on its next start.
 	FromCode bool `json:",omitempty"`
 	// DeployedAt is when the operator was deployed or last changed.
@@ -293,7 +293,7 @@ func sameSettings(a, b OperatorSpec) bool {
 	am, bm := a.Meta, b.Meta
 	return a.Kind == b.Kind && am.Name == bm.Name && am.Parallelism == bm.Parallelism && am.KeyGroups == bm.KeyGroups &&
 		slices.Equal(am.Inputs, bm.Inputs) && slices.Equal(am.Outputs, bm.Outputs) && am.Restart == bm.Restart &&
-		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && am.Autoscale.Equal(bm.Autoscale) && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
+		am.Watermarks.Equal(bm.Watermarks) && am.Window.Equal(bm.Window) && am.Autoscale.Equal(bm.Autoscale) && am.Runtime == bm.Runtime && am.Module == bm.Module && a.Executable == b.Executable && a.CPUs == b.CPUs && a.Mem == b.Mem && a.Disk == b.Disk && a.Retries == b.Retries &&
 		maps.Equal(a.Env, b.Env)
 }
 

@@ -49,6 +49,10 @@ func writeOperator(w io.Writer, op api.OperatorView) error {
 	field := func(name, value string) { row(t, name+":", value) }
 	field("Name", op.Name)
 	field("Kind", op.Kind)
+	if op.Runtime != "" {
+		field("Runtime", op.Runtime)
+		field("Module", op.Module)
+	}
 	field("Executable", op.Executable)
 	field("State", op.State)
 	field("Pending", op.Pending)

@@ -104,7 +104,15 @@ type Manifest struct {
 	// Kind is the registered operator implementation to run; defaults to
 	// Name.
 	Kind string `json:"kind,omitempty" yaml:"kind,omitempty"`
-	// Executable is a node binary (a "slug": a program calling sdk.Run with
+	// Runtime is what runs the operator: "go" (the default: Kind, compiled
+	// into a node) or "wasm" (the WebAssembly module Module, run by every
+	// node that runs wasm operators; Kind defaults to core.WasmKind).
+	Runtime string `json:"runtime,omitempty" yaml:"runtime,omitempty"`
+	// Module is the absolute path of a wasm operator's .wasm file, the
+	// same on every node; checked at deploy time (it exists, is
+	// WebAssembly and exports the guest ABI).
+	Module string `json:"module,omitempty" yaml:"module,omitempty"`
+	// Executable is a node binary (a "slug": a program calling node.Run with
 	// the kind compiled in) that a launcher starts when no node hosts Kind.
 	Executable string `json:"executable,omitempty" yaml:"executable,omitempty"`
 	// Instances is the parallelism; 0 keeps the kind's default.
@@ -232,6 +240,8 @@ type DeployResponse struct {
 type OperatorView struct {
 	Name       string       `json:"name"`
 	Kind       string       `json:"kind"`
+	Runtime    string       `json:"runtime,omitempty"` // "wasm"; empty for go
+	Module     string       `json:"module,omitempty"`  // a wasm operator's .wasm file
 	Executable string       `json:"executable,omitempty"`
 	Instances  int          `json:"instances"`
 	KeyGroups  int          `json:"keyGroups"`

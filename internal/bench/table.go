@@ -60,7 +60,7 @@ type TableConfig struct {
 }
 
 // Groups are the scenario groups of the table, in order.
-var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb"}
+var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "wasm"}
 
 // GroupsHelp describes Groups for a flag's usage.
 const GroupsHelp = `core (in-process throughput and latency), typed (the word count on sdk/stream vs hand-written), eo (exactly-once vs no guarantee), ` +
@@ -70,7 +70,8 @@ const GroupsHelp = `core (in-process throughput and latency), typed (the word co
 	`nats (NATS JetStream → count → NATS exactly-once vs a raw nats.go consumer→publisher loop; starts a nats-server), ` +
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
-	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core)`
+	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core), ` +
+	`wasm (the keyed word count's counter as a wasm guest on wazero vs in Go, and the counter alone in sdktest, ns/record; builds the guest with the local go)`
 
 // want reports whether the scenario group name is selected.
 func (c TableConfig) want(name string) bool {
@@ -197,6 +198,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		{"scaling", t.scalingRows},
 		{"recovery", t.recoveryRows},
 		{"ysb", t.ysbRows},
+		{"wasm", t.wasmRows},
 	}
 	var failed error
 	for _, g := range groups {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
+	"github.com/sluicehq/sluice/wasmop"
 )
 
 // WordCountConfig sets up the keyed word count scenario.
@@ -27,7 +29,7 @@ type WordCountConfig struct {
 	Parallelism int
 	// Telemetry configures OpenTelemetry for the run; nil means off
 	// (whatever the OTEL_* variables say). See TelemetryOn.
-	Telemetry *sdk.TelemetryConfig
+	Telemetry *node.TelemetryConfig
 	// ExactlyOnce runs with checkpoints every CheckpointInterval (0: 1 s)
 	// in a directory store; otherwise the run has no guarantee (what the
 	// figures before checkpoints measured).
@@ -38,6 +40,11 @@ type WordCountConfig struct {
 	// Typed runs the same pipeline written with sdk/stream (TypedWordCount)
 	// instead of hand-written operators.
 	Typed bool
+	// Wasm runs the counter as a wasm guest (wasmop/examples/keycount,
+	// built into WasmDir, which caches its compiled code) instead of in
+	// Go.
+	Wasm    bool
+	WasmDir string
 }
 
 // WordCount runs source → group-by counter with Pebble state → sink in one
@@ -69,9 +76,9 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 		sink.lat = make([]time.Duration, 0, cfg.Records)
 	}
 	src := &wordSource{n: cfg.Records, keys: keys, nkeys: cfg.Keys, rate: cfg.Rate, valued: cfg.Typed}
-	scfg := sdk.Config{
-		NodeConfig: sdk.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		Telemetry:  cmp.Or(cfg.Telemetry, &sdk.TelemetryConfig{}),
+	scfg := node.Config{
+		NodeConfig: node.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Telemetry:  cmp.Or(cfg.Telemetry, &node.TelemetryConfig{}),
 		Guarantee:  sdk.NoGuarantee,
 	}
 	if cfg.ExactlyOnce {
@@ -89,7 +96,15 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 			return Result{}, err
 		}
 	}
-	rt, err := sdk.Start(context.Background(), scfg, ops...)
+	if cfg.Wasm {
+		host, f, err := wasmCounter(context.Background(), cmp.Or(cfg.WasmDir, dir), cfg.Parallelism, wasmop.Config{})
+		if err != nil {
+			return Result{}, err
+		}
+		defer host.Close(context.Background()) // after the runtime stopped (deferred later)
+		ops[1] = f
+	}
+	rt, err := node.Start(context.Background(), scfg, ops...)
 	if err != nil {
 		return Result{}, err
 	}

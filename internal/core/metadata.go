@@ -38,6 +38,12 @@ type Metadata struct {
 	// bounds (see AutoscaleSpec); nil means off: the parallelism changes
 	// only when someone scales it.
 	Autoscale *AutoscaleSpec `json:",omitempty"`
+	// Runtime is what runs the operator: RuntimeGo (empty: a kind compiled
+	// into the node) or RuntimeWasm (the WebAssembly module Module).
+	Runtime Runtime `json:",omitempty"`
+	// Module is the path of a wasm operator's .wasm file, the same on
+	// every node that runs wasm operators; empty for other runtimes.
+	Module string `json:",omitempty"`
 }
 
 // Input is one subscription: a stream and how its records are routed to the
@@ -286,6 +292,14 @@ func (m Metadata) Validate() error {
 		if field, problem := a.problem(m.KeyGroups); field != "" {
 			return bad("autoscale."+field, "%s", problem)
 		}
+	}
+	switch rt, err := ParseRuntime(string(m.Runtime)); {
+	case err != nil:
+		return bad("runtime", "%v", err)
+	case rt == RuntimeWasm && m.Module == "":
+		return bad("module", "a wasm operator needs the path of its .wasm file")
+	case rt != RuntimeWasm && m.Module != "":
+		return bad("module", "only a wasm operator has a module: set runtime: wasm, or remove module")
 	}
 	return nil
 }
