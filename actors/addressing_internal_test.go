@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/cluster/memdisc"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // tally counts the records it processes by key.
@@ -56,7 +57,7 @@ func TestMisaddressedMessagesAreRefused(t *testing.T) {
 		defer cancel()
 		// Each node is a cluster of its own: b stands for a process of
 		// another cluster (or an earlier run of a) that a's peers mistake.
-		n, err := Start(sctx, Config{NodeID: id, DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
+		n, err := Start(sctx, Config{LocalStore: tpebble.Local, NodeID: id, DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
 			Cluster: &ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry())}}, ops...)
 		if err != nil {
 			t.Fatalf("start %s: %v", id, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/objstore/fsstore"
 	"github.com/sluicehq/sluice/persistence"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // checkpointStore returns a checkpoint store on a temporary directory.
@@ -31,7 +32,7 @@ func eoNode(t *testing.T, dir string, store *checkpoint.Store, count int) *actor
 		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: count, Key: sluicetest.Key(1000), Batch: 100}
 	}
 	cnt := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 3} }
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "n1", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
 		Checkpoints: &actors.CheckpointConfig{Store: store, Interval: 20 * time.Millisecond}}, gen, cnt)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })
@@ -106,7 +107,7 @@ func TestCheckpointsAreConsistentCuts(t *testing.T) {
 		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: records, Key: sluicetest.Key(500), Batch: 64, Parallelism: 2}
 	}
 	cnt := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 3} }
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
 		Checkpoints: &actors.CheckpointConfig{Store: store, Interval: time.Millisecond, Keep: 50}}, gen, cnt)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/cluster/memdisc"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // A savepoint asked of a node that does not coordinate is forwarded to the
@@ -25,7 +26,7 @@ func TestClusterSavepointOnAnyNode(t *testing.T) {
 	nodes := map[string]*actors.Node{}
 	for _, id := range []string{"a", "b"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		n, err := actors.Start(ctx, actors.Config{NodeID: id, DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
+		n, err := actors.Start(ctx, actors.Config{LocalStore: tpebble.Local, NodeID: id, DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
 			Cluster:     &actors.ClusterConfig{Discovery: memdisc.New(reg)},
 			Checkpoints: &actors.CheckpointConfig{Store: store, Interval: 100 * time.Millisecond}}, gen, cnt)
 		cancel()

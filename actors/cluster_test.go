@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/cluster/memdisc"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // activity records instance lifecycle events from every node and checks
@@ -122,7 +123,8 @@ func (c *testCluster) start(id string) *actors.Node {
 		logger = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	n, err := actors.Start(ctx, actors.Config{
-		NodeID: id, DataDir: c.dirs[id], NoSync: true, Logger: logger, OnEvent: c.act.record,
+		LocalStore: tpebble.Local,
+		NodeID:     id, DataDir: c.dirs[id], NoSync: true, Logger: logger, OnEvent: c.act.record,
 		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(c.reg)},
 	}, c.ops...)
 	if err != nil {

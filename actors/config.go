@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/topology"
 )
 
@@ -94,9 +95,15 @@ type Config struct {
 	// embedded single-node mode.
 	Cluster *ClusterConfig
 	// Store keeps the topology (the deployed operators); nil means the
-	// node's own database (embedded mode). A cluster shares one store,
-	// e.g. a topology/consul store guarded by topology.NewGuard.
+	// store LocalStore builds on the node's own database (embedded mode).
+	// A cluster shares one store, e.g. a topology/consul store guarded by
+	// topology.NewGuard.
 	Store topology.Store
+	// LocalStore builds the embedded mode's topology store on the node's
+	// own database (topology/pebble.Local, which the composition root
+	// passes: the runtime does not import a backend); required when Store
+	// is nil, called once by StartNode after it opened the database.
+	LocalStore func(*persistence.DB) topology.Store
 	// AtLeastOnce turns on durability tracking: replayable sources (Kafka)
 	// commit positions only when everything they produced has its effects
 	// durable downstream, and rewind after a node crash (see durability.go).

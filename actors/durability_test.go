@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // replay is a replayable source of n numbered records; it records the
@@ -102,7 +103,7 @@ func TestDurablePositionsFollowDownstreamCommits(t *testing.T) {
 			}
 		}
 	}
-	node, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, AtLeastOnce: true,
+	node, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, DataDir: t.TempDir(), NoSync: true, AtLeastOnce: true,
 		CommitInterval: 20 * time.Millisecond, Logger: sluicetest.Logger(t)},
 		func() core.Operator { return &replay{n: n, durable: durable, rewinds: rewinds, check: check} },
 		func() core.Operator { return relay{name: "mid", in: "a", out: "b"} },

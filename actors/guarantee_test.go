@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // plainSource is a source that keeps its position in a field: it cannot
@@ -47,14 +48,14 @@ func TestExactlyOnceRefusesOperatorsThatCannotTakePart(t *testing.T) {
 		{func() core.Operator { return &plainSource{} }, "plain", "sdk.Resumable"},
 		{func() core.Operator { return bufferSink{} }, "buffer", "sdk.Committer"},
 	} {
-		_, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
+		_, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
 			Checkpoints: &actors.CheckpointConfig{Store: checkpointStore(t)}}, tc.f)
 		var ge *core.GuaranteeError
 		if !errors.As(err, &ge) || ge.Operator != tc.name || ge.Guarantee != core.ExactlyOnce || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("start with %s under exactly-once: %v, want a GuaranteeError naming it and %s", tc.name, err, tc.want)
 		}
 		t.Logf("refused: %v", err)
-		n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
+		n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
 			AtLeastOnce: true}, tc.f)
 		sluicetest.Must(t, err)
 		stop(t, n)

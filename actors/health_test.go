@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // A node whose data directory fills up (a 64 MiB tmpfs, filled to 4 MiB
@@ -29,7 +30,7 @@ func TestDiskFullPausesAndResumes(t *testing.T) {
 			Gate: func(i int) bool { return i < records/2 || full.Load() }}
 	}
 	count := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 2} }
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
 		MinFreeDisk: 8 << 20, DiskCheckInterval: 10 * time.Millisecond}, gen, count)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +134,7 @@ func TestDiskFullWithoutReserveIsNotSilent(t *testing.T) {
 		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: 1 << 40, Key: sluicetest.Key(1 << 20), Batch: 100}
 	}
 	count := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 1} }
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
 		MinFreeDisk: -1, DiskCheckInterval: 10 * time.Millisecond}, gen, count)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 func TestStatePersistsAcrossRestart(t *testing.T) {
@@ -136,7 +137,8 @@ func TestBackpressureBoundsQueuedRecords(t *testing.T) {
 	const credits, batch, buffer = 4, 64, 8
 	seen := &atomic.Int64{}
 	n, err := actors.Start(context.Background(), actors.Config{
-		NodeID: "bp", DataDir: t.TempDir(), NoSync: true, Credits: credits, BatchSize: batch, BufferBatches: buffer, Logger: sluicetest.Logger(t),
+		LocalStore: tpebble.Local,
+		NodeID:     "bp", DataDir: t.TempDir(), NoSync: true, Credits: credits, BatchSize: batch, BufferBatches: buffer, Logger: sluicetest.Logger(t),
 	},
 		func() core.Operator {
 			return &sluicetest.Gen{Name: "fast", Stream: "s", Count: 1 << 40, Key: sluicetest.Key(10), Batch: 1000}
@@ -229,7 +231,7 @@ func TestInvalidMetadataFailsAtStart(t *testing.T) {
 		{"nil factory", []core.Factory{nil}, "#0", "factory", "nil"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir()}, tc.ops...)
+			_, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, DataDir: t.TempDir()}, tc.ops...)
 			var me *core.MetadataError
 			if !errors.As(err, &me) {
 				t.Fatalf("Start error = %v, want a *MetadataError", err)
@@ -259,7 +261,7 @@ func TestUnknownStreams(t *testing.T) {
 	var logs sluicetest.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	errs := make(chan error, 1)
-	n, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), Logger: logger},
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, DataDir: t.TempDir(), Logger: logger},
 		func() core.Operator { return undeclared{errs} })
 	sluicetest.Must(t, err)
 	defer stop(t, n)

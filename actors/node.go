@@ -14,13 +14,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/remote"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/topology"
-	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // Node runs operator instances as protoactor actors in one process, with
@@ -51,7 +51,7 @@ type Node struct {
 	gen      atomic.Uint64                     // rollback generation (rollback.go)
 	base     atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
 	dead     atomic.Pointer[[]string]          // actor addresses of processes seen crash, newest last (rollback.go)
-	restorer restorer
+	restorer *ckpt.Restorer
 
 	misaddressed misaddressed // messages refused for another process (addressing.go)
 
@@ -165,6 +165,9 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		}
 		kinds = hosted
 	}
+	if cfg.Store == nil && cfg.LocalStore == nil {
+		return nil, fmt.Errorf("actors: start node %s: Config.Store or Config.LocalStore is required (pass topology/pebble.Local as LocalStore for the embedded mode)", cfg.NodeID)
+	}
 	db, err := persistence.Open(cfg.DataDir, persistence.Options{Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, err)
@@ -180,6 +183,11 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		ops:    make(map[string]*operator),
 		byID:   make(map[string]*instance),
 		failed: make(chan struct{}),
+	}
+	if cc := cfg.Checkpoints; cc != nil && cc.Store != nil {
+		n.restorer = ckpt.NewRestorer(cfg.DataDir, cfg.NodeID, cc.Store, cc.Timeout)
+	} else {
+		n.restorer = ckpt.NewRestorer(cfg.DataDir, cfg.NodeID, nil, 0)
 	}
 	n.incarnation = newIncarnation() // before anything addresses replies (replyTo)
 	n.health.Store(&Health{Healthy: true, Since: time.Now()})
@@ -201,7 +209,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	n.addr = n.system.Address()
 	n.store = cfg.Store
 	if n.store == nil {
-		n.store = tpebble.New(db)
+		n.store = cfg.LocalStore(db)
 	}
 	topo, err := n.seed(ctx, seed)
 	if err == nil {
@@ -223,7 +231,6 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		return nil, fmt.Errorf("actors: start dispatcher: %w", err)
 	}
 	n.ingress = newIngress(n)
-	n.restorer.n = n
 	if cfg.Checkpoints != nil {
 		if err := n.startCheckpointer(ctx); err != nil {
 			n.abort()

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // fakeObserver records spans; traceparents are "tp-<n>".
@@ -80,7 +81,7 @@ func TestTracesFollowRecordsThroughOperators(t *testing.T) {
 	obs := &fakeObserver{sampleEvery: 10}
 	got := &sluicetest.Collector{}
 	failed := &atomic.Bool{} // shared by the relay's incarnations
-	n, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), Observer: obs},
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), Observer: obs},
 		func() core.Operator {
 			return &sluicetest.Gen{Name: "gen", Stream: "a", Count: 100, Key: sluicetest.Key(5)}
 		},
@@ -147,7 +148,7 @@ func TestSlowStreamsAreTimed(t *testing.T) {
 	// ProcessedSampleEvery alone would time none of these few.
 	obs := &fakeObserver{sampleEvery: 1 << 30}
 	got := &sluicetest.Collector{}
-	n, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), Observer: obs},
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), Observer: obs},
 		func() core.Operator {
 			return &sluicetest.Sink{Name: "sink", Inputs: []core.Input{{Stream: "in"}}, Into: got}
 		},

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // inflate produces, for each record, a record whose value has as many
@@ -38,7 +39,7 @@ func (inflate) ProcessTimer(core.Context, string, time.Time) error { return nil 
 func TestRecordsOverMaxRecordBytesAreRefused(t *testing.T) {
 	errs := make(chan error, 1)
 	out := &sluicetest.Collector{}
-	n, err := actors.Start(context.Background(), actors.Config{DataDir: t.TempDir(), MaxRecordBytes: 1000},
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, DataDir: t.TempDir(), MaxRecordBytes: 1000},
 		func() core.Operator { return inflate{errs} },
 		func() core.Operator {
 			return &sluicetest.Sink{Name: "sink", Inputs: []core.Input{{Stream: "out"}}, Into: out}

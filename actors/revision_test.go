@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/topology"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // router produces each record to the stream its value names.
@@ -38,7 +39,7 @@ func TestRedeployWithNewOutputsAppliesToRunningInstances(t *testing.T) {
 		},
 	)
 	sluicetest.Must(t, err)
-	n, err := actors.StartNode(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, kinds, specs)
+	n, err := actors.StartNode(context.Background(), actors.Config{LocalStore: tpebble.Local, DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, kinds, specs)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })
 	ctx := context.Background()

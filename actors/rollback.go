@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -308,7 +305,7 @@ func (c *checkpointer) maybeFinishRollback() {
 	}
 	c.rb = nil
 	c.rolledBack = rb.gen
-	c.n.restorer.closeAll()
+	c.n.restorer.CloseAll()
 	done := &wire.RollbackDone{Generation: rb.gen, Node: c.n.cfg.NodeID}
 	if rb.failed != nil {
 		done.Error = rb.failed.Error()
@@ -399,17 +396,6 @@ func (i *instance) admit(b *batchMsg) bool {
 	}
 }
 
-// restorer restores key groups from checkpoints, sharing the fetched and
-// opened copies between the instances of one rollback. It is safe for
-// concurrent use.
-type restorer struct {
-	n             *Node
-	mu            sync.Mutex
-	snaps         map[string]*persistence.Snapshot // by directory
-	users         int                              // restores in progress
-	closeWhenIdle bool                             // closeAll was asked while some were
-}
-
 // restoreGroups replaces the node's data of op's key groups [first, end)
 // with checkpoint meta's (nothing, for groups meta does not cover or a nil
 // meta).
@@ -417,8 +403,8 @@ func (n *Node) restoreGroups(meta *checkpoint.Meta, op string, first, end int) e
 	if meta == nil {
 		return n.db.DeleteGroups(op, first, end)
 	}
-	n.restorer.begin()
-	defer n.restorer.end()
+	n.restorer.Begin()
+	defer n.restorer.End()
 	// Each part restored replaces its groups whole (RestoreGroups excises
 	// them); the groups no part covers are emptied here. (A range deletion
 	// over the restored groups too would make each restore wait for the
@@ -441,7 +427,7 @@ func (n *Node) restoreGroups(meta *checkpoint.Meta, op string, first, end int) e
 	}
 	tmp := filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), "tmp")
 	for _, loc := range parts {
-		snap, err := n.restorer.open(meta, loc.Node)
+		snap, err := n.restorer.Open(meta, loc.Node)
 		if err != nil {
 			return fmt.Errorf("restore %s [%d,%d) from checkpoint %d: %w", op, first, end, meta.ID, err)
 		}
@@ -450,81 +436,6 @@ func (n *Node) restoreGroups(meta *checkpoint.Meta, op string, first, end int) e
 		}
 	}
 	return nil
-}
-
-// open returns node's part of checkpoint meta opened, from the local copy
-// when this node took it, else fetched from the store.
-func (r *restorer) open(meta *checkpoint.Meta, node string) (*persistence.Snapshot, error) {
-	n := r.n
-	dir := filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), strconv.FormatUint(meta.ID, 10))
-	if node != n.cfg.NodeID {
-		dir = filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), "fetched", strconv.FormatUint(meta.ID, 10)+"-"+node)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s := r.snaps[dir]; s != nil {
-		return s, nil
-	}
-	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.Checkpoints.Timeout)
-		defer cancel()
-		tmp := dir + ".part"
-		_ = os.RemoveAll(tmp)
-		cache := filepath.Join(persistence.CheckpointDir(n.cfg.DataDir), "cache")
-		if err := n.cfg.Checkpoints.Store.Fetch(ctx, *meta, node, tmp, cache); err != nil {
-			return nil, err
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			return nil, err
-		}
-	}
-	s, err := persistence.OpenCheckpoint(dir)
-	if err != nil {
-		return nil, err
-	}
-	if r.snaps == nil {
-		r.snaps = make(map[string]*persistence.Snapshot)
-	}
-	r.snaps[dir] = s
-	return s, nil
-}
-
-// begin and end bracket a restore: the copies it uses stay open until it
-// ends (an instance activated outside a rollback may restore while one
-// finishes).
-func (r *restorer) begin() {
-	r.mu.Lock()
-	r.users++
-	r.mu.Unlock()
-}
-
-func (r *restorer) end() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.users--; r.users == 0 && r.closeWhenIdle {
-		r.closeLocked()
-	}
-}
-
-// closeAll closes the opened copies and deletes the fetched ones, once no
-// restore uses them.
-func (r *restorer) closeAll() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.users > 0 {
-		r.closeWhenIdle = true
-		return
-	}
-	r.closeLocked()
-}
-
-func (r *restorer) closeLocked() {
-	r.closeWhenIdle = false
-	for dir, s := range r.snaps {
-		_ = s.Close()
-		delete(r.snaps, dir)
-	}
-	_ = os.RemoveAll(filepath.Join(persistence.CheckpointDir(r.n.cfg.DataDir), "fetched"))
 }
 
 // setBase sets the checkpoint instances restore from when activated

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/placement"
 	"github.com/sluicehq/sluice/topology"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // An instance spawned while a rollback is under way, after the rollback
@@ -22,7 +23,7 @@ import (
 // started).
 func TestInstanceSpawnedDuringARollbackActivatesInIt(t *testing.T) {
 	ctx := context.Background()
-	n, err := Start(ctx, Config{NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
+	n, err := Start(ctx, Config{LocalStore: tpebble.Local, NodeID: "n1", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
 		func() core.Operator { return idle{} })
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/persistence"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // counter counts records per key in its state and notes which instance saw
@@ -83,7 +84,7 @@ func processed(n *actors.Node, op string) int64 {
 
 func startNode(t *testing.T, dir string, ops ...core.Factory) *actors.Node {
 	t.Helper()
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, ops...)
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "test", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, ops...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // spNode starts an exactly-once node whose generator has produced count
@@ -23,7 +24,7 @@ func spNode(t *testing.T, dir string, store *checkpoint.Store, count, parallelis
 	cnt := func() core.Operator {
 		return &counter{name: "count", input: "words", parallelism: parallelism, total: total}
 	}
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "n1", DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t),
 		Checkpoints: &actors.CheckpointConfig{Store: store, Interval: 20 * time.Millisecond, Keep: 1, RestoreFrom: restoreFrom}}, gen, cnt)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })

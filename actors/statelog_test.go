@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // flakyLog is a state log that fails transiently while down, and keeps
@@ -56,7 +57,7 @@ func TestStateLogOutageCountsAsTransient(t *testing.T) {
 		return &sluicetest.Gen{Name: "gen", Stream: "words", Count: records, Key: sluicetest.Key(keys), Batch: 100}
 	}
 	cnt := func() core.Operator { return &counter{name: "count", input: "words", parallelism: 1} }
-	n, err := actors.Start(context.Background(), actors.Config{NodeID: "n1", DataDir: t.TempDir(), NoSync: true,
+	n, err := actors.Start(context.Background(), actors.Config{LocalStore: tpebble.Local, NodeID: "n1", DataDir: t.TempDir(), NoSync: true,
 		Logger: sluicetest.Logger(t), AtLeastOnce: true, StateLog: log}, gen, cnt)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // idle reads "other" and does nothing: a runtime needs an operator.
@@ -26,7 +27,7 @@ func TestClosedSubscriptionLeavesNothing(t *testing.T) {
 	releasedLinger = 10 * time.Millisecond
 	t.Cleanup(func() { releasedLinger = old }) // after the node stopped (cleanups run last first)
 	ctx := context.Background()
-	n, err := Start(ctx, Config{NodeID: "n1", DataDir: t.TempDir(), NoSync: true}, func() core.Operator { return idle{} })
+	n, err := Start(ctx, Config{LocalStore: tpebble.Local, NodeID: "n1", DataDir: t.TempDir(), NoSync: true}, func() core.Operator { return idle{} })
 	if err != nil {
 		t.Fatal(err)
 	}

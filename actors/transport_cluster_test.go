@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // TestClusterMutualTLS: nodes with mutual TLS exchange records (every
@@ -43,7 +44,8 @@ func TestClusterMutualTLS(t *testing.T) {
 	for _, id := range []string{"b", "c", "a"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		n, err := actors.Start(ctx, actors.Config{
-			NodeID: id, DataDir: dirs[id], NoSync: true, Logger: logger, Host: host[id],
+			LocalStore: tpebble.Local,
+			NodeID:     id, DataDir: dirs[id], NoSync: true, Logger: logger, Host: host[id],
 			Cluster: &actors.ClusterConfig{Discovery: memdisc.New(reg), Security: actors.TransportSecurity{TLS: ca.Node(t, id).Config()}},
 		}, ops...)
 		cancel()
@@ -102,7 +104,8 @@ func TestClusterMutualTLSChecksWhomItDials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	a, err := actors.Start(ctx, actors.Config{
-		NodeID: "a", DataDir: t.TempDir(), NoSync: true, Logger: logger,
+		LocalStore: tpebble.Local,
+		NodeID:     "a", DataDir: t.TempDir(), NoSync: true, Logger: logger,
 		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(reg), Security: actors.TransportSecurity{TLS: ca.Node(t, "a").Config()}},
 	}, func() core.Operator { return &counter{name: "count", input: "words", parallelism: 4} })
 	if err != nil {

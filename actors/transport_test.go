@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // logRecorder is a slog handler that keeps every record (with its
@@ -97,7 +98,8 @@ func startTLSNode(t *testing.T, id string, f credstest.Files, logger *slog.Logge
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	n, err := actors.Start(ctx, actors.Config{
-		NodeID: id, DataDir: t.TempDir(), NoSync: true, Logger: logger,
+		LocalStore: tpebble.Local,
+		NodeID:     id, DataDir: t.TempDir(), NoSync: true, Logger: logger,
 		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: actors.TransportSecurity{TLS: f.Config()}},
 	}, ops...)
 	if err != nil {
@@ -337,14 +339,16 @@ func mustRead(t *testing.T, path string) []byte {
 func TestNodeTransportCertificateMustNameTheNode(t *testing.T) {
 	ca := credstest.NewCA(t, "cluster CA")
 	_, err := actors.Start(context.Background(), actors.Config{
-		NodeID: "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
+		LocalStore: tpebble.Local,
+		NodeID:     "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
 		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: actors.TransportSecurity{TLS: ca.Node(t, "b").Config()}},
 	})
 	if err == nil || !strings.Contains(err.Error(), `is named "b", but this node's id is "a"`) {
 		t.Fatalf("got %v, want a refusal naming both", err)
 	}
 	_, err = actors.Start(context.Background(), actors.Config{
-		NodeID: "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
+		LocalStore: tpebble.Local,
+		NodeID:     "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
 		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: actors.TransportSecurity{TLS: creds.Config{CAFile: ca.CertFile}}},
 	})
 	if err == nil || !strings.Contains(err.Error(), "needs CertFile and KeyFile") {

@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/topology"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // unreadNode starts a node hosting a generator of count records to stream
@@ -80,7 +81,7 @@ func values(t *testing.T, c *sluicetest.Collector) map[int]bool {
 func TestUnreadStreamIsHeldUntilAReaderIsDeployed(t *testing.T) {
 	const count, batch, buffers = 20_000, 64, 4
 	var got sluicetest.Collector
-	n := unreadNode(t, actors.Config{AtLeastOnce: true, BatchSize: batch, BufferBatches: buffers, Logger: sluicetest.Logger(t)}, count, &got)
+	n := unreadNode(t, actors.Config{LocalStore: tpebble.Local, AtLeastOnce: true, BatchSize: batch, BufferBatches: buffers, Logger: sluicetest.Logger(t)}, count, &got)
 
 	limit := int64(batch * buffers)
 	// The stream's held count moves as records are produced; the node's
@@ -129,7 +130,7 @@ func TestUnreadStreamIsDroppedAndCountedWithoutDurability(t *testing.T) {
 	var logs sluicetest.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	var got sluicetest.Collector
-	n := unreadNode(t, actors.Config{Logger: logger}, count, &got)
+	n := unreadNode(t, actors.Config{LocalStore: tpebble.Local, Logger: logger}, count, &got)
 
 	sluicetest.WaitFor(t, 30*time.Second, "every record counted as dropped", func() bool {
 		return streamStatus(n, "s").Dropped == count
@@ -164,7 +165,7 @@ func TestLiveDeployOfASecondReaderUnderLoad(t *testing.T) {
 	}
 	kinds, specs, err := actors.Kinds(gen, a, b)
 	sluicetest.Must(t, err)
-	n, err := actors.StartNode(context.Background(), actors.Config{DataDir: t.TempDir(), NoSync: true, AtLeastOnce: true, Logger: sluicetest.Logger(t)}, kinds, specs[:2])
+	n, err := actors.StartNode(context.Background(), actors.Config{LocalStore: tpebble.Local, DataDir: t.TempDir(), NoSync: true, AtLeastOnce: true, Logger: sluicetest.Logger(t)}, kinds, specs[:2])
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })
 

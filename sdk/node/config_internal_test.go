@@ -13,7 +13,7 @@ import (
 // wiring lists the fields of actors.Config that are the node's
 // collaborators: Start builds them from Config's settings, so NodeConfig
 // has none of them.
-var wiring = []string{"Announce", "Checkpoints", "Cluster", "Observer", "Runtimes", "Store"}
+var wiring = []string{"Announce", "Checkpoints", "Cluster", "LocalStore", "Observer", "Runtimes", "Store"}
 
 // TestNodeConfigIsActorsConfigWithoutWiring: NodeConfig has every field of
 // actors.Config but the collaborators, with the same type, and both

@@ -29,6 +29,7 @@ import (
 	"github.com/sluicehq/sluice/telemetry"
 	"github.com/sluicehq/sluice/topology"
 	tconsul "github.com/sluicehq/sluice/topology/consul"
+	tpebble "github.com/sluicehq/sluice/topology/pebble"
 )
 
 // Config configures the runtime in this process. The zero value runs the
@@ -281,6 +282,7 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 		}
 		ncfg.Store = store
 	}
+	ncfg.LocalStore = tpebble.Local // the embedded mode's store, unless Store is set
 	kinds, seed, err := actors.Kinds(operators...)
 	if err != nil {
 		closeListener(lis)

@@ -29,6 +29,10 @@ var (
 	_ topology.Restorer = (*Store)(nil)
 )
 
+// Local is New as the function actors.Config.LocalStore takes: the
+// embedded mode's topology store on the node's own database.
+func Local(db *persistence.DB) topology.Store { return New(db) }
+
 // New returns the store in db. The caller keeps db open while the store
 // is in use and closes it.
 func New(db *persistence.DB) *Store {
