@@ -123,7 +123,8 @@ func RunLoadStep(cfg LoadStepConfig) (LoadStep, error) {
 }
 
 // autoscaleRows runs the load step autoscaled in [1, 4] and at a fixed 4
-// and 1 instances.
+// and 1 instances, once each whatever the table's runs (a run takes up
+// to a minute and a half).
 func (t *tabler) autoscaleRows() ([]row, error) {
 	const low, high, cost, limit = 150.0, 1500.0, time.Millisecond, 40 * time.Second
 	var rows []row
@@ -145,7 +146,7 @@ func (t *tabler) autoscaleRows() ([]row, error) {
 		fmt.Fprintf(t.w, " met %s, %d up / %d down, at most %d instances, longest sink gap %v\n", met, r.Up, r.Down, r.MaxAt, r.Stall.Round(time.Millisecond))
 		note := fmt.Sprintf("step → output meets the input; %d changes up, %d down (at most %d instances); longest sink gap %v", r.Up, r.Down, r.MaxAt, r.Stall.Round(time.Millisecond))
 		if p == 0 {
-			note += "; work 1 ms/record, exactly-once, sampled every 1 s"
+			note += "; work 1 ms/record, exactly-once, sampled every 1 s; one run each"
 		}
 		rows = append(rows, row{name, met, "", "", note})
 	}
