@@ -24,7 +24,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/internal/toolbin"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // bins are the node and CLI binaries built by TestMain.
@@ -468,7 +468,7 @@ func TestConsoleInABrowser(t *testing.T) {
 		// node, so no protoactor remotes race here).
 		const readToken = "read-0123456789abcdef0123456789a"
 		tokens := credstest.TokenFile(t, "admin:admin-0123456789abcdef0123456789", "read:"+readToken)
-		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+		rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 			Deploy: []string{"count"}, ControlSecurity: &control.Security{TokensFile: tokens}},
 			testkinds.Gen(0, 1000, 0, 1), testkinds.CounterFactory(2, false))
 		if err != nil {

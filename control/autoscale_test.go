@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // TestAutoscaleLoadStep steps the input of a keyed pipeline up tenfold
@@ -37,8 +38,8 @@ func TestAutoscaleLoadStep(t *testing.T) {
 	pace, arrivals := &testkinds.Pace{}, &testkinds.Arrivals{}
 	pace.Set(low)
 	spec := &sdk.AutoscaleSpec{Min: 1, Max: 4, ScaleDownAfter: scaleDownAfter, CoolDown: 2 * time.Second}
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Guarantee: sdk.ExactlyOnce,
 		Autoscale: control.AutoscaleConfig{Interval: 500 * time.Millisecond, Policy: autoscale.Config{Window: window}}},
 		testkinds.PacedGen(keys, pace),
 		func() sdk.Operator { return testkinds.Worker{Parallelism: 1, Cost: cost, Autoscale: spec} },

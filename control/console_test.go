@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -71,8 +72,8 @@ func TestConsoleSnapshotStreamAndDeploy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
-		Deploy: []string{"gen", "count"}, Guarantee: sdk.AtLeastOnce, Telemetry: &sdk.TelemetryConfig{Prometheus: true, Sampling: every}},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+		Deploy: []string{"gen", "count"}, Guarantee: sdk.AtLeastOnce, Telemetry: &node.TelemetryConfig{Prometheus: true, Sampling: every}},
 		testkinds.Gen(1e9, 1000, 2000, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // tailSource is a source that keeps its position in a field.
@@ -27,7 +28,7 @@ func (tailSource) Poll(sdk.Context) error                            { return ni
 // refused at deploy with the reason next to the kind field; the topology
 // does not change.
 func TestDeployRefusesASourceThatCannotResume(t *testing.T) {
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: []string{"count"}},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: []string{"count"}},
 		func() sdk.Operator { return tailSource{} }, testkinds.CounterFactory(2, false))
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })

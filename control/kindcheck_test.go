@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // TestDeployContradictingItsKindIsRefused: a manifest of a hosted kind
@@ -18,8 +18,8 @@ import (
 // (such a deploy processed 7.4 M records and produced none, silently);
 // renaming the input stream and adding outputs are fine.
 func TestDeployContradictingItsKindIsRefused(t *testing.T) {
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Deploy: []string{}}, testkinds.CounterFactory(2, true))
 	if err != nil {
 		t.Fatal(err)

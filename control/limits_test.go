@@ -18,12 +18,13 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // serveWith runs a control API with cfg in front of an embedded node.
 func serveWith(t *testing.T, cfg control.Config) *control.Server {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, Deploy: []string{}},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, Deploy: []string{}},
 		testkinds.CounterFactory(1, false))
 	if err != nil {
 		t.Fatal(err)

@@ -11,20 +11,21 @@ import (
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // opStatus returns the runtime's status of one operator.
-func opStatus(rt *sdk.Runtime, name string) sdk.OperatorStatus {
+func opStatus(rt *node.Runtime, name string) node.OperatorStatus {
 	for _, st := range rt.Status() {
 		if st.Name == name {
 			return st
 		}
 	}
-	return sdk.OperatorStatus{}
+	return node.OperatorStatus{}
 }
 
 // progress sums the records processed by name's running instances.
-func progress(rt *sdk.Runtime, name string) int64 {
+func progress(rt *node.Runtime, name string) int64 {
 	var n int64
 	for _, in := range opStatus(rt, name).Instances {
 		if in.State == "running" {
@@ -35,7 +36,7 @@ func progress(rt *sdk.Runtime, name string) int64 {
 }
 
 // produced sums the records produced by name's instances.
-func produced(rt *sdk.Runtime, name string) int64 {
+func produced(rt *node.Runtime, name string) int64 {
 	var n int64
 	for _, in := range opStatus(rt, name).Instances {
 		n += in.Produced
@@ -122,15 +123,15 @@ func TestDeployDoesNotPauseOthers(t *testing.T) {
 
 // startEmbeddedRate runs gen (records, rate per s; 0 records: endless) and
 // count(2) in dir with the control API.
-func startEmbeddedRate(t *testing.T, dir string, records int64, rate float64) (*sdk.Runtime, client) {
+func startEmbeddedRate(t *testing.T, dir string, records int64, rate float64) (*node.Runtime, client) {
 	return startIn(t, dir, records, rate, nil)
 }
 
 // startIn is startEmbeddedRate deploying only the named operators at first
 // start (nil: both).
-func startIn(t *testing.T, dir string, records int64, rate float64, deploy []string) (*sdk.Runtime, client) {
+func startIn(t *testing.T, dir string, records int64, rate float64, deploy []string) (*node.Runtime, client) {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy},
 		testkinds.Gen(records, 1000, rate, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
 		t.Fatal(err)

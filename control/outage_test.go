@@ -10,15 +10,15 @@ import (
 	"github.com/sluicehq/sluice/internal/s3test"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // outageNode runs an exactly-once gen (records at rate per s) and
 // count(2) in dir, with its checkpoints in store.
-func outageNode(t *testing.T, dir, store string, records int64, rate float64) (*sdk.Runtime, client) {
+func outageNode(t *testing.T, dir, store string, records int64, rate float64) (*node.Runtime, client) {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Checkpoints: store, CheckpointInterval: 200 * time.Millisecond},
 		testkinds.Gen(records, 1000, rate, 1), testkinds.CounterFactory(2, false))
 	sluicetest.Must(t, err)

@@ -21,7 +21,7 @@ import (
 	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 const (
@@ -91,10 +91,10 @@ func (c caller) try(method, path string, body, out any) (int, http.Header, error
 
 // startSecure runs an embedded node (gen, count) whose control API uses
 // sec.
-func startSecure(t *testing.T, sec control.Security) *sdk.Runtime {
+func startSecure(t *testing.T, sec control.Security) *node.Runtime {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Deploy: []string{"count"}, ControlSecurity: &sec},
 		testkinds.Gen(0, 1000, 0, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
@@ -267,7 +267,7 @@ func TestNodesAskEachOtherWithCredentials(t *testing.T) {
 	// in which b is a member.
 	askWith := func(sec control.Security) api.NodeView {
 		t.Helper()
-		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, Deploy: []string{}},
+		rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{NodeID: "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, Deploy: []string{}},
 			testkinds.CounterFactory(1, false))
 		if err != nil {
 			t.Fatal(err)

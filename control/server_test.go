@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // client is a small client of the control API for tests.
@@ -51,14 +52,14 @@ func (a client) do(method, path string, body any, out any) int {
 	return resp.StatusCode
 }
 
-func startEmbedded(t *testing.T, records int64, deploy []string) (*sdk.Runtime, client) {
+func startEmbedded(t *testing.T, records int64, deploy []string) (*node.Runtime, client) {
 	t.Helper()
 	return startEmbeddedAs(t, sdk.ExactlyOnce, records, deploy)
 }
 
-func startEmbeddedAs(t *testing.T, g sdk.Guarantee, records int64, deploy []string) (*sdk.Runtime, client) {
+func startEmbeddedAs(t *testing.T, g sdk.Guarantee, records int64, deploy []string) (*node.Runtime, client) {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy, Guarantee: g},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy, Guarantee: g},
 		testkinds.Gen(records, 1000, 0, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
 		t.Fatal(err)

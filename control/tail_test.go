@@ -14,10 +14,11 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // tailers counts the subscription readers deployed.
-func tailers(rt *sdk.Runtime) int { return len(actors.TailReaders(rt.Node().Topology())) }
+func tailers(rt *node.Runtime) int { return len(actors.TailReaders(rt.Node().Topology())) }
 
 // TestTailStreamsRecordsAsNDJSON: GET /v1/streams/{name}/tail answers the
 // records produced once its header arrived, text or base64, with event

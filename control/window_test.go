@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/manifest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/sdk/window"
 )
 
@@ -35,7 +36,7 @@ func TestWindowSettingsFromAManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
 		HTTP: "127.0.0.1:0", Deploy: []string{}, Guarantee: sdk.AtLeastOnce}, ticks, counts)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Package launcher starts operator "slugs": when an operator's kind is
 // hosted by no node and its manifest names an executable (a node binary
-// with the kind compiled in, calling sdk.Run), a launcher starts that
+// with the kind compiled in, calling node.Run), a launcher starts that
 // executable, which joins the cluster through Consul and hosts the kind.
 //
 // Local is the local-process launcher: it runs the executable as a child

@@ -11,8 +11,8 @@ import (
 	"testing"
 )
 
-// aliasTargets maps the packages sdk aliases types of to their
-// directories.
+// aliasTargets maps the packages sdk and sdk/node alias types of to
+// their directories.
 var aliasTargets = map[string]string{"core": "../internal/core", "actors": "../actors"}
 
 // typeSpecs parses the non-test files of dir and returns its type
@@ -61,10 +61,22 @@ func typeSpecs(t *testing.T, dir string) map[string]*ast.TypeSpec {
 // not to sdk.Metadata's comment fails here (go doc ./sdk Metadata showed
 // no fields).
 func TestAliasDocsListEveryMember(t *testing.T) {
-	sdkTypes := typeSpecs(t, ".")
+	sdkTypes := map[string]*ast.TypeSpec{}
+	for _, dir := range []string{".", "node"} {
+		for name, ts := range typeSpecs(t, dir) {
+			if dir != "." {
+				name = dir + "." + name
+			}
+			sdkTypes[name] = ts
+		}
+	}
 	targets := map[string]map[string]*ast.TypeSpec{}
 	checked := 0
-	for name, ts := range sdkTypes {
+	for qname, ts := range sdkTypes {
+		name := qname
+		if i := strings.LastIndex(qname, "."); i >= 0 {
+			name = qname[i+1:]
+		}
 		sel, ok := ts.Type.(*ast.SelectorExpr)
 		if !ts.Assign.IsValid() || !ok || !ast.IsExported(name) {
 			continue
@@ -79,7 +91,7 @@ func TestAliasDocsListEveryMember(t *testing.T) {
 		}
 		target := targets[pkg][sel.Sel.Name]
 		if target == nil {
-			t.Errorf("sdk.%s aliases %s.%s, which is not declared in %s", name, pkg, sel.Sel.Name, dir)
+			t.Errorf("sdk.%s aliases %s.%s, which is not declared in %s", qname, pkg, sel.Sel.Name, dir)
 			continue
 		}
 		doc := ""
@@ -107,7 +119,7 @@ func TestAliasDocsListEveryMember(t *testing.T) {
 		}
 		for _, m := range members {
 			if !regexp.MustCompile(`(?m)^\t+(\w+, )*` + m + `\b`).MatchString(doc) {
-				t.Errorf("sdk.%s's doc comment does not list %s.%s's %s as a code line (\"\\t%s …\"): go doc ./sdk %s would not show it", name, pkg, sel.Sel.Name, m, m, name)
+				t.Errorf("sdk.%s's doc comment does not list %s.%s's %s as a code line (\"\\t%s …\"): go doc would not show it", qname, pkg, sel.Sel.Name, m, m)
 			}
 		}
 		checked++

@@ -3,8 +3,10 @@
 // An operator subscribes to named streams, keeps key-value state, sets
 // timers and produces records to other streams. Every instance of an
 // operator runs as a supervised actor; a failure restarts it without
-// disturbing the rest. Start or Run executes a set of operators in one
-// process (the embedded mode):
+// disturbing the rest. Package sdk/node's Start or Run executes a set of
+// operators in one process (the embedded mode) or as a node of a cluster;
+// sdk itself holds only the types, helpers and docs, so that operators and
+// connectors depend on neither the runtime nor its storage:
 //
 //	type Counter struct{}
 //
@@ -27,11 +29,12 @@
 //	}
 //	func (Counter) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 //
-//	err := sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: "data"}}, func() sdk.Operator { return Counter{} })
+//	err := node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: "data"}}, func() sdk.Operator { return Counter{} })
 //
 // (the README's and Example's code: the count travels as decimal text, for
 // readers outside Go; Int64Bytes is the compact 8-byte form.)
 //
-// The names below are aliases of the runtime's own types, so values pass
-// between sdk and the runtime without conversion.
+// The names below are aliases of internal/core's types, which the runtime
+// uses as they are, so values pass between sdk and the runtime without
+// conversion.
 package sdk

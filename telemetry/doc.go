@@ -4,7 +4,7 @@
 // to Prometheus at /metrics on the node's control HTTP address.
 //
 // It attaches to the runtime from outside, through the actors.Observer
-// hooks and actors.Node.Status; sdk.Start wires it up (sdk.Config.Telemetry,
+// hooks and actors.Node.Status; node.Start wires it up (node.Config.Telemetry,
 // by default FromEnv).
 //
 // # A traced record's path
@@ -40,5 +40,5 @@
 //		return err
 //	}
 //	cfg.Sampling = telemetry.Sampling{Every: 100, Operators: map[string]int{"clicks": 1}}
-//	err = sdk.Run(ctx, sdk.Config{HTTP: ":8080", Telemetry: &cfg}, operators...)
+//	err = node.Run(ctx, node.Config{HTTP: ":8080", Telemetry: &cfg}, operators...)
 package telemetry

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -29,7 +30,7 @@ func (relay) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 func (relay) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 
 // TestEmbeddedRuntimeTracesAndServesMetrics runs gen → relay → sink in one
-// process with telemetry through sdk.Config: 1 in 10 of gen's records is
+// process with telemetry through node.Config: 1 in 10 of gen's records is
 // traced through all three operators, and /metrics on the control address
 // has every operator's series.
 func TestEmbeddedRuntimeTracesAndServesMetrics(t *testing.T) {
@@ -39,8 +40,8 @@ func TestEmbeddedRuntimeTracesAndServesMetrics(t *testing.T) {
 	tc.Sampling = telemetry.Sampling{Every: 10}
 	tc.SpanExporter = spans
 	got := &sluicetest.Collector{}
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), NodeID: "solo"},
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t), NodeID: "solo"},
 		HTTP:       "127.0.0.1:0", Telemetry: &tc},
 		func() sdk.Operator {
 			return &sluicetest.Gen{Name: "gen", Stream: "a", Count: 100, Key: sluicetest.Key(7)}

@@ -40,7 +40,7 @@ type OperatorSpec struct {
 	// Env is the environment of the operator's process when launched.
 	Env map[string]string `json:",omitempty"`
 	// FromCode marks operators deployed from a program's own operator list
-	// (sdk.Run) rather than through the control API: a changed program
+	// (node.Run) rather than through the control API: a changed program
 	// updates them on its next start.
 	FromCode bool `json:",omitempty"`
 	// DeployedAt is when the operator was deployed or last changed.

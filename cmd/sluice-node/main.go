@@ -25,6 +25,7 @@ import (
 	"github.com/sluicehq/sluice/samples/adnetwork"
 	"github.com/sluicehq/sluice/samples/wordcount"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // kinds returns the operator kinds this binary hosts.
@@ -44,14 +45,14 @@ func kinds() ([]sdk.Factory, error) {
 }
 
 func main() {
-	var cfg sdk.Config
+	var cfg node.Config
 	// The control API on the CLI's default address (sluice --addr), unless
 	// $SLUICE_HTTP or -http says otherwise.
 	cfg.HTTP = "127.0.0.1:7070"
 	cfg.RegisterNodeFlags(flag.CommandLine, os.Getenv)
 	deploy := flag.String("deploy", os.Getenv("SLUICE_DEPLOY"), "comma-separated operators to deploy at first start, with their built-in settings (default: none)")
-	var sec sdk.ControlSecurity
-	var policy sdk.LaunchPolicy
+	var sec node.ControlSecurity
+	var policy node.LaunchPolicy
 	for _, err := range []error{sec.RegisterFlags(flag.CommandLine, os.Getenv), policy.RegisterFlags(flag.CommandLine, os.Getenv),
 		cfg.RegisterGuaranteeFlags(flag.CommandLine, os.Getenv)} {
 		if err != nil {
@@ -59,7 +60,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	var nodeSec sdk.NodeSecurity
+	var nodeSec node.NodeSecurity
 	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	list := flag.Bool("kinds", false, "list the built-in kinds and exit")
 	flag.Parse()
@@ -85,7 +86,7 @@ func main() {
 	cfg.StopTimeout = 60 * time.Second
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := sdk.Run(ctx, cfg, factories...); err != nil {
+	if err := node.Run(ctx, cfg, factories...); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-node:", err)
 		os.Exit(1)
 	}

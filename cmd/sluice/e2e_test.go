@@ -13,7 +13,7 @@ import (
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // cli runs the sluice CLI against addr and returns its exit code and output.
@@ -37,8 +37,8 @@ func mustCLI(t *testing.T, addr string, args ...string) string {
 // TestCLIAgainstARunningNode drives an embedded node through the CLI:
 // deploy, ls, graph, scale, describe, kill, redeploy.
 func TestCLIAgainstARunningNode(t *testing.T) {
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Deploy: []string{"gen"}},
 		testkinds.Gen(0, 100, 2000, 1), testkinds.CounterFactory(2, false))
 	if err != nil {

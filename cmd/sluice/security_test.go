@@ -16,7 +16,7 @@ import (
 	"github.com/sluicehq/sluice/creds/credstest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 const (
@@ -28,8 +28,8 @@ const (
 // its control API and returns its address.
 func startSecureNode(t *testing.T, sec control.Security) string {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Deploy: []string{"count"}, ControlSecurity: &sec}, testkinds.Gen(0, 100, 0, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
 		t.Fatal(err)

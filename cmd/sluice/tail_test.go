@@ -12,14 +12,15 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // TestTailAgainstARunningNode: sluice tail prints the records produced
 // while it runs, as text or --json, stops after -n and removes its reader;
 // an unknown stream fails with the node's message.
 func TestTailAgainstARunningNode(t *testing.T) {
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0",
 		Deploy: []string{"count"}},
 		testkinds.Gen(0, 100, 0, 1), testkinds.CounterFactory(2, false))
 	if err != nil {
@@ -74,4 +75,4 @@ func TestTailAgainstARunningNode(t *testing.T) {
 }
 
 // readers counts the deployed subscription readers.
-func readers(rt *sdk.Runtime) int { return len(actors.TailReaders(rt.Node().Topology())) }
+func readers(rt *node.Runtime) int { return len(actors.TailReaders(rt.Node().Topology())) }

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/samples/adnetwork"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // TestAddTrendingURLsToARunningPipeline follows samples/adnetwork/README.md.
@@ -23,8 +24,8 @@ func TestAddTrendingURLsToARunningPipeline(t *testing.T) {
 	}
 	// The walkthrough is about the CLI; it runs without checkpoints, as the
 	// sample's README did before exactly-once became the default.
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy,
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, HTTP: "127.0.0.1:0", Deploy: deploy,
 		Guarantee: sdk.NoGuarantee}, ops...)
 	if err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ type SourceConfig struct {
 	// the source waits for more, and a last line without its '\n' waits
 	// for it. Otherwise (the default) the end of the file is the end of
 	// the stream: the source's last line is produced and its next Poll
-	// returns sdk.ErrEndOfStream, so that an embedded batch job (sdk.Run)
+	// returns sdk.ErrEndOfStream, so that an embedded batch job (node.Run)
 	// returns once everything read is processed.
 	Follow bool
 }

@@ -11,7 +11,7 @@
 // instance, in order (Parallelism is 1). By default the file is bounded:
 // its final line is produced even without a '\n', and the end of the file
 // is the end of the stream (Poll returns sdk.ErrEndOfStream), so that an
-// embedded sdk.Run over a file returns once everything is processed. With
+// embedded node.Run over a file returns once everything is processed. With
 // SourceConfig.Follow the source reads on as the file grows, like tail -f,
 // producing a last line only once its '\n' is written. Either way an
 // instance that starts again (after a failure or a restart of the runtime)
@@ -20,12 +20,12 @@
 // A file source keeps its position, the byte offset after the last line it
 // produced, in its instance's state, written in the same attempt (Poll) as
 // the records of those lines: a failed attempt discards both. The runtime
-// commits state at least every commit interval (sdk.Config.CommitInterval,
+// commits state at least every commit interval (node.Config.CommitInterval,
 // 200 ms by default, the checkpoint interval up to 1 s under exactly-once)
 // and when it stops, independently of what happened to the records
 // downstream. Hence:
 //
-//   - Clean stop (Runtime.Stop, SIGTERM with sdk.Run) and start on the same
+//   - Clean stop (Runtime.Stop, SIGTERM with node.Run) and start on the same
 //     data directory: the runtime stops polling, processes the records in
 //     flight, closes the operators (a file sink writes and fsyncs) and
 //     commits. The source resumes at the first line it had not produced:
@@ -47,7 +47,7 @@
 //     destination, as records in output buffers, mailboxes and sink
 //     buffers are lost (losses). So a crash gives neither at-least-once
 //     nor at-most-once delivery. The source is not sdk.Replayable, so
-//     sdk.Config.AtLeastOnce does not change this.
+//     node.Config.AtLeastOnce does not change this.
 //   - Under exactly-once (sdk.ExactlyOnce) a crash costs nothing: the source
 //     is sdk.Resumable, the runtime restores the offset of the last
 //     completed checkpoint, and the source produces again exactly the
@@ -55,7 +55,7 @@
 //   - In a cluster, state lost with a crashed node is lost for the source
 //     too: its instance starts elsewhere from the offset that node has, if
 //     any, else from the start of the file. The file is read on whichever
-//     node runs the instance (pin it with sdk.Config.Host).
+//     node runs the instance (pin it with node.Config.Host).
 //
 // The offset belongs to the absolute path: a source given another Path
 // reads that file from its start. If the file is shorter than the stored
@@ -85,7 +85,7 @@
 // runtime flushes it (sdk.Flusher: before every commit of the instance's
 // state) and when it closes. Flush and Close also fsync a file, so what
 // the runtime counts as durable downstream of the sink (with
-// sdk.Config.AtLeastOnce) is on disk. Records buffered since the last
+// node.Config.AtLeastOnce) is on disk. Records buffered since the last
 // flush are lost in a crash.
 //
 // The instances of every sink in the process that write one path share
@@ -154,5 +154,5 @@
 //	if err != nil {
 //		return err
 //	}
-//	return sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: "data"}}, src, sink)
+//	return node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: "data"}}, src, sink)
 package file

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // A sink writing key-value lines to stdout, fed from outside the runtime.
@@ -25,7 +26,7 @@ func ExampleNewSink() {
 		fmt.Println(err)
 		return
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: slog.New(slog.DiscardHandler)}, Guarantee: sdk.AtLeastOnce}, sink)
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: slog.New(slog.DiscardHandler)}, Guarantee: sdk.AtLeastOnce}, sink)
 	if err != nil {
 		fmt.Println(err)
 		return

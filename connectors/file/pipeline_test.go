@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/file"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 const waitTimeout = 60 * time.Second
@@ -90,9 +91,9 @@ func mustSink(t *testing.T, cfg file.SinkConfig) sdk.Factory {
 // start runs ops embedded at least once, where the sink writes its file
 // directly (exactly once it writes committed parts: ctx_test.go and
 // internal/integration's TestExactlyOnceFileToFileThroughSIGKILLs).
-func start(t *testing.T, dir string, ops ...sdk.Factory) *sdk.Runtime {
+func start(t *testing.T, dir string, ops ...sdk.Factory) *node.Runtime {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, Guarantee: sdk.AtLeastOnce}, ops...)
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: dir, NoSync: true, Logger: sluicetest.Logger(t)}, Guarantee: sdk.AtLeastOnce}, ops...)
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
 	return rt
@@ -105,13 +106,13 @@ func waitLines(t *testing.T, path string, n int) {
 	})
 }
 
-func instance(rt *sdk.Runtime, op string) sdk.InstanceStatus {
+func instance(rt *node.Runtime, op string) node.InstanceStatus {
 	for _, st := range rt.Status() {
 		if st.Name == op && len(st.Instances) > 0 {
 			return st.Instances[0]
 		}
 	}
-	return sdk.InstanceStatus{}
+	return node.InstanceStatus{}
 }
 
 // TestEveryLineOnce copies a file through four sink instances that share
@@ -398,7 +399,7 @@ func TestBoundedFileRunReturns(t *testing.T) {
 	writeLines(t, in, want, os.O_TRUNC)
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	err := sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: filepath.Join(dir, "data"), NoSync: true, Logger: sluicetest.Logger(t)},
+	err := node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: filepath.Join(dir, "data"), NoSync: true, Logger: sluicetest.Logger(t)},
 		Guarantee: sdk.AtLeastOnce},
 		mustSource(t, file.SourceConfig{Name: "read", Stream: "lines", Path: in, Batch: 100}),
 		mustSink(t, file.SinkConfig{Name: "write", Stream: "lines", Path: out, Parallelism: 2}))

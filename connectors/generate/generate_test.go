@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 func source(count int64, rate float64, par int) sdk.Factory {
@@ -29,8 +30,8 @@ func collect(got *sluicetest.Collector) sdk.Factory {
 func TestEveryNumberOnceAcrossInstancesAndRestarts(t *testing.T) {
 	dir := t.TempDir()
 	got := &sluicetest.Collector{}
-	start := func(count int64) *sdk.Runtime {
-		rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: dir, Logger: sluicetest.Logger(t)}}, source(count, 0, 3), collect(got))
+	start := func(count int64) *node.Runtime {
+		rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: dir, Logger: sluicetest.Logger(t)}}, source(count, 0, 3), collect(got))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +56,7 @@ func TestEveryNumberOnceAcrossInstancesAndRestarts(t *testing.T) {
 
 func TestRateLimit(t *testing.T) {
 	got := &sluicetest.Collector{}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}}, source(0, 2000, 1), collect(got))
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), Logger: sluicetest.Logger(t)}}, source(0, 2000, 1), collect(got))
 	if err != nil {
 		t.Fatal(err)
 	}

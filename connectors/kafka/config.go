@@ -55,7 +55,7 @@ type CommitPolicy int
 const (
 	// CommitDurable (the zero value) commits the offsets of records whose
 	// effects are durable downstream, when the runtime reports them so
-	// (sdk.Config.AtLeastOnce must be on), and resumes every partition
+	// (node.Config.AtLeastOnce must be on), and resumes every partition
 	// from the group's committed offset. This is at-least-once delivery:
 	// after a crash or a move, records are replayed, never skipped.
 	CommitDurable CommitPolicy = iota

@@ -2,7 +2,7 @@
 // operator that reads topics (Source, SourceConfig), a sink operator that
 // writes a topic (Sink, SinkConfig), and a StateLog that keeps operator
 // state in compacted changelog topics so that it survives node crashes
-// (StateLog, StateLogConfig, for sdk.Config.StateLog).
+// (StateLog, StateLogConfig, for node.Config.StateLog).
 //
 // A record's path: instance i of a source with P instances reads the
 // partitions p with p mod P = i of its topics, decodes each Kafka record
@@ -40,7 +40,7 @@
 //
 // # At least once
 //
-// With sdk.Config.AtLeastOnce and CommitDurable (the default), a source
+// With node.Config.AtLeastOnce and CommitDurable (the default), a source
 // commits to its consumer group only offsets whose records have had their
 // effects made durable downstream (committed state, sink records
 // acknowledged by the brokers); see the runtime's durability tracking in

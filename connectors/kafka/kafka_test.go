@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // quiet is a logger for runtimes under test.
@@ -140,7 +141,7 @@ func TestPipelineDeliversEverythingAndCommitsDurableOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sl.Close()
-	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "n", DataDir: t.TempDir(), NoSync: true, Logger: quiet,
+	rt, err := node.Start(ctx, node.Config{NodeConfig: node.NodeConfig{NodeID: "n", DataDir: t.TempDir(), NoSync: true, Logger: quiet,
 		AtLeastOnce: true, StateLog: sl}}, pipeline(t, b, 2)...)
 	if err != nil {
 		t.Fatal(err)

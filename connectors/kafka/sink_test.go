@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 func TestSinkFlushWaitsOutABrokerRestart(t *testing.T) {
@@ -103,7 +104,7 @@ func TestCommitProducedResumesFromThePositionsInState(t *testing.T) {
 	}
 	dir := t.TempDir()
 	run := func(total int) {
-		rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "n", DataDir: dir, NoSync: true, Logger: quiet}, Guarantee: sdk.AtLeastOnce}, src, sink)
+		rt, err := node.Start(ctx, node.Config{NodeConfig: node.NodeConfig{NodeID: "n", DataDir: dir, NoSync: true, Logger: quiet}, Guarantee: sdk.AtLeastOnce}, src, sink)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -538,7 +538,7 @@ func (s *Source) Flush(sdk.Context) error {
 		s.commit.set(maps.Clone(s.next))
 	case s.cfg.Commit == CommitDurable && s.flushes >= 20 && s.positions == 0 && !s.warned:
 		s.warned = true
-		s.log.Warn("kafka source: the runtime does not track durability (sdk.Config.AtLeastOnce is off), so offsets are never committed; turn AtLeastOnce on, or use Commit: CommitProduced")
+		s.log.Warn("kafka source: the runtime does not track durability (node.Config.AtLeastOnce is off), so offsets are never committed; turn AtLeastOnce on, or use Commit: CommitProduced")
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 const stateLogBuffered = 1 << 20
 
 // StateLog keeps operator state in Kafka so that it survives the crash of
-// the node that held it (sdk.Config.StateLog): one compacted changelog
+// the node that held it (node.Config.StateLog): one compacted changelog
 // topic per operator, "<Prefix>.<operator>.changelog", with one partition
 // per key group. Each write is a record keyed by its full state key (nil
 // value: deleted) in its key group's partition.

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/internal/natstest"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // counter counts records per key (group-by) and produces "<count>" for
@@ -60,7 +61,7 @@ type pipeline struct {
 	panicAt   int64
 	srcStats  sn.Stats
 	sinkStats sn.Stats
-	rt        *sdk.Runtime
+	rt        *node.Runtime
 }
 
 const eoKeys = 7
@@ -88,8 +89,8 @@ func (p *pipeline) start() {
 	sink := sinkFactory(t, sn.SinkConfig{Name: "sink", Inputs: []sdk.Input{{Stream: "counts"}}, Connection: conn,
 		Subject: "out", SubjectFromKey: true, Stream: "out", Stats: &p.sinkStats})
 	count := func() sdk.Operator { return counter{seen: &p.seen, panicAt: p.panicAt} }
-	rt, err := sdk.Start(context.Background(), sdk.Config{
-		NodeConfig: sdk.NodeConfig{DataDir: filepath.Join(p.dir, "data"), NoSync: true, Logger: sluicetest.Logger(t)},
+	rt, err := node.Start(context.Background(), node.Config{
+		NodeConfig: node.NodeConfig{DataDir: filepath.Join(p.dir, "data"), NoSync: true, Logger: sluicetest.Logger(t)},
 		Guarantee:  sdk.ExactlyOnce, CheckpointInterval: 100 * time.Millisecond, KeepRunning: true,
 	}, src, count, sink)
 	if err != nil {
@@ -216,7 +217,7 @@ func TestExactlyOnceThroughANATSOutage(t *testing.T) {
 }
 
 // srcStatus returns the status of the source's instance.
-func (p *pipeline) srcStatus() sdk.InstanceStatus {
+func (p *pipeline) srcStatus() node.InstanceStatus {
 	p.t.Helper()
 	for _, op := range p.rt.Status() {
 		if op.Name == "src" && len(op.Instances) > 0 {
@@ -224,7 +225,7 @@ func (p *pipeline) srcStatus() sdk.InstanceStatus {
 		}
 	}
 	p.t.Fatal("no status of the source's instance")
-	return sdk.InstanceStatus{}
+	return node.InstanceStatus{}
 }
 
 // TestExactlyOnceThroughACrash runs the pipeline in a child process that

@@ -104,7 +104,7 @@ type Manifest struct {
 	// Kind is the registered operator implementation to run; defaults to
 	// Name.
 	Kind string `json:"kind,omitempty" yaml:"kind,omitempty"`
-	// Executable is a node binary (a "slug": a program calling sdk.Run with
+	// Executable is a node binary (a "slug": a program calling node.Run with
 	// the kind compiled in) that a launcher starts when no node hosts Kind.
 	Executable string `json:"executable,omitempty" yaml:"executable,omitempty"`
 	// Instances is the parallelism; 0 keeps the kind's default.

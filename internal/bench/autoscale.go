@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // LoadStepConfig sets up the autoscaler's load step.
@@ -56,7 +57,7 @@ func RunLoadStep(cfg LoadStepConfig) (LoadStep, error) {
 		work.Parallelism = 1
 		work.Autoscale = &sdk.AutoscaleSpec{Min: 1, Max: 4, CoolDown: 5 * time.Second, ScaleDownAfter: 10 * time.Second}
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: cfg.Dir, NoSync: true}, HTTP: "127.0.0.1:0",
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: cfg.Dir, NoSync: true}, HTTP: "127.0.0.1:0",
 		Autoscale: control.AutoscaleConfig{Interval: time.Second, Policy: autoscale.Config{Window: 5 * time.Second}}},
 		testkinds.PacedGen(1000, pace), func() sdk.Operator { return work }, func() sdk.Operator { return testkinds.Tally{Arrivals: arrivals} })
 	if err != nil {

@@ -11,7 +11,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -33,8 +33,8 @@ type bucketCounts struct {
 // BreakdownTelemetry returns the telemetry of a run whose breakdown b
 // collects: metrics only (no traces, no runtime metrics), exported to b
 // every second and when the runtime stops.
-func BreakdownTelemetry(b *Breakdown) *sdk.TelemetryConfig {
-	return &sdk.TelemetryConfig{MetricExporter: b, MetricInterval: time.Second}
+func BreakdownTelemetry(b *Breakdown) *node.TelemetryConfig {
+	return &node.TelemetryConfig{MetricExporter: b, MetricInterval: time.Second}
 }
 
 var _ sdkmetric.Exporter = (*Breakdown)(nil)

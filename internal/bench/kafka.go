@@ -17,7 +17,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/kafka"
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	kafkawordcount "github.com/sluicehq/sluice/samples/kafka-wordcount"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // KafkaWordCountConfig sets up the Kafka word count scenarios: the same
@@ -205,19 +205,19 @@ func SluiceKafkaWordCount(cfg KafkaWordCountConfig) (Result, error) {
 		return Result{}, err
 	}
 	defer s.close()
-	return s.runSluice(func(dir string) (sdk.Config, func(), error) {
+	return s.runSluice(func(dir string) (node.Config, func(), error) {
 		sl, err := kafka.NewStateLog(kafka.StateLogConfig{Brokers: s.b.Addrs(), Prefix: s.id})
 		if err != nil {
-			return sdk.Config{}, nil, err
+			return node.Config{}, nil, err
 		}
-		return sdk.Config{NodeConfig: sdk.NodeConfig{AtLeastOnce: true, StateLog: sl}}, func() { sl.Close() }, nil
+		return node.Config{NodeConfig: node.NodeConfig{AtLeastOnce: true, StateLog: sl}}, func() { sl.Close() }, nil
 	})
 }
 
 // runSluice runs samples/kafka-wordcount on the embedded runtime with the
 // guarantee settings mode returns (given the run's data directory; its
 // cleanup runs after the runtime stopped), and measures it (run).
-func (s *kafkaScenario) runSluice(mode func(dir string) (sdk.Config, func(), error)) (Result, error) {
+func (s *kafkaScenario) runSluice(mode func(dir string) (node.Config, func(), error)) (Result, error) {
 	dir, err := os.MkdirTemp("", "sluice-bench-kafka-")
 	if err != nil {
 		return Result{}, err
@@ -237,7 +237,7 @@ func (s *kafkaScenario) runSluice(mode func(dir string) (sdk.Config, func(), err
 	}
 	scfg.NodeID, scfg.DataDir, scfg.NoSync = "bench", dir, true
 	scfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt, err := sdk.Start(context.Background(), scfg, ops...)
+	rt, err := node.Start(context.Background(), scfg, ops...)
 	if err != nil {
 		return Result{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/kafkatest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // Sizes of the exactly-once Kafka row: paced well within reach, long
@@ -33,11 +34,11 @@ func SluiceKafkaWordCountEO(cfg KafkaWordCountConfig, interval time.Duration) (R
 	var durs []time.Duration
 	var phases []CheckpointPhases
 	var ckErr error
-	r, err := s.runSluice(func(dir string) (sdk.Config, func(), error) {
+	r, err := s.runSluice(func(dir string) (node.Config, func(), error) {
 		store := filepath.Join(dir, "checkpoints")
 		read := func() { durs, phases, ckErr = checkpointRecords(store) } // after the runtime stopped
-		return sdk.Config{Guarantee: sdk.ExactlyOnce, Checkpoints: store, CheckpointInterval: interval, CheckpointsKept: 100_000,
-			Telemetry: &sdk.TelemetryConfig{}}, read, nil
+		return node.Config{Guarantee: sdk.ExactlyOnce, Checkpoints: store, CheckpointInterval: interval, CheckpointsKept: 100_000,
+			Telemetry: &node.TelemetryConfig{}}, read, nil
 	})
 	if err == nil {
 		err = ckErr

@@ -14,6 +14,7 @@ import (
 
 	sn "github.com/sluicehq/sluice/connectors/nats"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // NATSConfig sizes the NATS JetStream count scenario: Records messages
@@ -189,7 +190,7 @@ func SluiceNATSCountEO(cfg NATSConfig, run string) (Result, error) {
 	defer cancel()
 	dir := filepath.Join(cfg.Dir, run)
 	start := time.Now()
-	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{NodeID: "bench", DataDir: filepath.Join(dir, "data"), NoSync: true, Logger: slog.New(slog.DiscardHandler)},
+	rt, err := node.Start(ctx, node.Config{NodeConfig: node.NodeConfig{NodeID: "bench", DataDir: filepath.Join(dir, "data"), NoSync: true, Logger: slog.New(slog.DiscardHandler)},
 		Guarantee: sdk.ExactlyOnce, Checkpoints: filepath.Join(dir, "checkpoints"), KeepRunning: true},
 		src, func() sdk.Operator { return natsCounter{} }, sink)
 	if err != nil {

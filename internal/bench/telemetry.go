@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -18,7 +18,7 @@ import (
 // (the OTLP default is 60 s). Spans and metrics go to exporters that drop
 // them, so that what is measured is Sluice's instrumentation, not a
 // network.
-func TelemetryOn() *sdk.TelemetryConfig {
+func TelemetryOn() *node.TelemetryConfig {
 	tc := telemetry.DefaultConfig()
 	tc.Sampling = telemetry.Sampling{Every: 1000}
 	tc.SpanExporter = tracetest.NewNoopExporter()

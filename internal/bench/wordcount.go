@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // WordCountConfig sets up the keyed word count scenario.
@@ -27,7 +28,7 @@ type WordCountConfig struct {
 	Parallelism int
 	// Telemetry configures OpenTelemetry for the run; nil means off
 	// (whatever the OTEL_* variables say). See TelemetryOn.
-	Telemetry *sdk.TelemetryConfig
+	Telemetry *node.TelemetryConfig
 	// ExactlyOnce runs with checkpoints every CheckpointInterval (0: 1 s)
 	// in a directory store; otherwise the run has no guarantee (what the
 	// figures before checkpoints measured).
@@ -69,9 +70,9 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 		sink.lat = make([]time.Duration, 0, cfg.Records)
 	}
 	src := &wordSource{n: cfg.Records, keys: keys, nkeys: cfg.Keys, rate: cfg.Rate, valued: cfg.Typed}
-	scfg := sdk.Config{
-		NodeConfig: sdk.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		Telemetry:  cmp.Or(cfg.Telemetry, &sdk.TelemetryConfig{}),
+	scfg := node.Config{
+		NodeConfig: node.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Telemetry:  cmp.Or(cfg.Telemetry, &node.TelemetryConfig{}),
 		Guarantee:  sdk.NoGuarantee,
 	}
 	if cfg.ExactlyOnce {
@@ -89,7 +90,7 @@ func WordCount(cfg WordCountConfig) (Result, error) {
 			return Result{}, err
 		}
 	}
-	rt, err := sdk.Start(context.Background(), scfg, ops...)
+	rt, err := node.Start(context.Background(), scfg, ops...)
 	if err != nil {
 		return Result{}, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/generate"
 	"github.com/sluicehq/sluice/samples/ysb"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // YSBConfig sets up one run of the Yahoo Streaming Benchmark pipeline
@@ -103,16 +104,16 @@ func runBounded(exactly bool, sink string, fs []sdk.Factory) (end time.Time, cpu
 		return end, 0, err
 	}
 	defer os.RemoveAll(dir)
-	scfg := sdk.Config{
-		NodeConfig: sdk.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		Telemetry:  &sdk.TelemetryConfig{},
+	scfg := node.Config{
+		NodeConfig: node.NodeConfig{NodeID: "bench", DataDir: dir, NoSync: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		Telemetry:  &node.TelemetryConfig{},
 		Guarantee:  sdk.NoGuarantee,
 	}
 	if exactly {
 		scfg.Guarantee, scfg.CheckpointInterval = sdk.ExactlyOnce, time.Second
 		scfg.Checkpoints = filepath.Join(dir, "checkpoints")
 	}
-	rt, err := sdk.Start(context.Background(), scfg, fs...)
+	rt, err := node.Start(context.Background(), scfg, fs...)
 	if err != nil {
 		return end, 0, err
 	}
@@ -129,7 +130,7 @@ func runBounded(exactly bool, sink string, fs []sdk.Factory) (end time.Time, cpu
 // status costs the runtime a disk-usage estimate per instance (polled
 // every 2 ms, 3.5 % of a q5 run's CPU), and a run takes seconds, so the
 // end is seen late by under 1 %.
-func waitSinkFinished(rt *sdk.Runtime, sink string, timeout time.Duration) error {
+func waitSinkFinished(rt *node.Runtime, sink string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		if sinkFinished(rt, sink) {
@@ -141,7 +142,7 @@ func waitSinkFinished(rt *sdk.Runtime, sink string, timeout time.Duration) error
 }
 
 // sinkFinished reports whether every instance of operator name finished.
-func sinkFinished(rt *sdk.Runtime, name string) bool {
+func sinkFinished(rt *node.Runtime, name string) bool {
 	for _, st := range rt.Status() {
 		if st.Name != name {
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/generate"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // Picky reads Input and fails on the record whose value is Poison (a
@@ -62,9 +63,9 @@ var PoisonBase = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 // "ticks" (EventTimes from PoisonBase, endless), "picky" (Picky on ticks,
 // dead-lettering the record "7") and "few" (EventTimes ending after 5
 // records). The node stops when t ends.
-func StartPoisonPipeline(t testing.TB) *sdk.Runtime {
+func StartPoisonPipeline(t testing.TB) *node.Runtime {
 	t.Helper()
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)},
 		HTTP: "127.0.0.1:0", Deploy: []string{"ticks", "picky", "few"}, Guarantee: sdk.AtLeastOnce},
 		EventTimes("ticks", PoisonBase, 0), func() sdk.Operator { return Picky{Name: "picky", Input: "ticks", Poison: "7"} }, EventTimes("few", PoisonBase, 5))
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/telemetry"
 )
 
@@ -31,7 +32,7 @@ func main() {
 }
 
 func run() error {
-	var cfg sdk.Config
+	var cfg node.Config
 	// Defaults come from the environment, so that a launcher (the Mesos
 	// framework, a local-process launcher) can configure the node without
 	// knowing its flags.
@@ -59,7 +60,7 @@ func run() error {
 	}
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile to this file until the node stops")
 	memProfile := flag.String("memprofile", "", "write an allocation profile to this file when the node stops")
-	var nodeSec sdk.NodeSecurity // -node-*, $SLUICE_NODE_*: mutual TLS between nodes
+	var nodeSec node.NodeSecurity // -node-*, $SLUICE_NODE_*: mutual TLS between nodes
 	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	cfg.NodeSecurity = &nodeSec
 	rawSink := flag.Int64("raw-sink", 0, "benchmark mode: instead of a node, run a bare protoactor remote on -bind with an actor \"sink\" that counts this many messages, then prints \"done\"")
@@ -122,7 +123,7 @@ func run() error {
 			return err
 		}
 	}
-	tc, err := sdk.TelemetryFromEnv()
+	tc, err := node.TelemetryFromEnv()
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,7 @@ func run() error {
 	}
 	cfg.Telemetry = &tc
 	// Print the control API address for the test harness once started.
-	rt, err := sdk.Start(context.Background(), cfg, ops...)
+	rt, err := node.Start(context.Background(), cfg, ops...)
 	if err != nil {
 		return err
 	}

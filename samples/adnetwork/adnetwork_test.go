@@ -7,14 +7,14 @@ import (
 
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/samples/adnetwork"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 func TestPipelineComputesCTRPerPublisher(t *testing.T) {
 	const imps = 20_000
 	dash := adnetwork.NewDashboard()
 	cfg := adnetwork.Config{ImpressionRate: 1e9, ClickRate: 1e9, Count: imps}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}},
 		adnetwork.Operators(cfg, dash)...)
 	if err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/manifest"
 	kafkawordcount "github.com/sluicehq/sluice/samples/kafka-wordcount"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // TestManifestsDeployThePipeline runs a node that only hosts the sample's
@@ -40,7 +40,7 @@ func TestManifestsDeployThePipeline(t *testing.T) {
 		{"one change", func(ms []api.Manifest) []api.Manifest { return ms }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			runManifestPipeline(t, kafkawordcount.Load{Records: 20_000, Vocabulary: 500, PoisonEvery: 5_000}, false, func(rt *sdk.Runtime, ms []api.Manifest) {
+			runManifestPipeline(t, kafkawordcount.Load{Records: 20_000, Vocabulary: 500, PoisonEvery: 5_000}, false, func(rt *node.Runtime, ms []api.Manifest) {
 				if tc.batch {
 					deployBatch(t, rt, ms)
 					return
@@ -59,7 +59,7 @@ func TestManifestsDeployThePipeline(t *testing.T) {
 // must still be counted exactly (at-least-once holds what has no reader
 // yet; see actors/streams.go).
 func TestSourceFirstOverAFullTopic(t *testing.T) {
-	runManifestPipeline(t, kafkawordcount.Load{Records: 1_000_000, Vocabulary: 5_000, PoisonEvery: 100_000}, true, func(rt *sdk.Runtime, ms []api.Manifest) {
+	runManifestPipeline(t, kafkawordcount.Load{Records: 1_000_000, Vocabulary: 5_000, PoisonEvery: 100_000}, true, func(rt *node.Runtime, ms []api.Manifest) {
 		for _, m := range ms {
 			deployOne(t, rt, m)
 		}
@@ -69,7 +69,7 @@ func TestSourceFirstOverAFullTopic(t *testing.T) {
 // runManifestPipeline starts a broker and a host-only node, loads the
 // input topic (before deploying when preload is set, else after), deploys
 // manifests/pipeline.yaml with deploy and waits for exact counts.
-func runManifestPipeline(t *testing.T, load kafkawordcount.Load, preload bool, deploy func(*sdk.Runtime, []api.Manifest)) {
+func runManifestPipeline(t *testing.T, load kafkawordcount.Load, preload bool, deploy func(*node.Runtime, []api.Manifest)) {
 	b := kafkatest.StartBroker(t, kafkatest.BrokerConfig{})
 	ctx := context.Background()
 	wc := kafkawordcount.Config{Brokers: b.Addrs(), Input: "m.words", Output: "m.counts", DeadLetters: "m.dlq", Group: "m"}
@@ -93,11 +93,11 @@ func runManifestPipeline(t *testing.T, load kafkawordcount.Load, preload bool, d
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := sdk.Start(ctx, sdk.Config{
-		NodeConfig: sdk.NodeConfig{NodeID: "m1", DataDir: t.TempDir(), AtLeastOnce: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		HTTP:       "127.0.0.1:0", HostOnly: true, Telemetry: &sdk.TelemetryConfig{},
+	rt, err := node.Start(ctx, node.Config{
+		NodeConfig: node.NodeConfig{NodeID: "m1", DataDir: t.TempDir(), AtLeastOnce: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		HTTP:       "127.0.0.1:0", HostOnly: true, Telemetry: &node.TelemetryConfig{},
 		// The manifests name an executable: only an authenticated admin may deploy them.
-		ControlSecurity: &sdk.ControlSecurity{Tokens: "admin:" + adminToken},
+		ControlSecurity: &node.ControlSecurity{Tokens: "admin:" + adminToken},
 	}, ops...)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func pipelineManifests(t *testing.T) []api.Manifest {
 }
 
 // deployOne deploys m through POST /v1/operators.
-func deployOne(t *testing.T, rt *sdk.Runtime, m api.Manifest) {
+func deployOne(t *testing.T, rt *node.Runtime, m api.Manifest) {
 	t.Helper()
 	var dr api.DeployResponse
 	post(t, rt, "/v1/operators", api.DeployRequest{Manifest: m}, &dr)
@@ -200,7 +200,7 @@ func deployOne(t *testing.T, rt *sdk.Runtime, m api.Manifest) {
 }
 
 // deployBatch deploys ms as one change through POST /v1/deployments.
-func deployBatch(t *testing.T, rt *sdk.Runtime, ms []api.Manifest) {
+func deployBatch(t *testing.T, rt *node.Runtime, ms []api.Manifest) {
 	t.Helper()
 	before := rt.Node().Topology().Version
 	var dr api.DeploymentResponse
@@ -211,7 +211,7 @@ func deployBatch(t *testing.T, rt *sdk.Runtime, ms []api.Manifest) {
 }
 
 // post sends a JSON request to rt's control API and expects 201 Created.
-func post(t *testing.T, rt *sdk.Runtime, path string, in, out any) {
+func post(t *testing.T, rt *node.Runtime, path string, in, out any) {
 	t.Helper()
 	body, err := json.Marshal(in)
 	if err != nil {

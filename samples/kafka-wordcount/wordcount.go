@@ -12,7 +12,7 @@
 // that are not a single word (empty, not UTF-8, with spaces) go to the
 // dead-letter topic with the partition and offset they came from.
 //
-// Run with sdk.Config.AtLeastOnce and a kafka.StateLog (cmd/kafka-wordcount
+// Run with node.Config.AtLeastOnce and a kafka.StateLog (cmd/kafka-wordcount
 // does), a node crash neither loses a word nor lowers a count: the
 // crashed node's counters come back from their changelog, sources replay
 // from the last durable offsets, and a replayed word is counted again
@@ -62,7 +62,7 @@ type Config struct {
 	// Parallelism of the source, the counter and the sink.
 	SourceParallelism, CountParallelism, SinkParallelism int
 	// Commit is the source's commit policy: kafka.CommitDurable with
-	// sdk.Config.AtLeastOnce (the default), kafka.CommitProduced without.
+	// node.Config.AtLeastOnce (the default), kafka.CommitProduced without.
 	Commit kafka.CommitPolicy
 }
 

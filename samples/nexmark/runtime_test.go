@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/samples/nexmark"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // collector is a sink of a query's answers, each decoded to a key (q5: the
@@ -49,7 +50,7 @@ func (c *collector) ProcessTimer(sdk.Context, string, time.Time) error { return 
 func runOnRuntime(t *testing.T, fs []sdk.Factory, sink *collector, want map[string]string) {
 	t.Helper()
 	sink.got = map[string]string{}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond},
 		append(fs, func() sdk.Operator { return sink })...)
 	if err != nil {
 		t.Fatal(err)

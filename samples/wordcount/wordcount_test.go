@@ -9,11 +9,12 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/samples/wordcount"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 func TestCountsAreExact(t *testing.T) {
 	counts, words := &sluicetest.Collector{}, &sluicetest.Collector{}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}},
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}},
 		wordcount.SentenceSource(0, 2000),
 		func() sdk.Operator { return wordcount.Split{} },
 		func() sdk.Operator { return wordcount.Count{} },
@@ -29,7 +30,7 @@ func TestCountsAreExact(t *testing.T) {
 	}
 	defer rt.Stop(context.Background())
 	sluicetest.WaitFor(t, time.Minute, "every word counted", func() bool {
-		var split sdk.OperatorStatus
+		var split node.OperatorStatus
 		for _, st := range rt.Status() {
 			if st.Name == "split" {
 				split = st

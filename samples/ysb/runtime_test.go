@@ -9,18 +9,18 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/samples/ysb"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/topology"
 )
 
 // start runs the pipeline on an embedded runtime.
-func start(t *testing.T, cfg ysb.Config, res *ysb.Results) *sdk.Runtime {
+func start(t *testing.T, cfg ysb.Config, res *ysb.Results) *node.Runtime {
 	t.Helper()
 	fs, err := ysb.Operators(cfg, res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := sdk.Start(context.Background(), sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond}, fs...)
+	rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond}, fs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func start(t *testing.T, cfg ysb.Config, res *ysb.Results) *sdk.Runtime {
 // waitAll waits until every sink instance has finished (end-of-stream
 // reached it: nothing more will come) and the sink has at least as many
 // results as expected.
-func waitAll(t *testing.T, rt *sdk.Runtime, cfg ysb.Config, res *ysb.Results) {
+func waitAll(t *testing.T, rt *node.Runtime, cfg ysb.Config, res *ysb.Results) {
 	t.Helper()
 	want := len(ysb.Expected(cfg))
 	sluicetest.WaitFor(t, 2*time.Minute, fmt.Sprintf("%d window counts at the sink, and the sink finished", want), func() bool {

@@ -2,7 +2,7 @@
 // process (the launcher, the Mesos framework, systemd, a container) and the
 // process: the names of the environment variables a node reads. Writers set
 // them by these names; node binaries read them through
-// sdk.Config.RegisterNodeFlags and RegisterGuaranteeFlags, where each
+// node.Config.RegisterNodeFlags and RegisterGuaranteeFlags, where each
 // variable is the default of the flag of the same meaning. It has no
 // dependencies, so that every side can import it.
 package nodeenv

@@ -15,8 +15,12 @@ import (
 // routes them (group-by: by the key's key group to the instance owning
 // it; broadcast: to every instance; shuffle and round-robin: to the
 // instances in turn, deterministically), and every step runs the graph
-// until no record is left in flight. A Graph is not safe for concurrent
-// use.
+// until no record is left in flight. A callback that fails stops the step:
+// its error is returned and the records still in flight (the failing one
+// and those queued after it) are dropped, where the runtime retries the
+// failing record on the restarted instance and then delivers the rest;
+// send them again to do what the runtime does (internal/conformance
+// does). A Graph is not safe for concurrent use.
 type Graph struct {
 	ops    []*graphOp // in stream order (upstream first)
 	byName map[string]*graphOp

@@ -1,7 +1,7 @@
 // Package stream builds typed pipelines that compile to ordinary Sluice
 // operators: the compiler checks that the stages fit, codecs (sdk/codec)
 // turn values into record bytes where they cross between operators, and
-// Build returns sdk.Factory values that run with sdk.Run, sdk.Start and
+// Build returns sdk.Factory values that run with node.Run, node.Start and
 // sdktest.NewGraph, show in `sluice graph` and the console, and are
 // deployed, scaled and killed one operator at a time like hand-written
 // ones.

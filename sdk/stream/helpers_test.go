@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/codec"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // shape describes an operator's name and streams:
@@ -72,11 +73,11 @@ func (*sink) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
 
 // start runs fs in an embedded runtime, stopped when the test ends, and
 // returns it with a context that ends after a minute.
-func start(t *testing.T, fs []sdk.Factory) (context.Context, *sdk.Runtime) {
+func start(t *testing.T, fs []sdk.Factory) (context.Context, *node.Runtime) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	rt, err := sdk.Start(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}}, fs...)
+	rt, err := node.Start(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t)}}, fs...)
 	if err != nil {
 		t.Fatal(err)
 	}

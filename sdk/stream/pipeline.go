@@ -167,7 +167,7 @@ func (s *stage) require(ok bool, what string) {
 // Build checks the pipeline and compiles it into operators: one per chain
 // of stages (see the package doc), each named "<pipeline>.<first stage>",
 // plus the sources and sinks given to From and To as they are. Pass the
-// factories to sdk.Run, sdk.Start or sdktest.NewGraph. It refuses an
+// factories to node.Run, node.Start or sdktest.NewGraph. It refuses an
 // empty pipeline (ErrEmpty) and returns a *StageError naming the first bad
 // stage: one whose output nobody takes (ErrUnconsumed), a name used twice
 // (ErrDuplicate), a bad argument (ErrInvalid), or an operator whose

@@ -192,7 +192,7 @@ func TestProcessWithoutTimerFunc(t *testing.T) {
 	}
 }
 
-// TestWordCountInTheRuntime runs the typed word count with sdk.Start:
+// TestWordCountInTheRuntime runs the typed word count with node.Start:
 // its two operators, four count instances, exact counts.
 func TestWordCountInTheRuntime(t *testing.T) {
 	p, lines, counts, text := wordCount()

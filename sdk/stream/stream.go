@@ -131,7 +131,7 @@ func requireCodec[T any](s *stage, c codec.Codec[T]) {
 
 // From adds a stage reading the Sluice stream of that name, whose record
 // values are encoded with c: records produced by an operator outside the
-// pipeline, by sdk.Runtime.Produce, or sent by a test (Stream.Send). The
+// pipeline, by node.Runtime.Produce, or sent by a test (Stream.Send). The
 // stage is named after the stream.
 func From[T any](p *Pipeline, stream string, c codec.Codec[T]) *Stream[T] {
 	s := newStream(p, stream, kindFrom, nil, c, nil)
@@ -226,7 +226,7 @@ func To[T any](s *Stream[T], name string, sink sdk.Factory, opts ...Option) *Out
 
 // Output adds a stage, named after the stream, that produces the
 // stream's values, encoded, to the Sluice stream of that name: for
-// readers outside the pipeline (sdk.Runtime.Subscribe, another operator,
+// readers outside the pipeline (node.Runtime.Subscribe, another operator,
 // a test: Out.Take). It chains like To.
 func Output[T any](s *Stream[T], stream string, opts ...Option) *Out[T] {
 	return output(s.st, stream, s.f, opts)
@@ -309,7 +309,7 @@ func (s *Stream[T]) Stream() string {
 }
 
 // Record returns the record of v as a From stage reads it, to produce it
-// from outside (sdk.Runtime.Produce).
+// from outside (node.Runtime.Produce).
 func (s *Stream[T]) Record(v T) (sdk.Record, error) { return s.f.encode(nil, v) }
 
 // Send encodes vs and sends them to the stream a From stage reads, in

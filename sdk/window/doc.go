@@ -29,7 +29,7 @@
 //		Name: "views-per-campaign", Input: "views", Output: "view-counts",
 //		Windows: window.Tumbling(10 * time.Second),
 //	}, window.Count())
-//	// counts is an sdk.Factory: pass it to sdk.Run with the other operators.
+//	// counts is an sdk.Factory: pass it to node.Run with the other operators.
 //
 // A result record has the window's key as Key, the aggregator's Result as
 // Value and, for event-time windows, the window's bounds in the

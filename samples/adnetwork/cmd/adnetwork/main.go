@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/samples/adnetwork"
-	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 func main() {
@@ -36,15 +36,15 @@ func run() error {
 	httpAddr := flag.String("http", "", "control API address, e.g. 127.0.0.1:0")
 	bind := flag.String("bind", "", "node-to-node address (default 127.0.0.1:0)")
 	without := flag.String("without", "", "comma-separated operators not to deploy at first start (deploy them later with sluice deploy)")
-	var cfg sdk.Config // -guarantee, -checkpoints…: what a crash may cost (README "Guarantees")
+	var cfg node.Config // -guarantee, -checkpoints…: what a crash may cost (README "Guarantees")
 	if err := cfg.RegisterGuaranteeFlags(flag.CommandLine, os.Getenv); err != nil {
 		return err
 	}
-	var sec sdk.ControlSecurity // -control-*: who may use the control API (docs/security.md)
+	var sec node.ControlSecurity // -control-*: who may use the control API (docs/security.md)
 	if err := sec.RegisterFlags(flag.CommandLine, os.Getenv); err != nil {
 		return err
 	}
-	var nodeSec sdk.NodeSecurity // -node-*: mutual TLS between nodes (docs/security.md)
+	var nodeSec node.NodeSecurity // -node-*: mutual TLS between nodes (docs/security.md)
 	nodeSec.RegisterFlags(flag.CommandLine, os.Getenv)
 	flag.Parse()
 	if *duration == 0 && os.Getenv("DURATION") != "" {
@@ -78,7 +78,7 @@ func run() error {
 	}
 	cfg.DataDir, cfg.Logger, cfg.Consul, cfg.NodeID, cfg.HTTP, cfg.Bind, cfg.Deploy = *dataDir, logger, *consulAddr, *id, *httpAddr, *bind, deploy
 	cfg.ControlSecurity, cfg.NodeSecurity = &sec, &nodeSec
-	rt, err := sdk.Start(ctx, cfg, ops...)
+	rt, err := node.Start(ctx, cfg, ops...)
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func run() error {
 
 // counted returns the records processed by publisher-counts so far (by the
 // instances in this process).
-func counted(rt *sdk.Runtime) int64 {
+func counted(rt *node.Runtime) int64 {
 	var n int64
 	for _, op := range rt.Status() {
 		if op.Name == "publisher-counts" {

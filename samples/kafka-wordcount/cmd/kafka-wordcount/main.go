@@ -32,6 +32,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/kafka"
 	kafkawordcount "github.com/sluicehq/sluice/samples/kafka-wordcount"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 func main() {
@@ -39,7 +40,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "produce" {
 		err = produce(os.Args[2:])
 	} else {
-		err = node(os.Args[1:])
+		err = runNode(os.Args[1:])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kafka-wordcount:", err)
@@ -47,11 +48,11 @@ func main() {
 	}
 }
 
-// node runs a Sluice node with the sample's operators until SIGINT or
+// runNode runs a Sluice node with the sample's operators until SIGINT or
 // SIGTERM (a graceful leave).
-func node(args []string) error {
+func runNode(args []string) error {
 	fs := flag.NewFlagSet("kafka-wordcount", flag.ExitOnError)
-	var cfg sdk.Config
+	var cfg node.Config
 	wc := kafkawordcount.DefaultConfig()
 	cfg.DataDir = "sluice-data/kafka-wordcount"
 	cfg.RegisterNodeFlags(fs, os.Getenv) // -id, -data, -consul, -http, -host, -host-only…: $SLUICE_* (package nodeenv)
@@ -68,11 +69,11 @@ func node(args []string) error {
 	}
 	statePrefix := fs.String("state-prefix", envOr("SLUICE_KAFKA_STATE_PREFIX", "kafka-wordcount"), "at least once: changelog topics' prefix for operator state ($SLUICE_KAFKA_STATE_PREFIX); \"none\": no state log")
 	level := fs.String("log-level", "info", "log level")
-	var sec sdk.ControlSecurity // -control-*, $SLUICE_CONTROL_*: who may use the control API (docs/security.md)
+	var sec node.ControlSecurity // -control-*, $SLUICE_CONTROL_*: who may use the control API (docs/security.md)
 	if err := sec.RegisterFlags(fs, os.Getenv); err != nil {
 		return err
 	}
-	var nodeSec sdk.NodeSecurity // -node-*, $SLUICE_NODE_*: mutual TLS between nodes (docs/security.md)
+	var nodeSec node.NodeSecurity // -node-*, $SLUICE_NODE_*: mutual TLS between nodes (docs/security.md)
 	nodeSec.RegisterFlags(fs, os.Getenv)
 	_ = fs.Parse(args)
 	cfg.ControlSecurity, cfg.NodeSecurity = &sec, &nodeSec
@@ -104,7 +105,7 @@ func node(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rt, err := sdk.Start(ctx, cfg, ops...)
+	rt, err := node.Start(ctx, cfg, ops...)
 	if err != nil {
 		return err
 	}

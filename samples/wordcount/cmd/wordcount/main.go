@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/samples/wordcount"
 	"github.com/sluicehq/sluice/sdk"
+	"github.com/sluicehq/sluice/sdk/node"
 )
 
 // printer prints every top-words record.
@@ -42,7 +43,7 @@ func main() {
 		defer cancel()
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err := sdk.Run(ctx, sdk.Config{NodeConfig: sdk.NodeConfig{DataDir: *dataDir, Logger: logger}},
+	err := node.Run(ctx, node.Config{NodeConfig: node.NodeConfig{DataDir: *dataDir, Logger: logger}},
 		wordcount.SentenceSource(*rate, 0),
 		func() sdk.Operator { return wordcount.Split{} },
 		func() sdk.Operator { return wordcount.Count{} },
