@@ -33,8 +33,11 @@ type LoadStepConfig struct {
 type LoadStep struct {
 	// Met is from the step to the output meeting the input: the start of
 	// 5 s over which the sink's lag behind the source stayed under a
-	// quarter of a second of input; 0 when that did not come within Limit.
-	Met time.Duration
+	// quarter of a second of input (0 or a few milliseconds when the
+	// instances were enough from the start); MetOK says it came within
+	// Limit.
+	Met   time.Duration
+	MetOK bool
 	// Up and Down are the autoscaler's changes at the high rate and after
 	// it dropped back; MaxAt the most instances.
 	Up, Down, MaxAt int
@@ -106,7 +109,7 @@ func RunLoadStep(cfg LoadStepConfig) (LoadStep, error) {
 		}
 		return !streak.IsZero() && time.Since(streak) >= 5*time.Second
 	}) {
-		res.Met = streak.Sub(step)
+		res.Met, res.MetOK = streak.Sub(step), true
 	}
 	res.Up = len(watch.Changes())
 	drop := time.Now()
@@ -141,7 +144,7 @@ func (t *tabler) autoscaleRows() ([]row, error) {
 			return nil, err
 		}
 		met := "not met within " + limit.String()
-		if r.Met > 0 {
+		if r.MetOK {
 			met = r.Met.Round(100 * time.Millisecond).String()
 		}
 		fmt.Fprintf(t.w, " met %s, %d up / %d down, at most %d instances, longest sink gap %v\n", met, r.Up, r.Down, r.MaxAt, r.Stall.Round(time.Millisecond))
