@@ -196,6 +196,12 @@ func (p *Policy) Decide(now time.Time, op string, spec core.AutoscaleSpec, s Sam
 		st.settle()
 		return d
 	}
+	if needed > s.Parallelism && in.TrueRate > 0 {
+		// Up-scales are sized by the latest samples' demand: the window's
+		// average still holds samples from before a load step and would
+		// take a change per window to get there (1 → 2 → 3 → 4, seen live).
+		needed = max(needed, min(hi, int(math.Ceil(recentDemand(st, p.cfg.MinSamples)/(in.TrueRate*spec.TargetUtilization)))))
+	}
 	if needed > s.Parallelism && s.Parallelism > 1 && in.HotBusy >= p.cfg.SkewBusy && in.OthersBusy <= p.cfg.SkewIdle {
 		d.Skewed = true
 		d.Reason = fmt.Sprintf("instance %d (key groups [%d, %d)) is the hot spot, busy %.0f%% while the others average %.0f%%: a hot key group, which more instances would not spread; not scaling up",
@@ -235,6 +241,18 @@ func (p *Policy) Decide(now time.Time, op string, spec core.AutoscaleSpec, s Sam
 		if direction == "down" {
 			d.Reason = fmt.Sprintf("%s, recommended for %v: scaling down to the most of those recommendations", why, now.Sub(st.downSince).Round(time.Second))
 		}
+	}
+	return d
+}
+
+// recentDemand is the least input rate of st's latest n samples (all of
+// them when fewer): the demand they all agree on, so one noisy sample does
+// not size an up-scale.
+func recentDemand(st *opState, n int) float64 {
+	latest := st.samples[max(0, len(st.samples)-n):]
+	d := latest[0].s.InputRate
+	for _, t := range latest[1:] {
+		d = min(d, t.s.InputRate)
 	}
 	return d
 }

@@ -67,6 +67,13 @@ func TestDecide(t *testing.T) {
 		{name: "target utilization 0.5: ceil(1000/(500×0.5)) = 4",
 			par: 1, steps: 2, spec: core.AutoscaleSpec{TargetUtilization: 0.5}, sample: func(par, _ int) autoscale.Sample { return steady(par, 1000, 500) },
 			from: 1, to: 4, by: 2, reason: "needs 4 instances"},
+		{name: "a load step is sized by the latest samples, not the window's average of before and after: 1 → 4 at once",
+			par: 1, steps: 5, spec: fast, sample: func(par, k int) autoscale.Sample {
+				if k < 3 {
+					return steady(par, 100, 500)
+				}
+				return steady(par, 1400, 500) // ceil(1400/(500×0.7)) = 4; the window's average (750/s) says 3
+			}, from: 1, to: 4, after: 5, by: 5, reason: "needs 4 instances"},
 		{name: "one sample is not enough to scale", par: 1, steps: 1, spec: fast,
 			sample: func(par, _ int) autoscale.Sample { return steady(par, 1000, 500) }, reason: "waiting for 2 samples"},
 		{name: "never beyond max", par: 1, steps: 2, spec: core.AutoscaleSpec{Max: 2},

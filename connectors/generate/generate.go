@@ -40,6 +40,11 @@ type Source struct {
 	Make func(i int64, rng *rand.Rand) sdk.Record
 	// Rate limits records per second per instance; 0 means unlimited.
 	Rate float64
+	// Pace, when set, is read at every Poll in place of Rate: a rate that
+	// changes while the source runs (load steps in tests and benchmarks).
+	// A new rate is counted from the Poll that sees it; a rate of 0 from
+	// Pace means none is produced (not unlimited).
+	Pace func() float64
 	// Count stops the source after this many records in total; 0 means
 	// never stop.
 	Count int64
@@ -58,7 +63,8 @@ type Source struct {
 	next    int64 // next record number of this instance
 	step    int64
 	started time.Time
-	sent    int64 // records produced since started, for the rate limit
+	sent    int64   // records produced since started, for the rate limit
+	paced   float64 // the rate Pace returned last
 	rng     *rand.Rand
 }
 
@@ -105,9 +111,14 @@ func (s *Source) Poll(ctx sdk.Context) error {
 	if n == 0 {
 		n = 1024
 	}
-	if s.Rate > 0 {
-		allowed := int64(s.Rate*time.Since(s.started).Seconds()) - s.sent
-		n = min(n, allowed)
+	rate := s.Rate
+	if s.Pace != nil {
+		if rate = s.Pace(); rate != s.paced {
+			s.paced, s.started, s.sent = rate, time.Now(), 0
+		}
+	}
+	if rate > 0 || s.Pace != nil {
+		n = min(n, int64(rate*time.Since(s.started).Seconds())-s.sent)
 	}
 	next := s.next
 	for ; n > 0 && (s.Count == 0 || next < s.Count); n-- {

@@ -68,7 +68,7 @@ type TableConfig struct {
 }
 
 // Groups are the scenario groups of the table, in order.
-var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "wasm", "postgres", "nexmark"}
+var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "wasm", "postgres", "nexmark", "autoscale"}
 
 // GroupsHelp describes Groups for a flag's usage.
 const GroupsHelp = `core (in-process throughput and latency), typed (the word count on sdk/stream vs hand-written), eo (exactly-once vs no guarantee), ` +
@@ -77,6 +77,7 @@ const GroupsHelp = `core (in-process throughput and latency), typed (the word co
 	`kafka (Goka vs Sluice on kfake), kafka-eo (exactly-once output latency to a read_committed consumer), ` +
 	`nats (NATS JetStream → count → NATS exactly-once vs a raw nats.go consumer→publisher loop; starts a nats-server), ` +
 	`scaling (1/2/4 counter instances, 1/2/3 node processes, large state), ` +
+	`autoscale (a 10× load step: time until the output meets the input, autoscaled vs fixed at the most and the fewest instances, and the changes), ` +
 	`recovery (SIGKILL of a node process with large state, until throughput is back), ` +
 	`ysb (Yahoo Streaming Benchmark events/s exactly-once and no guarantee, its window latency paced, JSON decoding; Nexmark q5 and q8 events/s per core), ` +
 	`wasm (the keyed word count's counter as a wasm guest on wazero vs in Go, and the counter alone in sdktest, ns/record; builds the guest with the local go), ` +
@@ -206,6 +207,7 @@ func Table(w io.Writer, cfg TableConfig) error {
 		{"kafka-eo", t.kafkaEORows},
 		{"nats", t.natsRows},
 		{"scaling", t.scalingRows},
+		{"autoscale", t.autoscaleRows},
 		{"recovery", t.recoveryRows},
 		{"ysb", t.ysbRows},
 		{"wasm", t.wasmRows},

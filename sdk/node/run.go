@@ -154,7 +154,16 @@ type Config struct {
 	// Telemetry configures OpenTelemetry traces and metrics (see package
 	// telemetry); nil means TelemetryFromEnv's configuration.
 	Telemetry *TelemetryConfig
+	// Autoscale tunes the autoscaler of the control API (HTTP; see
+	// docs/autoscaling.md): its sampling interval and policy, or Off. The
+	// zero value samples every 5 s with the policy's defaults.
+	Autoscale AutoscaleConfig
 }
+
+// AutoscaleConfig tunes the autoscaler a runtime's control API runs
+// (Config.Autoscale): Interval between two samples of the cluster, Policy
+// (averaging window, samples, hysteresis band, skew), Off.
+type AutoscaleConfig = control.AutoscaleConfig
 
 func (c Config) node() actors.Config {
 	cfg := c.NodeConfig.actors()
@@ -247,7 +256,7 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 		lis net.Listener
 	)
 	if cfg.HTTP != "" {
-		ccfg := control.Config{Addr: cfg.HTTP, Logger: logger, Security: sec, CheckManifest: policy.CheckManifest}
+		ccfg := control.Config{Addr: cfg.HTTP, Logger: logger, Security: sec, CheckManifest: policy.CheckManifest, Autoscale: cfg.Autoscale}
 		if srv, lis, err = control.Listen(ccfg); err != nil {
 			return nil, fmt.Errorf("sdk: start: %w", err)
 		}
