@@ -1,7 +1,6 @@
 package objfile
 
 import (
-
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/connect"
 )
@@ -27,4 +26,3 @@ func NewSink(cfg SinkConfig) (sdk.Factory, error) {
 		},
 	})
 }
-
