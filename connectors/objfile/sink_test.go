@@ -28,7 +28,9 @@ func dirOf(key string) string {
 func TestPartitionByEventHour(t *testing.T) {
 	base := time.Date(2026, 12, 7, 10, 59, 0, 0, time.UTC)
 	// Record i happens i*10 minutes after 10:59 UTC, in another zone.
-	at := func(i int) time.Time { return base.Add(time.Duration(i) * 10 * time.Minute).In(time.FixedZone("x", 5*3600)) }
+	at := func(i int) time.Time {
+		return base.Add(time.Duration(i) * 10 * time.Minute).In(time.FixedZone("x", 5*3600))
+	}
 	eachStore(t, func(t *testing.T, st objstore.Store) {
 		h := newSink(t, objfile.SinkConfig{Store: st, Prefix: "events/", Partition: objfile.PartitionEventHour})
 		send(t, h, 0, 14, at) // 10:59 .. 13:09
