@@ -70,6 +70,8 @@ type SinkConfig struct {
 	// of its partition starts a new file.
 	RollBytes   int
 	RollRecords int
+	// Stats, when set, receives the sink's counters.
+	Stats *Stats
 }
 
 // Validate reports a configuration that cannot work, naming the field.
@@ -108,6 +110,9 @@ func (c SinkConfig) withDefaults() SinkConfig {
 	}
 	if c.RollRecords == 0 {
 		c.RollRecords = DefaultRollRecords
+	}
+	if c.Stats == nil {
+		c.Stats = new(Stats)
 	}
 	return c
 }

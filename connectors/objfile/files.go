@@ -114,6 +114,7 @@ func (f *files) PreCommit(ctx sdk.Context, checkpoint uint64) ([]byte, error) {
 			f.unput(checkpoint, n)
 			return nil, fmt.Errorf("put the pending file %s: %w", key, err)
 		}
+		f.cfg.Stats.PendingFiles.Add(1)
 		final := fmt.Sprintf("%s%s%s-%020d-%06d.jsonl", f.cfg.Prefix, fl.partition, f.writer, checkpoint, n)
 		handle = append(append(handle, final...), '\n')
 	}
@@ -157,6 +158,7 @@ func (f *files) Commit(_ sdk.Context, txn connect.Txn) error {
 		if err := f.put(final, data); err != nil {
 			return fmt.Errorf("put the final file %s: %w", final, err)
 		}
+		f.committed(len(data))
 		if err := f.delete(pending); err != nil {
 			return fmt.Errorf("delete the committed pending file %s: %w", pending, err)
 		}
@@ -218,9 +220,16 @@ func (f *files) Flush(sdk.Context) error {
 			f.sealed = files[n:]
 			return fmt.Errorf("put the file %s: %w", key, err)
 		}
+		f.committed(fl.buf.Len())
 	}
 	f.sealed = nil
 	return nil
+}
+
+// committed counts a file of size bytes put under its final key.
+func (f *files) committed(size int) {
+	f.cfg.Stats.Files.Add(1)
+	f.cfg.Stats.Bytes.Add(int64(size))
 }
 
 // finalKeys splits a handle into its keys.
@@ -238,38 +247,48 @@ const opTimeout = 2 * time.Minute
 func (f *files) put(key string, data []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	return f.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data)))
+	return f.cfg.Stats.note(f.cfg.Store.Put(ctx, key, bytes.NewReader(data), int64(len(data))))
 }
 
 func (f *files) get(key string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
 	r, err := f.cfg.Store.Get(ctx, key)
-	if err != nil {
+	if errors.Is(err, objstore.ErrNotFound) {
+		f.cfg.Stats.note(nil) // an answer: the store is up
 		return nil, err
+	}
+	if err != nil {
+		return nil, f.cfg.Stats.note(err)
 	}
 	defer r.Close()
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(r); err != nil {
-		return nil, err
+		return nil, f.cfg.Stats.note(err)
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), f.cfg.Stats.note(nil)
 }
 
 func (f *files) stat(key string) (objstore.ObjectInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	return f.cfg.Store.Stat(ctx, key)
+	info, err := f.cfg.Store.Stat(ctx, key)
+	if errors.Is(err, objstore.ErrNotFound) {
+		f.cfg.Stats.note(nil)
+		return info, err
+	}
+	return info, f.cfg.Stats.note(err)
 }
 
 func (f *files) list(prefix string) ([]objstore.ObjectInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	return f.cfg.Store.List(ctx, prefix)
+	objs, err := f.cfg.Store.List(ctx, prefix)
+	return objs, f.cfg.Stats.note(err)
 }
 
 func (f *files) delete(key string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	return f.cfg.Store.Delete(ctx, key)
+	return f.cfg.Stats.note(f.cfg.Store.Delete(ctx, key))
 }

@@ -156,10 +156,14 @@ func TestAtLeastOnceWritesAFilePerFlush(t *testing.T) {
 func TestS3OutageFailsTheCommitUntilTheServerIsBack(t *testing.T) {
 	srv := s3test.Start(t)
 	st := s3Store(t, srv)
-	h := newSink(t, objfile.SinkConfig{Store: st, RollRecords: 5})
+	stats := new(objfile.Stats)
+	h := newSink(t, objfile.SinkConfig{Store: st, RollRecords: 5, Stats: stats})
 
 	send(t, h, 0, 10, nil)
 	sluicetest.Must(t, h.Checkpoint(1))
+	if stats.Down.Load() || stats.PendingFiles.Load() != 2 {
+		t.Fatalf("before the outage: down %v, %d pending files; want up, 2", stats.Down.Load(), stats.PendingFiles.Load())
+	}
 	srv.Stop()
 	send(t, h, 10, 20, nil)
 	if err := h.Complete(1); err == nil {
@@ -168,6 +172,9 @@ func TestS3OutageFailsTheCommitUntilTheServerIsBack(t *testing.T) {
 	if err := h.Checkpoint(2); err == nil {
 		t.Fatal("Checkpoint(2) succeeded with the S3 server stopped")
 	}
+	if !stats.Down.Load() || stats.Errors.Load() == 0 {
+		t.Errorf("during the outage: down %v, %d errors; want down and errors", stats.Down.Load(), stats.Errors.Load())
+	}
 	send(t, h, 20, 25, nil) // the transaction stays open: the next barrier takes it
 	srv.Start()
 	sluicetest.Must(t, h.Complete(1))
@@ -175,6 +182,9 @@ func TestS3OutageFailsTheCommitUntilTheServerIsBack(t *testing.T) {
 	sluicetest.Must(t, h.Checkpoint(3))
 	sluicetest.Must(t, h.Complete(3))
 	wantExactly(t, st, 0, 25)
+	if stats.Down.Load() || stats.Files.Load() != 5 {
+		t.Errorf("after the outage: down %v, %d final files; want up, 5 (2 + 3 of 5 records)", stats.Down.Load(), stats.Files.Load())
+	}
 	if _, pending := objects(t, st); len(pending) != 0 {
 		t.Errorf("pending files left: %v", pending)
 	}
