@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/connectors/objfile"
@@ -39,8 +40,8 @@ func TestExactlyOnceThroughCrashAndRestore(t *testing.T) {
 
 		send(t, h, 0, 10, nil)
 		sluicetest.Must(t, h.Checkpoint(1))
-		if final, pending := objects(t, st); len(final) != 0 || len(pending) != 3 {
-			t.Fatalf("after the barrier of 1: final %v, pending %v; want no final and 3 pending files", final, pending)
+		if final, pending := objects(t, st); len(final) != 0 || len(pending) != 4 {
+			t.Fatalf("after the barrier of 1: final %v, pending %v; want no final, 3 pending files and a marker", final, pending)
 		}
 		send(t, h, 10, 20, nil)
 		sluicetest.Must(t, h.Checkpoint(2))
@@ -78,9 +79,10 @@ func TestCommitAgainAfterACrashMidCommit(t *testing.T) {
 		send(t, h, 0, 5, nil)
 		sluicetest.Must(t, h.Checkpoint(1))
 		_, pending := objects(t, st)
-		if len(pending) != 1 {
-			t.Fatalf("pending files %v, want one", pending)
+		if len(pending) != 2 || !strings.HasSuffix(pending[0], ".txn") {
+			t.Fatalf("pending objects %v, want the marker and one file", pending)
 		}
+		pending = pending[1:]
 		// Half a commit: the final object put, the pending one kept.
 		r, err := st.Get(context.Background(), pending[0])
 		sluicetest.Must(t, err)
@@ -95,6 +97,31 @@ func TestCommitAgainAfterACrashMidCommit(t *testing.T) {
 		wantExactly(t, st, 0, 5)
 		if got, p := objects(t, st); !slices.Equal(got, []string{final}) || len(p) != 0 {
 			t.Errorf("objects %v, pending %v; want only %s", got, p, final)
+		}
+	})
+}
+
+// Rolled files are put as pending objects before the barrier, so memory
+// holds only the files being filled; a crash before the barrier leaves
+// them, and the restored writer deletes them (their records come again).
+func TestRolledFilesArePutEarlyAndDeletedAfterACrash(t *testing.T) {
+	eachStore(t, func(t *testing.T, st objstore.Store) {
+		h := newSink(t, objfile.SinkConfig{Store: st, RollRecords: 3})
+		send(t, h, 0, 7, nil)
+		final, pending := objects(t, st)
+		if len(final) != 0 || len(pending) != 2 {
+			t.Fatalf("before the barrier: final %v, pending %v; want the 2 rolled files pending", final, pending)
+		}
+		sluicetest.Must(t, h.Crash(0))
+		if final, pending := objects(t, st); len(final) != 0 || len(pending) != 0 {
+			t.Fatalf("after the restart: final %v, pending %v; want nothing", final, pending)
+		}
+		send(t, h, 0, 7, nil)
+		sluicetest.Must(t, h.Checkpoint(1))
+		sluicetest.Must(t, h.Complete(1))
+		wantExactly(t, st, 0, 7)
+		if _, pending := objects(t, st); len(pending) != 0 {
+			t.Errorf("pending objects left: %v", pending)
 		}
 	})
 }

@@ -21,7 +21,8 @@ func NewSink(cfg SinkConfig) (sdk.Factory, error) {
 		StateKey: stateKey,
 		Open: func(ctx sdk.Context) (connect.Transactions, []byte, error) {
 			info := ctx.Instance()
-			f := &files{cfg: cfg, writer: connect.WriterName(info.Operator, info.FirstGroup), log: ctx.Logger()}
+			f := &files{cfg: cfg, writer: connect.WriterName(info.Operator, info.FirstGroup), log: ctx.Logger(),
+				eo: info.Guarantee == sdk.ExactlyOnce}
 			return f, []byte(cfg.Prefix), nil
 		},
 	})
