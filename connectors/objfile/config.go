@@ -86,14 +86,15 @@ func (c SinkConfig) Validate() error {
 		return bad("Stream", "required")
 	case c.Store == nil:
 		return bad("Store", "required (an objstore.Store, e.g. from storeurl.Open)")
-	case c.Prefix != "" && !strings.HasSuffix(c.Prefix, "/"):
-		return bad("Prefix", "must be empty or end in \"/\"")
-	case c.PendingPrefix != "" && (!strings.HasSuffix(c.PendingPrefix, "/") || strings.HasPrefix(c.PendingPrefix, "/")):
-		return bad("PendingPrefix", "must end in \"/\" and not start with it")
+	case c.Prefix != "" && (!strings.HasSuffix(c.Prefix, "/") || objstore.ValidatePrefix(c.Prefix) != nil):
+		return bad("Prefix", "must be empty or a valid key prefix ending in \"/\"")
+	case c.PendingPrefix != "" && (!strings.HasSuffix(c.PendingPrefix, "/") || objstore.ValidatePrefix(c.PendingPrefix) != nil):
+		return bad("PendingPrefix", "must be a valid key prefix ending in \"/\"")
 	case c.Partition < PartitionNone || c.Partition > PartitionField:
 		return bad("Partition", "must be PartitionNone, PartitionEventHour or PartitionField")
-	case c.Partition == PartitionField && (c.Field == "" || strings.ContainsAny(c.Field, "/=")):
-		return bad("Field", "required for PartitionField, without '/' or '='")
+	case c.Partition == PartitionField && (c.Field == "" || len(c.Field) > 50 || strings.ContainsAny(c.Field, "/=\\") ||
+		strings.HasPrefix(c.Field, ".") || strings.HasPrefix(c.Field, "_") || objstore.ValidatePrefix(c.Field) != nil):
+		return bad("Field", "required for PartitionField: at most 50 bytes, without '/', '=' or '\\', not starting with '.' or '_'")
 	case c.RollBytes < 0 || c.RollRecords < 0:
 		return bad("RollBytes/RollRecords", "must not be negative (0: the default)")
 	}

@@ -203,6 +203,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"Prefix", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Prefix: "out"}},
 		{"PendingPrefix", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, PendingPrefix: "p"}},
 		{"Field", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Partition: objfile.PartitionField}},
+		{"Field", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Partition: objfile.PartitionField, Field: "_x"}},
+		{"Prefix", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Prefix: "a//"}},
 		{"Partition", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Partition: 9}},
 		{"RollBytes", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, RollBytes: -1}},
 	} {
