@@ -42,5 +42,9 @@
 //
 // Under the other guarantees files wait in memory for the Flush.
 //
-// Not done: Parquet; compression; a source reading a prefix.
+// NewSource is a bounded source reading the files under a prefix back,
+// in key order (a backfill).
+//
+// Not done: Parquet; compression; a source following a prefix as new
+// files appear.
 package objfile
