@@ -20,7 +20,7 @@ import (
 // processing resumes where it stopped. A node whose state database failed
 // (a commit that hit a full disk or an I/O error: Pebble cannot go on in
 // that process) is unhealthy for good: Fatal is set, Node.Failed is
-// closed, and the process must exit (sdk.Run returns the error) so that
+// closed, and the process must exit (node.Run returns the error) so that
 // it restarts from what was committed or, in a cluster, its instances move.
 //
 // In a cluster an unhealthy node also fails its health check in the

@@ -31,7 +31,7 @@ type TransportSecurity struct {
 	TLS creds.Config
 	// Insecure lets a cluster node run its actor port without TLS, open
 	// to whoever reaches its address (records, state handoff, membership
-	// messages), on a network only the cluster reaches: sdk.Start refuses
+	// messages), on a network only the cluster reaches: node.Start refuses
 	// to join a cluster without TLS otherwise. It changes nothing when TLS
 	// is configured.
 	Insecure bool
