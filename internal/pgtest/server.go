@@ -176,7 +176,7 @@ func (s *Server) Pause() {
 	if err := s.runs.Pause(pauseTimeout); err != nil {
 		s.t.Fatalf("pgtest: %v", err)
 	}
-	for _, pid := range children(s.runs.Pid()) {
+	for _, pid := range proctest.Children(s.runs.Pid()) {
 		_ = syscall.Kill(pid, syscall.SIGSTOP)
 	}
 }
@@ -184,38 +184,10 @@ func (s *Server) Pause() {
 // Resume continues a paused server (SIGCONT to its children, then to the
 // postmaster).
 func (s *Server) Resume() {
-	for _, pid := range children(s.runs.Pid()) {
+	for _, pid := range proctest.Children(s.runs.Pid()) {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
 	}
 	s.runs.Signal(syscall.SIGCONT)
-}
-
-// children lists the processes whose parent is pid (from /proc).
-func children(pid int) []int {
-	if pid <= 0 {
-		return nil
-	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range ents {
-		c, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// The fields after the command (which may hold spaces) in ")": state, ppid.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 func (s *Server) cleanup() {

@@ -51,9 +51,9 @@ func groupRunning(pgid int) (string, error) {
 			if err != nil {
 				continue // exited thread
 			}
-			state, _, ok := parseStat(st)
-			if ok && state != 'T' && state != 't' && state != 'Z' && state != 'X' {
-				return fmt.Sprintf("%d/%s (state %c)", pid, t.Name(), state), nil
+			s, ok := parseStat(st)
+			if ok && s.state != 'T' && s.state != 't' && s.state != 'Z' && s.state != 'X' {
+				return fmt.Sprintf("%d/%s (state %c)", pid, t.Name(), s.state), nil
 			}
 		}
 	}
@@ -64,9 +64,31 @@ func groupRunning(pgid int) (string, error) {
 // the processes in them (from /proc).
 func ProcessGroups() map[int][]int {
 	out := map[int][]int{}
+	eachProcess(func(pid int, st stat) { out[st.pgrp] = append(out[st.pgrp], pid) })
+	return out
+}
+
+// Children lists the processes running now whose parent is pid (from
+// /proc): the processes of a service that left its process group, such as
+// PostgreSQL's backends, each a session leader of its own.
+func Children(pid int) []int {
+	if pid <= 0 {
+		return nil // no process: not the kernel's children of pid 0
+	}
+	var out []int
+	eachProcess(func(c int, st stat) {
+		if st.ppid == pid {
+			out = append(out, c)
+		}
+	})
+	return out
+}
+
+// eachProcess calls fn with each process in /proc and its stat line.
+func eachProcess(fn func(pid int, st stat)) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return out
+		return
 	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -77,27 +99,33 @@ func ProcessGroups() map[int][]int {
 		if err != nil {
 			continue // gone meanwhile
 		}
-		if _, pgrp, ok := parseStat(b); ok {
-			out[pgrp] = append(out[pgrp], pid)
+		if st, ok := parseStat(b); ok {
+			fn(pid, st)
 		}
 	}
-	return out
 }
 
-// parseStat returns the state and process group of a /proc stat line:
-// "pid (comm) state ppid pgrp ...", where comm may hold spaces and ")".
-func parseStat(b []byte) (state byte, pgrp int, ok bool) {
+// stat is what this package reads of a /proc stat line.
+type stat struct {
+	state      byte
+	ppid, pgrp int
+}
+
+// parseStat parses a /proc stat line: "pid (comm) state ppid pgrp ...",
+// where comm may hold spaces and ")".
+func parseStat(b []byte) (stat, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return stat{}, false
 	}
 	f := bytes.Fields(b[i+1:])
 	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+		return stat{}, false
 	}
-	pg, err := strconv.Atoi(string(f[2]))
-	if err != nil {
-		return 0, 0, false
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pg, err2 := strconv.Atoi(string(f[2]))
+	if err1 != nil || err2 != nil {
+		return stat{}, false
 	}
-	return f[0][0], pg, true
+	return stat{state: f[0][0], ppid: ppid, pgrp: pg}, true
 }

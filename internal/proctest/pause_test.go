@@ -14,17 +14,18 @@ func TestParseStat(t *testing.T) {
 	for _, c := range []struct {
 		line  string
 		state byte
+		ppid  int
 		pgrp  int
 		ok    bool
 	}{
-		{"123 (weed) S 1 123 123 0 -1", 'S', 123, true},
-		{"7 (a) b (c)) T 1 99 99 0", 'T', 99, true},
-		{"7 (truncated", 0, 0, false},
-		{"7 (x) TT 1 2", 0, 0, false},
+		{"123 (weed) S 1 123 123 0 -1", 'S', 1, 123, true},
+		{"7 (a) b (c)) T 5 99 99 0", 'T', 5, 99, true},
+		{"7 (truncated", 0, 0, 0, false},
+		{"7 (x) TT 1 2", 0, 0, 0, false},
 	} {
-		state, pgrp, ok := parseStat([]byte(c.line))
-		if state != c.state || pgrp != c.pgrp || ok != c.ok {
-			t.Errorf("parseStat(%q) = %q, %d, %t; want %q, %d, %t", c.line, state, pgrp, ok, c.state, c.pgrp, c.ok)
+		st, ok := parseStat([]byte(c.line))
+		if st.state != c.state || st.ppid != c.ppid || st.pgrp != c.pgrp || ok != c.ok {
+			t.Errorf("parseStat(%q) = %+v, %t; want %q, ppid %d, pgrp %d, %t", c.line, st, ok, c.state, c.ppid, c.pgrp, c.ok)
 		}
 	}
 }
