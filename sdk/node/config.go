@@ -179,7 +179,7 @@ func (c Config) Validate() error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("sdk: invalid config: %w", err)
+		return fmt.Errorf("node: invalid config: %w", err)
 	}
 	return nil
 }

@@ -190,7 +190,7 @@ func (c Config) checkpoints(ctx context.Context) (*actors.CheckpointConfig, erro
 	setting := c.Checkpoints
 	if setting == "" {
 		if c.Consul != "" {
-			return nil, errors.New("sdk: exactly-once in a cluster needs a checkpoint store every node reaches: set Checkpoints " +
+			return nil, errors.New("node: exactly-once in a cluster needs a checkpoint store every node reaches: set Checkpoints " +
 				"(a shared directory, or s3://bucket/prefix) or choose Guarantee: AtLeastOnce or NoGuarantee")
 		}
 		dataDir := c.DataDir
@@ -199,13 +199,13 @@ func (c Config) checkpoints(ctx context.Context) (*actors.CheckpointConfig, erro
 		}
 		abs, err := filepath.Abs(filepath.Join(dataDir, "checkpoint-store"))
 		if err != nil {
-			return nil, fmt.Errorf("sdk: checkpoint store: %w", err)
+			return nil, fmt.Errorf("node: checkpoint store: %w", err)
 		}
 		setting = abs
 	}
 	obj, err := storeurl.Open(ctx, setting)
 	if err != nil {
-		return nil, fmt.Errorf("sdk: checkpoint store %q: %w", setting, err)
+		return nil, fmt.Errorf("node: checkpoint store %q: %w", setting, err)
 	}
 	ck := &actors.CheckpointConfig{Store: checkpoint.NewStore(obj), Interval: c.CheckpointInterval, Keep: c.CheckpointsKept}
 	if c.RestoreFrom != "" {
@@ -232,7 +232,7 @@ type Runtime struct {
 // cannot be reached.
 func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime, error) {
 	if len(operators) == 0 {
-		return nil, errors.New("sdk: start: no operators given")
+		return nil, errors.New("node: start: no operators given")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -258,7 +258,7 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 	if cfg.HTTP != "" {
 		ccfg := control.Config{Addr: cfg.HTTP, Logger: logger, Security: sec, CheckManifest: policy.CheckManifest, Autoscale: cfg.Autoscale}
 		if srv, lis, err = control.Listen(ccfg); err != nil {
-			return nil, fmt.Errorf("sdk: start: %w", err)
+			return nil, fmt.Errorf("node: start: %w", err)
 		}
 	}
 	if ns := nodeSecurity(cfg); cfg.Consul != "" && !ns.Enabled() && !ns.Insecure {
@@ -272,7 +272,7 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 		d, err := consul.New(consul.Config{Address: cfg.Consul, Service: clusterName(cfg), Logger: logger})
 		if err != nil {
 			closeListener(lis)
-			return nil, fmt.Errorf("sdk: start: %w", err)
+			return nil, fmt.Errorf("node: start: %w", err)
 		}
 		if sec.Authenticated() {
 			warnAnonymousConsul(ctx, logger, cfg.Consul)
@@ -287,7 +287,7 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 		store, err := guardedStore(cfg, logger)
 		if err != nil {
 			closeListener(lis)
-			return nil, fmt.Errorf("sdk: start: %w", err)
+			return nil, fmt.Errorf("node: start: %w", err)
 		}
 		ncfg.Store = store
 	}
@@ -331,7 +331,7 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 		})
 		if err != nil {
 			closeListener(lis)
-			return nil, errors.Join(fmt.Errorf("sdk: start: %w", err), n.Stop(context.Background()), tel.Shutdown(context.Background()))
+			return nil, errors.Join(fmt.Errorf("node: start: %w", err), n.Stop(context.Background()), tel.Shutdown(context.Background()))
 		}
 		lctx, cancel := context.WithCancel(context.Background())
 		rt.stopLaunch, rt.launchDone = cancel, make(chan struct{})
@@ -547,7 +547,7 @@ func Run(ctx context.Context, cfg Config, operators ...sdk.Factory) error {
 	sctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := rt.Stop(sctx); err != nil {
-		return fmt.Errorf("sdk: stop: %w", err)
+		return fmt.Errorf("node: stop: %w", err)
 	}
 	return nil
 }
@@ -560,9 +560,9 @@ func warnAnonymousConsul(ctx context.Context, logger *slog.Logger, addr string) 
 	anon, err := consul.AnonymousWrites(ctx, consul.Config{Address: addr})
 	switch {
 	case err != nil:
-		logger.Warn("sdk: could not check whether Consul takes writes without a token", "consul", addr, "error", err)
+		logger.Warn("node: could not check whether Consul takes writes without a token", "consul", addr, "error", err)
 	case anon:
-		logger.Error("sdk: INSECURE: Consul takes writes without a token, so anyone who reaches it can deploy, kill and take over instances "+
+		logger.Error("node: INSECURE: Consul takes writes without a token, so anyone who reaches it can deploy, kill and take over instances "+
 			"whatever the control API's tokens say: enable Consul's ACLs with default_policy \"deny\" and give the nodes a token "+
 			"(CONSUL_HTTP_TOKEN; docs/security.md, \"Consul\")", "consul", addr)
 	}

@@ -64,7 +64,7 @@ func security(cfg Config) (ControlSecurity, LaunchPolicy, error) {
 	} else {
 		var err error
 		if sec, err = ControlSecurityFromEnv(); err != nil {
-			return sec, LaunchPolicy{}, fmt.Errorf("sdk: start: %w", err)
+			return sec, LaunchPolicy{}, fmt.Errorf("node: start: %w", err)
 		}
 	}
 	var pol LaunchPolicy
@@ -73,7 +73,7 @@ func security(cfg Config) (ControlSecurity, LaunchPolicy, error) {
 	} else {
 		var err error
 		if pol, err = LaunchPolicyFromEnv(); err != nil {
-			return sec, pol, fmt.Errorf("sdk: start: %w", err)
+			return sec, pol, fmt.Errorf("node: start: %w", err)
 		}
 	}
 	if !cfg.Launch || cfg.Consul == "" {
@@ -85,7 +85,7 @@ func security(cfg Config) (ControlSecurity, LaunchPolicy, error) {
 			"see docs/security.md", ErrLaunchNeedsAuth)
 	}
 	if err := pol.Validate(); err != nil {
-		return sec, pol, fmt.Errorf("sdk: start: Launch: %w", err)
+		return sec, pol, fmt.Errorf("node: start: Launch: %w", err)
 	}
 	return sec, pol, nil
 }

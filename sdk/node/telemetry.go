@@ -32,7 +32,7 @@ func startTelemetry(ctx context.Context, cfg Config, srv *control.Server) (*tele
 	} else {
 		var err error
 		if tc, err = telemetry.FromEnv(); err != nil {
-			return nil, fmt.Errorf("sdk: start: %w", err)
+			return nil, fmt.Errorf("node: start: %w", err)
 		}
 	}
 	if srv == nil {
@@ -44,7 +44,7 @@ func startTelemetry(ctx context.Context, cfg Config, srv *control.Server) (*tele
 	}
 	t, err := telemetry.New(ctx, node, tc)
 	if err != nil {
-		return nil, fmt.Errorf("sdk: start: %w", err)
+		return nil, fmt.Errorf("node: start: %w", err)
 	}
 	if h := t.Handler(); h != nil {
 		srv.Handle("GET /metrics", h)

@@ -37,7 +37,7 @@ func (w *wasmRuntime) factory(meta core.Metadata) (core.Factory, error) {
 		h, err := wasmop.NewHost(ctx, w.cfg)
 		if err != nil {
 			w.mu.Unlock()
-			return nil, fmt.Errorf("sdk: wasm runtime: %w", err)
+			return nil, fmt.Errorf("node: wasm runtime: %w", err)
 		}
 		w.host = h
 	}
