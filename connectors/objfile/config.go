@@ -70,6 +70,12 @@ type SinkConfig struct {
 	// of its partition starts a new file.
 	RollBytes   int
 	RollRecords int
+	// Format is the files' layout: FormatJSONLines (the default) or
+	// FormatParquet, whose Columns (required) name the top-level JSON
+	// fields written and their types; other fields of a record are not
+	// written. For Parquet, RollBytes counts the JSON bytes taken in.
+	Format  Format
+	Columns []Column
 	// Stats, when set, receives the sink's counters.
 	Stats *Stats
 }
@@ -97,6 +103,15 @@ func (c SinkConfig) Validate() error {
 		return bad("Field", "required for PartitionField: at most 50 bytes, without '/', '=' or '\\', not starting with '.' or '_'")
 	case c.RollBytes < 0 || c.RollRecords < 0:
 		return bad("RollBytes/RollRecords", "must not be negative (0: the default)")
+	case c.Format != FormatJSONLines && c.Format != FormatParquet:
+		return bad("Format", "must be FormatJSONLines or FormatParquet")
+	case c.Format == FormatJSONLines && len(c.Columns) > 0:
+		return bad("Columns", "only for FormatParquet")
+	}
+	if c.Format == FormatParquet {
+		if err := validateColumns(c.Columns); err != nil {
+			return bad("Columns", err.Error())
+		}
 	}
 	return nil
 }

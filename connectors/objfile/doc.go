@@ -1,6 +1,14 @@
-// Package objfile is a sink writing rolling JSON-lines files to an
-// objstore.Store: S3-compatible storage (objstore/s3store) or a directory
-// (objstore/fsstore), as objstore/storeurl opens them.
+// Package objfile is a sink writing rolling JSON-lines or Parquet files to
+// an objstore.Store: S3-compatible storage (objstore/s3store) or a
+// directory (objstore/fsstore), as objstore/storeurl opens them.
+//
+// A Parquet sink (FormatParquet) takes records whose values are JSON
+// objects and writes the top-level fields its Columns name, typed (string,
+// int64, double, bool, timestamp in milliseconds), Snappy-compressed; a
+// record that is not such an object, or lacks a required column, is
+// refused as a bad record (dead-lettered) before anything of it is
+// written. Its final keys end in ".parquet" instead of ".jsonl"; the rest
+// below holds for both formats.
 //
 // Each record's value is one line (the value and '\n'; it is not checked
 // to be JSON unless the sink partitions by a field). Lines go to the file
@@ -45,6 +53,6 @@
 // NewSource is a bounded source reading the files under a prefix back,
 // in key order (a backfill).
 //
-// Not done: Parquet; compression; a source following a prefix as new
+// Not done: compression of JSON lines; a source following a prefix as new
 // files appear.
 package objfile

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/connect"
 )
@@ -23,11 +25,26 @@ import (
 // writer is connect.WriterName. A handle is the transaction's txn on its
 // first line, then the final keys of its files, file n on line n+1.
 
-// file is one rolling file being filled: its partition and lines.
+// file is one rolling file being filled: its partition and bytes (the
+// lines, or a Parquet file whose writer pq fills buf).
 type file struct {
 	partition string
 	buf       bytes.Buffer
 	records   int
+	size      int          // bytes taken in (for RollBytes)
+	pq        *parquetFile // FormatParquet: nil once closed
+}
+
+// finish completes fl's bytes: a Parquet file's last row group and footer.
+func (fl *file) finish() error {
+	if fl.pq == nil {
+		return nil
+	}
+	if err := fl.pq.close(); err != nil {
+		return err
+	}
+	fl.pq = nil
+	return nil
 }
 
 // files is the connect.Transactions (and connect.Recoverer) of one sink
@@ -36,6 +53,7 @@ type file struct {
 // files wait for Flush. Its methods run on the instance's goroutine.
 type files struct {
 	cfg    SinkConfig
+	schema *rowSchema // FormatParquet
 	writer string
 	eo     bool
 	log    *slog.Logger
@@ -72,11 +90,20 @@ func (f *files) Begin(sdk.Context) error {
 }
 
 // Write implements connect.Transactions: it appends rec's value and '\n'
-// to the file of its partition, rolling it at RollBytes or RollRecords.
-// Under exactly-once a rolled file is put at once as a pending object; if
-// that fails it is kept and tried again at the next roll or PreCommit
-// (Write does not fail: the store's outage is the barrier's problem).
+// (or, for Parquet, its row) to the file of its partition, rolling it at
+// RollBytes or RollRecords. A value that is not a row of the Parquet
+// columns is refused (sdk.ErrBadRecord) before anything is written. Under
+// exactly-once a rolled file is put at once as a pending object; if that
+// fails it is kept and tried again at the next roll or PreCommit (the
+// store's outage is the barrier's problem).
 func (f *files) Write(_ sdk.Context, rec sdk.Record) error {
+	var row parquet.Row
+	if f.schema != nil {
+		var err error
+		if row, err = f.schema.row(rec.Value); err != nil {
+			return err
+		}
+	}
 	if f.open == nil {
 		f.open = map[string]*file{}
 	}
@@ -84,12 +111,25 @@ func (f *files) Write(_ sdk.Context, rec sdk.Record) error {
 	cur := f.open[p]
 	if cur == nil {
 		cur = &file{partition: p}
+		if f.schema != nil {
+			cur.pq = newParquetFile(f.schema, &cur.buf)
+		}
 		f.open[p] = cur
 	}
-	cur.buf.Write(rec.Value)
-	cur.buf.WriteByte('\n')
+	if cur.pq != nil {
+		if err := cur.pq.write(row); err != nil {
+			return err
+		}
+	} else {
+		cur.buf.Write(rec.Value)
+		cur.buf.WriteByte('\n')
+	}
 	cur.records++
-	if cur.buf.Len() >= f.cfg.RollBytes || cur.records >= f.cfg.RollRecords {
+	cur.size += len(rec.Value) + 1
+	if cur.size >= f.cfg.RollBytes || cur.records >= f.cfg.RollRecords {
+		if err := cur.finish(); err != nil {
+			return err
+		}
 		f.sealed = append(f.sealed, cur)
 		delete(f.open, p)
 		if f.eo {
@@ -103,17 +143,20 @@ func (f *files) Write(_ sdk.Context, rec sdk.Record) error {
 
 // seal closes the open files, in partition order, and returns every file
 // of the transaction.
-func (f *files) seal() []*file {
+func (f *files) seal() ([]*file, error) {
 	parts := make([]string, 0, len(f.open))
 	for p := range f.open {
 		parts = append(parts, p)
 	}
 	slices.Sort(parts)
 	for _, p := range parts {
+		if err := f.open[p].finish(); err != nil {
+			return nil, err
+		}
 		f.sealed = append(f.sealed, f.open[p])
+		delete(f.open, p)
 	}
-	f.open = map[string]*file{}
-	return f.sealed
+	return f.sealed, nil
 }
 
 // upload puts the sealed files not put yet as pending objects, dropping
@@ -135,10 +178,13 @@ func (f *files) upload() error {
 // exactly-once: it puts the open transaction's files under final keys
 // named by the time.
 func (f *files) Flush(sdk.Context) error {
-	files := f.seal()
+	files, err := f.seal()
+	if err != nil {
+		return err
+	}
 	stamp := time.Now().UnixNano()
 	for n, fl := range files {
-		key := fmt.Sprintf("%s%s%s-f%020d-%06d.jsonl", f.cfg.Prefix, fl.partition, f.writer, stamp, n)
+		key := fmt.Sprintf("%s%s%s-f%020d-%06d%s", f.cfg.Prefix, fl.partition, f.writer, stamp, n, f.cfg.Format.ext())
 		if err := f.putBytes(key, fl.buf.Bytes()); err != nil {
 			// What was put stays; the rest comes again at the next Flush.
 			f.sealed = files[n:]

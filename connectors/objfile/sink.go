@@ -16,12 +16,16 @@ func NewSink(cfg SinkConfig) (sdk.Factory, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	var schema *rowSchema
+	if cfg.Format == FormatParquet {
+		schema = newRowSchema(cfg.Columns)
+	}
 	return connect.NewSink(connect.SinkConfig{
 		Name: cfg.Name, Stream: cfg.Stream, Routing: cfg.Routing, Parallelism: cfg.Parallelism,
 		StateKey: stateKey,
 		Open: func(ctx sdk.Context) (connect.Transactions, []byte, error) {
 			info := ctx.Instance()
-			f := &files{cfg: cfg, writer: connect.WriterName(info.Operator, info.FirstGroup), log: ctx.Logger(),
+			f := &files{cfg: cfg, schema: schema, writer: connect.WriterName(info.Operator, info.FirstGroup), log: ctx.Logger(),
 				eo: info.Guarantee == sdk.ExactlyOnce}
 			return f, []byte(cfg.Prefix), nil
 		},

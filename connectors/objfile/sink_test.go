@@ -207,6 +207,13 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"Prefix", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Prefix: "a//"}},
 		{"Partition", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Partition: 9}},
 		{"RollBytes", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, RollBytes: -1}},
+		{"Format", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Format: 7}},
+		{"Columns", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Format: objfile.FormatParquet}},
+		{"Columns", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Columns: []objfile.Column{{Name: "a"}}}},
+		{"Columns", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Format: objfile.FormatParquet,
+			Columns: []objfile.Column{{Name: "a"}, {Name: "a", Type: objfile.ColumnInt64}}}},
+		{"Columns", objfile.SinkConfig{Name: "w", Stream: "s", Store: st, Format: objfile.FormatParquet,
+			Columns: []objfile.Column{{Name: "a", Type: 99}}}},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			_, err := objfile.NewSink(tc.cfg)

@@ -11,8 +11,9 @@ import (
 	"github.com/sluicehq/sluice/sdk/connect"
 )
 
-// SourceConfig describes a bounded source reading the JSON-lines files
-// under a prefix (what the sink wrote, for a backfill).
+// SourceConfig describes a bounded source reading the files under a
+// prefix (what the sink wrote, for a backfill): JSON lines, and Parquet
+// files (keys ending in ".parquet"), whose rows it reads as JSON objects.
 type SourceConfig struct {
 	// Name is the operator's name; Stream its output stream. One
 	// instance reads.
@@ -70,6 +71,13 @@ func (r *reader) Read(_ sdk.Context, _ string, last string) ([]sdk.Record, strin
 		data, err := r.f.get(o.Key)
 		if err != nil {
 			return nil, last, fmt.Errorf("read %s: %w: %w", o.Key, sdk.ErrTransient, err)
+		}
+		if strings.HasSuffix(o.Key, FormatParquet.ext()) {
+			recs, err := parquetRecords(data)
+			if err != nil {
+				return nil, last, fmt.Errorf("read %s: %w", o.Key, err)
+			}
+			return recs, o.Key, nil
 		}
 		var recs []sdk.Record
 		for line := range bytes.Lines(data) {

@@ -17,13 +17,15 @@ import (
 // handle. If a Put fails the transaction stays open and the next
 // PreCommit takes it (files already put are not put again).
 func (f *files) PreCommit(_ sdk.Context, checkpoint uint64) ([]byte, error) {
-	f.seal()
+	if _, err := f.seal(); err != nil {
+		return nil, err
+	}
 	if err := f.upload(); err != nil {
 		return nil, err
 	}
 	handle := append([]byte(f.txn), '\n')
 	for n, fl := range f.sealed {
-		final := fmt.Sprintf("%s%s%s-%020d-%06d.jsonl", f.cfg.Prefix, fl.partition, f.writer, checkpoint, n)
+		final := fmt.Sprintf("%s%s%s-%020d-%06d%s", f.cfg.Prefix, fl.partition, f.writer, checkpoint, n, f.cfg.Format.ext())
 		handle = append(append(handle, final...), '\n')
 	}
 	if key := f.markerKey(f.writer, checkpoint); len(f.sealed) > 0 {

@@ -29,7 +29,9 @@
 //   - a callback that fails (error or panic) has no effect: its state
 //     writes, timer changes and produced records are discarded, the error
 //     is returned to the test, and the instance restarts as in the runtime
-//     (a fresh Operator from the Factory, then Init);
+//     (a fresh Operator from the Factory, then Init); a record refused as
+//     bad (sdk.ErrBadRecord) is instead dead-lettered at once, with the
+//     runtime's headers, and the operator goes on without a restart;
 //   - producing to a stream that is neither declared nor the operator's
 //     dead-letter stream (sdk.DeadLetterStream) is sdk.ErrUnknownStream; setting
 //     an event-time timer on an operator that is not an

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/placement"
@@ -178,7 +179,13 @@ func (h *Harness) Finished() bool { return h.finished }
 // Send processes recs, in order, as records arriving on input stream. It
 // stops at the first failing record and returns its error; that record's
 // effects are discarded and the operator restarted, the records before it
-// keep theirs.
+// keep theirs. A record the operator refuses as bad (an error wrapping
+// sdk.ErrBadRecord) is handled as the runtime does: its effects are
+// discarded, the operator is not restarted, the record goes to the
+// dead-letter stream (sdk.DeadLetterStream) with the runtime's headers
+// (sluice-error, sluice-attempts 1, sluice-operator, sluice-instance,
+// sluice-stream), and Send goes on with the next records; it returns the
+// bad records' errors.
 func (h *Harness) Send(stream string, recs ...sdk.Record) error {
 	routing, ok := h.inputs[stream]
 	if !ok {
@@ -187,17 +194,43 @@ func (h *Harness) Send(stream string, recs ...sdk.Record) error {
 	if h.ended {
 		return fmt.Errorf("sdktest: operator %q: send to %q after End", h.meta.Name, stream)
 	}
+	var bad []error
 	for _, rec := range recs {
 		rec.Stream = stream
 		group := h.info.FirstGroup
 		if routing == sdk.GroupBy {
 			group = placement.KeyGroup(rec.Key, h.meta.KeyGroups)
 		}
-		if err := h.attempt(group, rec.EventTime, func() error { return h.op.ProcessRecord(h.context(), rec) }); err != nil {
-			return err
+		err := h.try(group, rec.EventTime, func() error { return h.op.ProcessRecord(h.context(), rec) })
+		switch {
+		case err == nil:
+		case errors.Is(err, sdk.ErrBadRecord) && !h.closed:
+			h.deadLetter(rec, err)
+			bad = append(bad, err)
+		case h.closed:
+			return errors.Join(append(bad, err)...)
+		default:
+			return errors.Join(append(bad, err, h.restart())...)
 		}
 	}
-	return nil
+	return errors.Join(bad...)
+}
+
+// deadLetter sends rec, refused as bad with err, to the operator's
+// dead-letter stream as the runtime does.
+func (h *Harness) deadLetter(rec sdk.Record, err error) {
+	dl := rec
+	dl.Headers = append(slices.Clone(rec.Headers),
+		sdk.Header{Key: sdk.HeaderError, Value: err.Error()},
+		sdk.Header{Key: sdk.HeaderAttempts, Value: "1"},
+		sdk.Header{Key: sdk.HeaderOperator, Value: h.meta.Name},
+		sdk.Header{Key: sdk.HeaderInstance, Value: strconv.Itoa(h.info.Index)},
+		sdk.Header{Key: sdk.HeaderStream, Value: rec.Stream})
+	stream := sdk.DeadLetterStream(h.meta.Name)
+	h.out[stream] = append(h.out[stream], dl)
+	if h.keepLog {
+		h.log = append(h.log, Produced{Stream: stream, Record: dl})
+	}
 }
 
 // Poll calls the source's Poll once, with the harness's processing time as
