@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/cluster"
@@ -475,7 +476,7 @@ func (c *coordinator) publish(owners map[instKey]string) {
 	topo := c.topo
 	c.n.topo.Store(&topo)
 	if c.n.ckpt != nil {
-		c.n.system.Root.Send(c.n.ckpt, ckViewMsg{view: ckView{members: slices.Clone(c.members), topo: topo, crashed: c.crashed}})
+		c.n.system.Root.Send(c.n.ckpt, ckpt.View{Members: slices.Clone(c.members), Topo: topo, Crashed: c.crashed})
 		c.crashed = nil
 	}
 	// Instances adopt the table now rather than at their next record, so

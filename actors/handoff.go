@@ -13,6 +13,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/persistence"
@@ -526,17 +527,19 @@ func (c *coordinator) onRolledBack(m rolledBackMsg) {
 	c.gen = m.gen
 	restored := make(map[string][][2]int)
 	var keys []instKey
+	var ckKeys []ckpt.Key
 	for k, li := range c.local {
 		if spec, ok := c.topo.Find(k.op); li.state != lsActive || !ok || spec.Epoch != k.epoch {
 			continue
 		}
 		keys = append(keys, k)
+		ckKeys = append(ckKeys, k.ckKey())
 		restored[k.op] = append(restored[k.op], [2]int{li.inst.lo, li.inst.hi})
 	}
 	c.forgetStale(m.gen, restored)
 	// The checkpointer hears which instances restore before any of them
 	// reports (local sends are queued in order).
-	c.n.system.Root.Send(c.n.ckpt, ckRestoringMsg{gen: m.gen, keys: keys})
+	c.n.system.Root.Send(c.n.ckpt, ckpt.Restoring{Gen: m.gen, Keys: ckKeys})
 	for _, k := range keys {
 		c.n.system.Root.Send(c.local[k].inst.pid, restoreMsg{gen: m.gen, meta: m.meta})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
@@ -158,7 +159,7 @@ func (i *instance) release() {
 			// A move abandons the checkpoint in progress: the state must
 			// go along. Told before the commit below, the checkpointer
 			// fails its part even if it copies the database after it.
-			i.node.system.Root.Send(i.node.ckpt, ckMovedMsg{id: i.ckHold, key: i.key})
+			i.node.system.Root.Send(i.node.ckpt, ckpt.Moved{ID: i.ckHold, Key: i.key.ckKey()})
 			i.ckHold = 0
 		}
 		if i.exactlyOnce() {

@@ -57,7 +57,7 @@ type Node struct {
 
 	coord     *actor.PID
 	coordImpl *coordinator
-	ckpt      *actor.PID // the checkpointer (checkpointer.go); nil without checkpoints
+	ckpt      *actor.PID // the checkpointer (package actors/ckpt); nil without checkpoints
 	ingress   *ingress
 	tails     tailRegistry // open subscriptions (tail.go)
 
