@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicehq/sluice/actors/ckpt"
+	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/internal/backoff"
 )
@@ -141,7 +142,7 @@ func (n *Node) CheckpointStatus(ctx context.Context) (CheckpointStats, error) {
 // alone reports whether the node is the only member of its cluster.
 func (n *Node) alone(ctx context.Context) bool {
 	st, err := n.coordState(ctx)
-	return err == nil && len(st.members) <= 1
+	return err == nil && len(st.Members) <= 1
 }
 
 // restoreBase returns the checkpoint an instance activated without state
@@ -264,7 +265,7 @@ func (c ckptNode) Vouched(ctx actor.Context, what, claimed string) bool {
 }
 
 func (c ckptNode) RolledBack(gen uint64, meta *checkpoint.Meta) {
-	c.n.system.Root.Send(c.n.coord, rolledBackMsg{gen: gen, meta: meta})
+	c.n.system.Root.Send(c.n.coord, handoff.RolledBack{Gen: gen, Meta: meta})
 }
 
 func (c ckptNode) Checkpointed(id uint64, took time.Duration, uploaded, size int64, err error) {

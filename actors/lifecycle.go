@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors/ckpt"
+	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
@@ -210,7 +211,7 @@ func (i *instance) reportReleased() {
 		return // settle calls again as acks come back
 	}
 	i.releaseReported = true
-	i.node.system.Root.Send(i.node.coord, instanceReleased{key: i.key})
+	i.node.system.Root.Send(i.node.coord, handoff.Released{Key: i.key.ckKey()})
 }
 
 // onRestarting undoes the failed attempt and commits what earlier attempts

@@ -23,9 +23,10 @@ import (
 // instance that was active on the node restores its key groups from C
 // (from the node's own copy of C when it held them, else fetched from the
 // store) and starts again, and those awaiting their state ask for it again
-// (coordinator.onRolledBack, handoff.go): sources produce again from the positions in C, and
-// Committer sinks commit what C had prepared and discard the rest. With
-// no complete checkpoint (C = 0) every key group starts empty.
+// (handoff.Coordinator.onRolledBack): sources produce again from the
+// positions in C, and Committer sinks commit what C had prepared and
+// discard the rest. With no complete checkpoint (C = 0) every key group
+// starts empty.
 
 // restoreMsg makes a reset instance restore its key groups from meta
 // (nil: none) and start again (the placement coordinator's, once the

@@ -112,7 +112,7 @@ type (
 func New(p Params, n Node) *Checkpointer {
 	c := &Checkpointer{n: n, root: p.Root, db: p.DB, log: p.Log, restorer: p.Restorer, store: p.Config.Store, cfg: p.Config,
 		id: p.NodeID, dataDir: p.DataDir, incarnation: p.Incarnation, incarnationKey: p.IncarnationKey, dbID: p.DBID,
-		dirs: make(map[uint64]string)}
+		dirs: make(map[uint64]string), stopTick: func() {}}
 	c.gen = p.Gen
 	c.latest = p.Latest
 	c.coord.loaded = true
@@ -130,25 +130,18 @@ func Spawn(root *actor.RootContext, c *Checkpointer) (*actor.PID, error) {
 	return root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return c }), checkpointerName)
 }
 
-// stopTicker stops the ticker, if one runs.
-func (c *Checkpointer) stopTicker() {
-	if c.stopTick != nil {
-		c.stopTick()
-	}
-}
-
 // Receive handles the checkpointer's messages.
 func (c *Checkpointer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		c.self = ctx.Self()
-		c.stopTicker() // a restarted actor's previous one
+		c.stopTick() // a restarted actor's previous one
 		c.stopTick = c.n.Tick(ctx.Self(), min(c.cfg.Interval, 250*time.Millisecond), tickMsg{})
 		if !c.coord.loaded {
 			c.loadLatest()
 		}
 	case *actor.Stopping:
-		c.stopTicker()
+		c.stopTick()
 	case View:
 		c.onView(m)
 	case tickMsg:
