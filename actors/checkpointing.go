@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
-// An instance's part in checkpoints (exactly-once; see checkpointer.go for
-// the node's part and the coordinator).
+// An instance's part in checkpoints (exactly-once; see package actors/ckpt
+// for the node's part and the coordinator).
 //
 // Barrier N reaches an instance on every input edge, in order with the
 // records. From the first edge that delivers it, the instance holds back
@@ -24,55 +25,6 @@ import (
 // its outputs, reports to the node's checkpointer and takes up the held
 // batches. Instances without upstreams (sources, operators fed from
 // outside) snapshot when the checkpointer triggers them.
-
-// ckBarrierMsg makes an instance without upstream barriers snapshot for
-// checkpoint id now (the checkpointer's trigger).
-type ckBarrierMsg struct{ id uint64 }
-
-// ckTakenMsg tells an instance that its node copied its database for
-// checkpoint id: state commits may resume.
-type ckTakenMsg struct{ id uint64 }
-
-// ckCompleteMsg tells an instance that checkpoint id is complete: a
-// Committer commits. done, if set, is closed once it did (the final
-// checkpoint of a stop waits for it).
-type ckCompleteMsg struct {
-	id   uint64
-	done chan struct{}
-}
-
-// ckAbortMsg tells an instance that checkpoint id was abandoned.
-type ckAbortMsg struct{ id uint64 }
-
-// ckLostMsg tells the node's checkpointer that a barrier of checkpoint id
-// will not reach a destination (an output changing its layout did not
-// take it, or it came back bounced): the instances downstream would wait
-// for it until the checkpoint times out, holding their other inputs, so
-// the checkpoint is abandoned now.
-type ckLostMsg struct {
-	id     uint64
-	reason string
-}
-
-// ckMovedMsg tells the node's checkpointer that an instance holding
-// commits for checkpoint id moves away and commits what it wrote after the
-// barrier: the node's copy for id, if not taken before that commit, would
-// hold state from after the checkpoint, so the node's part fails.
-type ckMovedMsg struct {
-	id  uint64
-	key instKey
-}
-
-// ckSnappedMsg reports an instance's snapshot for checkpoint id to the
-// node's checkpointer; triggered marks one the trigger made (a source's),
-// not barriers.
-type ckSnappedMsg struct {
-	id        uint64
-	key       instKey
-	groups    checkpoint.Groups
-	err       error
-	triggered bool
-}
 
 // exactlyOnce reports whether the node runs checkpoints.
 func (i *instance) exactlyOnce() bool { return i.node.guarantee() == core.ExactlyOnce }
@@ -163,12 +115,12 @@ func (i *instance) snapshotAt(id uint64, triggered bool) {
 	i.log.Debug("snapshot", "checkpoint", id, "triggered", triggered, "blocked", len(in.blocked))
 	err := i.prepareCheckpoint(id)
 	if n := i.out.Emit(flow.Control{Kind: flow.Barrier, Checkpoint: id}, i.outputs); n > 0 {
-		i.node.system.Root.Send(i.node.ckpt, ckLostMsg{id: id,
-			reason: fmt.Sprintf("operator %s: %d output(s) changing layout (an instance moved) did not take barrier %d", i.key, n, id)})
+		i.node.system.Root.Send(i.node.ckpt, ckpt.Lost{ID: id,
+			Reason: fmt.Sprintf("operator %s: %d output(s) changing layout (an instance moved) did not take barrier %d", i.key, n, id)})
 	}
 	i.send(false)
-	i.node.system.Root.Send(i.node.ckpt, ckSnappedMsg{id: id, key: i.key, err: err, triggered: triggered,
-		groups: checkpoint.Groups{Operator: i.key.op, Epoch: i.key.epoch, Index: i.key.index, First: i.lo, End: i.hi}})
+	i.node.system.Root.Send(i.node.ckpt, ckpt.Snapped{ID: id, Key: i.key.ckKey(), Err: err, Triggered: triggered,
+		Groups: checkpoint.Groups{Operator: i.key.op, Epoch: i.key.epoch, Index: i.key.index, First: i.lo, End: i.hi}})
 	i.releaseBlocked()
 	i.drain()
 }
@@ -287,7 +239,7 @@ func (i *instance) onTrigger(id uint64) {
 		return
 	}
 	if i.mode != modeActive {
-		i.node.system.Root.Send(i.node.ckpt, ckSnappedMsg{id: id, key: i.key, err: fmt.Errorf("instance %s is %s", i.key, i.stateName()), triggered: true})
+		i.node.system.Root.Send(i.node.ckpt, ckpt.Snapped{ID: id, Key: i.key.ckKey(), Err: fmt.Errorf("instance %s is %s", i.key, i.stateName()), Triggered: true})
 		return
 	}
 	i.snapshotAt(id, true)

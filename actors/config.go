@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -111,7 +110,7 @@ type Config struct {
 	// Checkpoints, when set, makes the node exactly-once: it takes part in
 	// consistent distributed checkpoints kept in Checkpoints.Store, and
 	// after a node crash every instance rolls back to the last complete
-	// one (see checkpointer.go). AtLeastOnce is then ignored.
+	// one (see package actors/ckpt). AtLeastOnce is then ignored.
 	Checkpoints *CheckpointConfig
 	// StateLog, when set, mirrors every instance's committed state to an
 	// external log (a Kafka changelog), from which an instance whose node
@@ -132,28 +131,6 @@ type Config struct {
 	// DiskCheckInterval is the time between two checks of the node's
 	// health (free disk, state database); 0 means 250 ms.
 	DiskCheckInterval time.Duration
-}
-
-// CheckpointConfig configures checkpoints.
-type CheckpointConfig struct {
-	// Store keeps the checkpoints; required.
-	Store *checkpoint.Store
-	// Interval is the time between the starts of two checkpoints (at least
-	// a quarter of it passes between the end of one and the start of the
-	// next); 0 means 1 s.
-	Interval time.Duration
-	// Timeout abandons a checkpoint that has not completed after it; 0
-	// means 1 minute.
-	Timeout time.Duration
-	// Keep is how many complete checkpoints are kept; 0 means 3.
-	// Savepoints (taken on request) are kept besides.
-	Keep int
-	// RestoreFrom, when not 0, makes the cluster's first restore use this
-	// complete checkpoint rather than the newest (checkpoint.Store's
-	// StartFrom: newer checkpoints are abandoned). Once a node of the
-	// cluster started from it, later starts and rollbacks use the newest
-	// checkpoint again, so the setting may stay.
-	RestoreFrom uint64
 }
 
 // ClusterConfig configures a node's membership in a cluster.

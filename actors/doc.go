@@ -2,10 +2,14 @@
 // a protoactor-go actor, supervised by a per-operator supervisor actor, with
 // its state in the node's Pebble database (package persistence).
 //
-// The package is the instance runtime and the node; two concepts live apart:
-// the sending side of the data plane (route tables, output buffers,
-// batching, credits) is package actors/flow, which knows nothing of actors,
-// and the messages that cross nodes are package actors/wire.
+// The package is the instance runtime and the node; four concepts live
+// apart: the sending side of the data plane (route tables, output buffers,
+// batching, credits) is package actors/flow, which knows nothing of actors;
+// the checkpoint machinery (checkpointer, checkpoint coordinator,
+// rollbacks, savepoints, restorer) is actors/ckpt and placement with the
+// state handoff (the coordinator) is actors/handoff, both reaching the node
+// through an interface this package implements (ckptNode, handoffNode);
+// the messages that cross nodes are package actors/wire.
 //
 // # Files
 //
@@ -15,8 +19,10 @@
 //	lifecycle.go    activate, release, restart, stop, commit
 //	operator.go     per-operator supervisor and restart strategy
 //	strikes.go      which failures count toward the restart policy
-//	coordinator.go  placement: which instances run here, the route table
-//	handoff.go      moving key groups' state between nodes
+//	placing.go      the node's side of actors/handoff: handoffNode, the route table
+//	checkpoints.go  the node's side of actors/ckpt: ckptNode, the Node's checkpoint methods
+//	checkpointing.go an instance's part in checkpoints (barriers, snapshots, sink commits)
+//	rollback.go     an instance's part in rollbacks (reset, restore, admit), lost batches
 //	dispatcher.go   what arrives from other nodes, converted to local messages
 //	dest.go         flow.Dest for local and remote instances
 //	durability.go   at-least-once bookkeeping (durable acks, rewinds)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/internal/core"
 )
@@ -227,7 +228,7 @@ func (n *Node) commitSinks(ctx context.Context, id uint64) error {
 	dones := make([]chan struct{}, len(insts))
 	for k, inst := range insts {
 		dones[k] = make(chan struct{})
-		n.system.Root.Send(inst.pid, ckCompleteMsg{id: id, done: dones[k]})
+		n.system.Root.Send(inst.pid, ckpt.Complete{ID: id, Done: dones[k]})
 	}
 	for k, done := range dones {
 		select {

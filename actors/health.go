@@ -185,7 +185,7 @@ func (n *Node) checkHealth() {
 // and Failed is closed so that its owner exits the process and it restarts
 // clean. Its instances' state and output are stale: the receivers of its
 // batches already drop them (an older rollback generation), and its sinks
-// commit nothing more (see checkpointer.missedRollback).
+// commit nothing more (see ckpt.Checkpointer.missedRollback).
 func (n *Node) fence(reason string) {
 	n.healthMu.Lock()
 	defer n.healthMu.Unlock()

@@ -41,7 +41,7 @@ func (n *Node) loadHeld() map[string][]bool {
 // saveHeld records the key groups held at a clean stop.
 func (n *Node) saveHeld() error {
 	runs := make(map[string][][2]int)
-	for op, g := range n.coordImpl.held {
+	for op, g := range n.coordImpl.Held() {
 		var rs [][2]int
 		for i := 0; i < len(g); i++ {
 			if !g[i] {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/core"
@@ -344,32 +345,32 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 			i.mode = modeAwaiting
 			i.setState(StateAwaiting)
 		}
-	case ckBarrierMsg:
-		i.onTrigger(m.id)
-	case ckTakenMsg:
-		i.onCheckpointTaken(m.id)
+	case ckpt.Barrier:
+		i.onTrigger(m.ID)
+	case ckpt.Taken:
+		i.onCheckpointTaken(m.ID)
 		if i.mode == modeActive && i.store.Pending() > 0 {
 			i.observedCommit(!i.node.cfg.NoSync)
 		}
-	case ckCompleteMsg:
-		i.onCheckpointComplete(m.id)
+	case ckpt.Complete:
+		i.onCheckpointComplete(m.ID)
 		i.settle()
-		if m.done != nil {
-			close(m.done)
+		if m.Done != nil {
+			close(m.Done)
 		}
-	case ckAbortMsg:
-		i.onCheckpointAbort(m.id)
+	case ckpt.Abort:
+		i.onCheckpointAbort(m.ID)
 		i.settle()
-	case resetMsg:
-		if m.gen > i.gen {
-			i.reset(m.gen)
+	case ckpt.Reset:
+		if m.Gen > i.gen {
+			i.reset(m.Gen)
 		}
 		if i.node.ckpt != nil { // a node without checkpoints rolls back only in tests
-			i.node.system.Root.Send(i.node.ckpt, ckResetMsg{key: i.key, gen: m.gen})
+			i.node.system.Root.Send(i.node.ckpt, ckpt.ResetDone{Key: i.key.ckKey(), Gen: m.Gen})
 		}
 	case restoreMsg:
 		err := i.restoreAndStart(m.gen, m.meta)
-		i.node.system.Root.Send(i.node.ckpt, ckRestoredMsg{key: i.key, gen: m.gen, err: err})
+		i.node.system.Root.Send(i.node.ckpt, ckpt.Restored{Key: i.key.ckKey(), Gen: m.gen, Err: err})
 	case quiesceMsg:
 		m.reply <- i.quiet()
 	case *actor.Started:
@@ -491,8 +492,8 @@ func (i *instance) stateName() string {
 // onBounce takes back records a destination did not process.
 func (i *instance) onBounce(slot int32, seq uint64, recs []core.Record, c *flow.Control) {
 	if c != nil && c.Kind == flow.Barrier && i.exactlyOnce() {
-		i.node.system.Root.Send(i.node.ckpt, ckLostMsg{id: c.Checkpoint,
-			reason: fmt.Sprintf("operator %s: barrier %d came back from an instance that moved", i.key, c.Checkpoint)})
+		i.node.system.Root.Send(i.node.ckpt, ckpt.Lost{ID: c.Checkpoint,
+			Reason: fmt.Sprintf("operator %s: barrier %d came back from an instance that moved", i.key, c.Checkpoint)})
 	}
 	if b := i.out.Bounce(slot, recs, c); b != nil && i.node.cfg.AtLeastOnce {
 		i.dropSnapshotsOn(b, seq)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
+	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
@@ -158,7 +160,7 @@ func (i *instance) release() {
 			// A move abandons the checkpoint in progress: the state must
 			// go along. Told before the commit below, the checkpointer
 			// fails its part even if it copies the database after it.
-			i.node.system.Root.Send(i.node.ckpt, ckMovedMsg{id: i.ckHold, key: i.key})
+			i.node.system.Root.Send(i.node.ckpt, ckpt.Moved{ID: i.ckHold, Key: i.key.ckKey()})
 			i.ckHold = 0
 		}
 		if i.exactlyOnce() {
@@ -209,7 +211,7 @@ func (i *instance) reportReleased() {
 		return // settle calls again as acks come back
 	}
 	i.releaseReported = true
-	i.node.system.Root.Send(i.node.coord, instanceReleased{key: i.key})
+	i.node.system.Root.Send(i.node.coord, handoff.Released{Key: i.key.ckKey()})
 }
 
 // onRestarting undoes the failed attempt and commits what earlier attempts

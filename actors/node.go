@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
@@ -56,8 +57,8 @@ type Node struct {
 	misaddressed misaddressed // messages refused for another process (addressing.go)
 
 	coord     *actor.PID
-	coordImpl *coordinator
-	ckpt      *actor.PID // the checkpointer (checkpointer.go); nil without checkpoints
+	coordImpl *handoff.Coordinator
+	ckpt      *actor.PID // the checkpointer (package actors/ckpt); nil without checkpoints
 	ingress   *ingress
 	tails     tailRegistry // open subscriptions (tail.go)
 
@@ -237,9 +238,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 			return nil, err
 		}
 	}
-	n.coordImpl = newCoordinator(n, cfg.NodeID, topo, n.loadHeld())
-	n.coord, err = n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return n.coordImpl }), coordinatorName)
-	if err != nil {
+	if err := n.startCoordinator(topo); err != nil {
 		n.abort()
 		return nil, fmt.Errorf("actors: start coordinator: %w", err)
 	}
@@ -251,17 +250,17 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	topoCh := n.store.Watch(runCtx)
 	n.goFunc(func() {
 		for t := range topoCh {
-			n.system.Root.Send(n.coord, topologyMsg{topo: t})
+			n.system.Root.Send(n.coord, handoff.TopologyChanged{Topo: t})
 		}
 	})
 	if cfg.Cluster == nil {
-		n.system.Root.Send(n.coord, membershipMsg{members: []cluster.Member{self}})
+		n.system.Root.Send(n.coord, handoff.Membership{Members: []cluster.Member{self}})
 	} else if err := n.joinCluster(ctx, runCtx, self); err != nil {
 		n.abort()
 		return nil, err
 	}
 	select {
-	case <-n.coordImpl.ready:
+	case <-n.coordImpl.Ready():
 	case <-ctx.Done():
 		n.abort()
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, ctx.Err())
@@ -344,7 +343,7 @@ func (n *Node) joinCluster(ctx, runCtx context.Context, self cluster.Member) err
 			if n.transport != nil {
 				n.transport.setMembers(members)
 			}
-			n.system.Root.Send(n.coord, membershipMsg{members: members})
+			n.system.Root.Send(n.coord, handoff.Membership{Members: members})
 		}
 	})
 	if lr, ok := cc.Discovery.(cluster.LapseReporter); ok {
@@ -647,7 +646,7 @@ func (n *Node) stop(ctx context.Context) error {
 // batch that arrives for a released instance is bounced, and the bounce
 // must get out before the node does).
 func (n *Node) leave(ctx context.Context) error {
-	n.system.Root.Send(n.coord, leaveMsg{})
+	n.system.Root.Send(n.coord, handoff.Leave{})
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	quietSince, arrivals := time.Time{}, int64(-1)
@@ -656,8 +655,8 @@ func (n *Node) leave(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("actors: leave: %w", err)
 		}
-		others := len(st.members) > 1
-		if st.localActive == 0 && st.localWaiting == 0 && (st.heldGroups == 0 || !others) && n.queued.Load() == 0 && n.quiescent(ctx) {
+		others := len(st.Members) > 1
+		if st.LocalActive == 0 && st.LocalWaiting == 0 && (st.HeldGroups == 0 || !others) && n.queued.Load() == 0 && n.quiescent(ctx) {
 			if a := n.arrivals.Load(); quietSince.IsZero() || a != arrivals {
 				quietSince, arrivals = time.Now(), a
 			} else if time.Since(quietSince) >= n.cfg.Cluster.LeaveQuiet {
@@ -668,21 +667,21 @@ func (n *Node) leave(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("actors: leave: %d key groups not handed off, %d instances still here: %w", st.heldGroups, st.localActive+st.localWaiting, ctx.Err())
+			return fmt.Errorf("actors: leave: %d key groups not handed off, %d instances still here: %w", st.HeldGroups, st.LocalActive+st.LocalWaiting, ctx.Err())
 		case <-tick.C:
 		}
 	}
 }
 
 // coordState asks the coordinator for a snapshot.
-func (n *Node) coordState(ctx context.Context) (coordState, error) {
-	reply := make(chan coordState, 1)
-	n.system.Root.Send(n.coord, coordStateMsg{reply: reply})
+func (n *Node) coordState(ctx context.Context) (handoff.State, error) {
+	reply := make(chan handoff.State, 1)
+	n.system.Root.Send(n.coord, handoff.StateRequest{Reply: reply})
 	select {
 	case s := <-reply:
 		return s, nil
 	case <-ctx.Done():
-		return coordState{}, ctx.Err()
+		return handoff.State{}, ctx.Err()
 	}
 }
 
@@ -784,7 +783,7 @@ func (n *Node) Pending(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.pending, nil
+	return st.Pending, nil
 }
 
 // Members returns the node's current view of the cluster.
@@ -793,5 +792,5 @@ func (n *Node) Members(ctx context.Context) ([]cluster.Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	return st.members, nil
+	return st.Members, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/placement"
@@ -82,7 +83,7 @@ func (op *operator) start(ctx context.Context, inst *instance) error {
 	// its activation in the new one. The generation is stored before the
 	// list is taken, so read after the add it is the new one.
 	if g := op.node.gen.Load(); g != inst.gen {
-		op.node.system.Root.Send(inst.pid, resetMsg{gen: g})
+		op.node.system.Root.Send(inst.pid, ckpt.Reset{Gen: g})
 	}
 	return nil
 }

@@ -1,26 +1,20 @@
 package actors
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
-	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
-	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/checkpoint"
-	"github.com/sluicehq/sluice/cluster"
-	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
 
-// Rollback after a crash (exactly-once). The coordinator picks the newest
+// Rollback after a crash (exactly-once), an instance's and the node's
+// part; the checkpointer's is package actors/ckpt (rollback.go). The
+// checkpoint coordinator picks the newest
 // complete checkpoint C and a new generation G and tells every node. Each
 // node resets every instance: input held or queued is dropped, output not
 // yet sent is discarded, uncommitted state writes and the operator value
@@ -29,290 +23,17 @@ import (
 // instance that was active on the node restores its key groups from C
 // (from the node's own copy of C when it held them, else fetched from the
 // store) and starts again, and those awaiting their state ask for it again
-// (coordinator.onRolledBack): sources produce again from the positions in C, and
-// Committer sinks commit what C had prepared and discard the rest. With
-// no complete checkpoint (C = 0) every key group starts empty.
+// (handoff.Coordinator.onRolledBack): sources produce again from the
+// positions in C, and Committer sinks commit what C had prepared and
+// discard the rest. With no complete checkpoint (C = 0) every key group
+// starts empty.
 
-// Rollback messages of this node.
-type (
-	// resetMsg makes an instance drop everything in flight and wait for
-	// its state (generation gen); an instance in gen already (created in
-	// it, or reset twice) keeps what it has.
-	resetMsg struct{ gen uint64 }
-	// ckResetMsg reports an instance's reset into generation gen to the
-	// checkpointer.
-	ckResetMsg struct {
-		key instKey
-		gen uint64
-	}
-	// restoreMsg makes a reset instance restore its key groups from meta
-	// (nil: none) and start again.
-	restoreMsg struct {
-		gen  uint64
-		meta *checkpoint.Meta
-	}
-	// ckRestoringMsg tells the checkpointer which instances the
-	// coordinator made restore for the rollback in generation gen.
-	ckRestoringMsg struct {
-		gen  uint64
-		keys []instKey
-	}
-	// ckRestoredMsg reports an instance's restore.
-	ckRestoredMsg struct {
-		key instKey
-		gen uint64
-		err error
-	}
-)
-
-// nodeRollback is a node's rollback in progress.
-type nodeRollback struct {
-	gen         uint64
-	meta        *checkpoint.Meta
-	coordinator *actor.PID
-	resetting   map[instKey]*instance
-	reported    bool // every instance reset, and the coordinator told so
-	placed      bool // the coordinator said which instances restore
-	restoring   map[instKey]bool
-	restoredOps map[string]int // instances restored, by operator (the timeline's)
-	started     time.Time
-	failed      error
-}
-
-// coordRollback rolls every member back to the newest complete checkpoint
-// in a new generation (coordinator). The generation grows with time, so
-// that a new coordinator continues the sequence, and is recorded in the
-// store before any node hears of it: a node that starts later reads it and
-// runs in it (else the others would drop what it sends).
-//
-// The target is read from the store, not taken from what this node heard:
-// a coordinator that crashed after storing checkpoint C may have told some
-// nodes, whose sinks then committed C's output, and not this one; rolling
-// back to the checkpoint before C would make that output again.
-func (c *checkpointer) coordRollback(reason string) {
-	r := &c.coord
-	if r.pending != nil {
-		c.coordAbort("rolling back: " + reason)
-	}
-	gen := max(uint64(time.Now().UnixNano()), c.gen+1)
-	if r.rollback != nil {
-		gen = max(gen, r.rollback.gen+1)
-	}
-	rb := &pendingRollback{gen: gen, started: time.Now(), waiting: make(map[string]bool)}
-	r.rollback = rb
-	r.again = "" // this one begins after the loss
-	r.stats.Rollbacks++
-	c.n.log.Warn("rolling every node back to the newest complete checkpoint", "reason", reason, "generation", gen)
-	c.n.record(Event{What: EventRollback, Detail: reason})
-	if !r.recording {
-		c.recordRollback(gen)
-	}
-}
-
-// recordRollback reads the target of the rollback into generation gen and
-// records the generation in the store, on a goroutine: one at a time, so
-// that a superseded rollback's record never lands after a newer one's (a
-// node starting then would run in the older generation).
-func (c *checkpointer) recordRollback(gen uint64) {
-	c.coord.recording = true
-	store, pid, log := c.store, c.self, c.n.log
-	c.n.goFunc(func() {
-		delays := backoff.New(200*time.Millisecond, 5*time.Second, 0.2)
-		for attempt := 0; ; attempt++ {
-			ctx, cancel := context.WithTimeout(c.n.life, 30*time.Second)
-			meta, err := rollbackTarget(ctx, store, gen)
-			cancel()
-			if err == nil {
-				c.n.system.Root.Send(pid, ckGenRecordedMsg{gen: gen, meta: meta})
-				return
-			}
-			if c.n.life.Err() != nil {
-				return
-			}
-			if attempt == 0 {
-				log.Warn("reading the newest checkpoint or recording the rollback generation failed; the rollback waits for the store", "error", err)
-			}
-			if !backoff.Sleep(c.n.life, delays.Next()) {
-				return
-			}
-		}
-	})
-}
-
-// rollbackTarget reads the checkpoint a rollback in generation gen goes
-// back to (nil: none) and records the generation with it.
-func rollbackTarget(ctx context.Context, store *checkpoint.Store, gen uint64) (*checkpoint.Meta, error) {
-	var meta *checkpoint.Meta
-	m, err := store.Restorable(ctx)
-	switch {
-	case err == nil:
-		meta = &m
-	case !errors.Is(err, checkpoint.ErrNotFound):
-		return nil, err
-	}
-	rec := checkpoint.Generation{Gen: gen, At: time.Now()}
-	if meta != nil {
-		rec.Checkpoint = meta.ID
-	}
-	return meta, store.SetGeneration(ctx, rec)
-}
-
-// ckGenRecordedMsg tells the coordinator that generation gen is recorded,
-// going back to checkpoint meta (nil: none).
-type ckGenRecordedMsg struct {
+// restoreMsg makes a reset instance restore its key groups from meta
+// (nil: none) and start again (the placement coordinator's, once the
+// checkpointer's rollback reset every instance: see package actors/ckpt).
+type restoreMsg struct {
 	gen  uint64
 	meta *checkpoint.Meta
-}
-
-// coordOnGenRecorded sends the rollback of a recorded generation to every
-// member.
-func (c *checkpointer) coordOnGenRecorded(m ckGenRecordedMsg) {
-	c.coord.recording = false
-	rb := c.coord.rollback
-	if rb == nil {
-		return
-	}
-	if rb.gen != m.gen {
-		c.recordRollback(rb.gen) // superseded while recorded: record the newest
-		return
-	}
-	c.latest = m.meta
-	msg := &wire.Rollback{Generation: rb.gen, Coordinator: c.self}
-	if m.meta != nil {
-		rb.target = m.meta.ID
-		b, err := json.Marshal(m.meta)
-		if err != nil {
-			c.n.log.Error("encoding checkpoint metadata failed", "error", err)
-			return
-		}
-		msg.Checkpoint, msg.Meta = m.meta.ID, b
-	}
-	c.n.log.Info("rollback target read from the store", "generation", rb.gen, "checkpoint", rb.target)
-	rb.started = time.Now()
-	for _, mem := range c.view.members {
-		rb.waiting[mem.ID] = true
-		c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), msg)
-	}
-}
-
-// coordOnRollbackDone records a member's finished rollback.
-func (c *checkpointer) coordOnRollbackDone(m *wire.RollbackDone) {
-	rb := c.coord.rollback
-	if rb == nil || rb.gen != m.Generation || !rb.waiting[m.Node] {
-		return
-	}
-	if m.Error != "" {
-		c.n.log.Error("a node failed to roll back; rolling back again", "node", m.Node, "error", m.Error)
-		c.coordRollback(fmt.Sprintf("node %s: %s", m.Node, m.Error))
-		return
-	}
-	delete(rb.waiting, m.Node)
-	if len(rb.waiting) == 0 {
-		c.coord.rollback = nil
-		c.coord.next = time.Now().Add(c.cfg.Interval)
-		c.n.log.Info("rollback done", "generation", rb.gen, "checkpoint", rb.target, "took", time.Since(rb.started).Round(time.Millisecond))
-		if again := c.coord.again; again != "" {
-			c.coordRollback(again) // batches lost in flight during this one
-		}
-	}
-}
-
-// onRollback starts this node's rollback.
-func (c *checkpointer) onRollback(m *wire.Rollback) {
-	if m.Generation <= c.rolledBack {
-		// Done already (a repeated message): say so again.
-		c.n.system.Root.Send(m.Coordinator, &wire.RollbackDone{Generation: m.Generation, Node: c.n.cfg.NodeID})
-		return
-	}
-	var meta *checkpoint.Meta
-	if m.Checkpoint != 0 {
-		meta = new(checkpoint.Meta)
-		if err := json.Unmarshal(m.Meta, meta); err != nil {
-			c.n.system.Root.Send(m.Coordinator, &wire.RollbackDone{Generation: m.Generation, Node: c.n.cfg.NodeID, Error: err.Error()})
-			return
-		}
-		c.latest = meta
-	} else {
-		c.latest = nil
-	}
-	c.failPart("rolling back")
-	c.gen, c.inGen = m.Generation, true
-	c.n.gen.Store(m.Generation)
-	c.n.setBase(meta)
-	rb := &nodeRollback{gen: m.Generation, meta: meta, coordinator: m.Coordinator,
-		resetting: make(map[instKey]*instance), restoring: make(map[instKey]bool), started: time.Now()}
-	c.rb = rb
-	for _, inst := range c.n.instances() {
-		rb.resetting[inst.key] = inst
-		c.n.system.Root.Send(inst.pid, resetMsg{gen: m.Generation})
-	}
-	c.maybeRestore()
-}
-
-// onReset records an instance's reset.
-func (c *checkpointer) onReset(m ckResetMsg) {
-	if c.rb == nil || m.gen != c.rb.gen {
-		return
-	}
-	delete(c.rb.resetting, m.key)
-	c.maybeRestore()
-}
-
-// maybeRestore tells the coordinator once every instance reset: it makes
-// those that were active restore (onRolledBack) and says which.
-func (c *checkpointer) maybeRestore() {
-	rb := c.rb
-	if rb == nil || rb.reported || len(rb.resetting) > 0 {
-		return
-	}
-	rb.reported = true
-	c.n.system.Root.Send(c.n.coord, rolledBackMsg{gen: rb.gen, meta: rb.meta})
-}
-
-// onRestoring records which instances restore for the rollback.
-func (c *checkpointer) onRestoring(m ckRestoringMsg) {
-	rb := c.rb
-	if rb == nil || m.gen != rb.gen || rb.placed {
-		return
-	}
-	rb.placed = true
-	rb.restoredOps = make(map[string]int)
-	for _, k := range m.keys {
-		rb.restoring[k] = true
-		rb.restoredOps[k.op]++
-	}
-	c.maybeFinishRollback()
-}
-
-// onRestored records an instance's restore.
-func (c *checkpointer) onRestored(m ckRestoredMsg) {
-	rb := c.rb
-	if rb == nil || m.gen != rb.gen || !rb.restoring[m.key] {
-		return
-	}
-	delete(rb.restoring, m.key)
-	if m.err != nil && rb.failed == nil {
-		rb.failed = m.err
-	}
-	c.maybeFinishRollback()
-}
-
-// maybeFinishRollback reports the rollback once every instance restored.
-func (c *checkpointer) maybeFinishRollback() {
-	rb := c.rb
-	if rb == nil || !rb.placed || len(rb.resetting) > 0 || len(rb.restoring) > 0 {
-		return
-	}
-	c.rb = nil
-	c.rolledBack = rb.gen
-	c.n.restorer.CloseAll()
-	done := &wire.RollbackDone{Generation: rb.gen, Node: c.n.cfg.NodeID}
-	if rb.failed != nil {
-		done.Error = rb.failed.Error()
-	} else if rb.meta != nil {
-		c.n.restoredEvent(rb.meta.ID, rb.restoredOps, "by the rollback", time.Since(rb.started))
-	}
-	c.n.system.Root.Send(rb.coordinator, done)
 }
 
 // reset drops everything the instance holds in flight and waits for its
@@ -463,15 +184,6 @@ func (n *Node) setBase(meta *checkpoint.Meta) { n.base.Store(meta) }
 // crashedAddrs is how many addresses of crashed processes a node keeps.
 const crashedAddrs = 64
 
-// ckLostInFlightMsg tells the checkpointer that producers here gave up on
-// batches of generation gen in flight to the crashed process at actor
-// address addr (what: which batches).
-type ckLostInFlightMsg struct {
-	gen  uint64
-	addr string
-	what string
-}
-
 // noteCrashed records that the node process at actor address addr
 // crashed. The coordinator calls it before it publishes the route table
 // without that process, so a producer that gives up on batches to it
@@ -500,67 +212,6 @@ func (n *Node) lostInFlight(stream string, to flow.Endpoint, batches int, gen ui
 	n.log.Warn("batches in flight to a node that left are lost", "stream", stream, "to", to.String(), "batches", batches,
 		"crashed", crashed, "generation", gen)
 	if crashed && n.ckpt != nil && n.guarantee() == core.ExactlyOnce {
-		n.system.Root.Send(n.ckpt, ckLostInFlightMsg{gen: gen, addr: to.Addr, what: fmt.Sprintf("%d batches of %s to %s", batches, stream, to)})
+		n.system.Root.Send(n.ckpt, ckpt.LostInFlight{Gen: gen, Addr: to.Addr, What: fmt.Sprintf("%d batches of %s to %s", batches, stream, to)})
 	}
-}
-
-// onLostInFlight reports batches given up to every member's checkpointer:
-// the coordinator acts on it (coordOnLostInFlight). Every member, not the
-// one this node takes for the coordinator: its view may lag, and a member
-// that does not coordinate ignores it. A report that comes before this
-// checkpointer's view is without the crashed process (the node publishes
-// its route table first) waits for that view: the old one may name the
-// crashed process as the coordinator (sendHeldLost).
-func (c *checkpointer) onLostInFlight(m ckLostInFlightMsg) {
-	c.heldLost = append(c.heldLost, &wire.LostInFlight{Node: c.n.cfg.NodeID, Generation: m.gen, Address: m.addr, Reason: m.what})
-	c.sendHeldLost()
-}
-
-// sendHeldLost sends the held loss reports whose crashed process is out of
-// the view.
-func (c *checkpointer) sendHeldLost() {
-	keep := c.heldLost[:0]
-	for _, msg := range c.heldLost {
-		if c.inView(msg.Address) {
-			keep = append(keep, msg)
-			continue
-		}
-		for _, mem := range c.view.members {
-			c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), msg)
-		}
-	}
-	clear(c.heldLost[len(keep):])
-	c.heldLost = keep
-}
-
-// coordOnLostInFlight rolls every node back again when a node lost
-// batches after a rollback for the crash they were lost to began (see
-// above), once the rollback under way, if any, is done.
-func (c *checkpointer) coordOnLostInFlight(m *wire.LostInFlight) {
-	r := &c.coord
-	if !r.leader {
-		return
-	}
-	newest := c.gen
-	if r.rollback != nil {
-		newest = max(newest, r.rollback.gen)
-	}
-	seen := !c.inView(m.Address)
-	if m.Generation < newest || !seen {
-		c.n.log.Debug("batches lost in flight before a rollback that covers them", "node", m.Node, "generation", m.Generation,
-			"newest", newest, "crash seen", seen, "batches", m.Reason)
-		return
-	}
-	reason := fmt.Sprintf("node %s gave up on record batches of generation %d in flight to a crashed node (%s)", m.Node, m.Generation, m.Reason)
-	if r.rollback != nil {
-		r.again = reason // coordOnRollbackDone
-		return
-	}
-	c.coordRollback(reason)
-}
-
-// inView reports whether the checkpointer's view has a member at actor
-// address addr.
-func (c *checkpointer) inView(addr string) bool {
-	return slices.ContainsFunc(c.view.members, func(mem cluster.Member) bool { return mem.Address == addr })
 }

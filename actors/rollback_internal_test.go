@@ -45,7 +45,7 @@ func TestInstanceSpawnedDuringARollbackActivatesInIt(t *testing.T) {
 	})
 
 	// spawn made the instance in the current generation; then the
-	// rollback's first step (checkpointer.onRollback) moved the generation
+	// rollback's first step (ckpt.Checkpointer.onRollback) moved the generation
 	// on and listed the instances, without this one; then spawn started it.
 	spec := topology.OperatorSpec{Meta: idle{}.Metadata().WithDefaults(), Kind: "idle", Epoch: 99}
 	key := instKey{op: "idle", epoch: 99}

@@ -8,9 +8,10 @@ import (
 )
 
 // ticker calls send at every beat of a time.Ticker, from a goroutine it
-// owns, until stopped. The node's long-lived actors (coordinator,
-// checkpointer) start one in their Started handler to send themselves a
-// tick message, and stop it in Stopping.
+// owns, until stopped. The node's long-lived actors (the coordinator of
+// package actors/handoff, the checkpointer of actors/ckpt) start one
+// through their Node's Tick (handoffNode, ckptNode) in their Started
+// handler to send themselves a tick message, and stop it in Stopping.
 type ticker struct {
 	t        *time.Ticker
 	stopCh   chan struct{}

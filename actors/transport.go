@@ -34,6 +34,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/creds"
 )
@@ -343,7 +344,7 @@ const endpointBatchSize = 16
 // of 4 MB refused a bundle of large records, and with it every batch after
 // (the stream broke and the batches stayed in flight).
 func (n *Node) messageLimit() int {
-	msg := max(n.cfg.BatchBytes, n.cfg.MaxRecordBytes, handoffChunkBytes) + 64*max(n.cfg.BatchSize, n.cfg.RemoteBatchSize) + 64<<10
+	msg := max(n.cfg.BatchBytes, n.cfg.MaxRecordBytes, handoff.ChunkBytes) + 64*max(n.cfg.BatchSize, n.cfg.RemoteBatchSize) + 64<<10
 	return endpointBatchSize * msg
 }
 

@@ -1,16 +1,17 @@
-package actors
+package handoff
 
 import (
-	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/cluster"
+	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/placement"
 	"github.com/sluicehq/sluice/topology"
 )
@@ -18,7 +19,7 @@ import (
 // coordinatorName is the actor id of every node's coordinator.
 const coordinatorName = "sluice-coordinator"
 
-// The coordinator is the actor that decides, on each node, which operator
+// Coordinator is the actor that decides, on each node, which operator
 // instances run there, and moves their state.
 //
 // On every membership or topology change it computes the placement (a pure
@@ -30,11 +31,23 @@ const coordinatorName = "sluice-coordinator"
 // behind), and DONE once it has shipped every overlapping key group it
 // held, as HandoffChunks that the requester writes to its own database.
 // So an instance is never active on two nodes at once, and its state moves
-// with it (a rollback keeps that: see onRolledBack). A member that leaves the membership (crash) counts as DONE: what
-// it held is lost, and the instance starts from what this node has.
-type coordinator struct {
-	n      *Node
-	selfID string
+// with it (a rollback keeps that: see onRolledBack). A member that leaves
+// the membership (crash) counts as DONE: what it held is lost, and the
+// instance starts from what this node has.
+type Coordinator struct {
+	n              Node
+	root           *actor.RootContext
+	db             *persistence.DB
+	log            *slog.Logger
+	selfID         string
+	addr           string     // this node's actor address
+	ckpt           *actor.PID // the node's checkpointer
+	settle         time.Duration
+	exactlyOnce    bool
+	atLeastOnce    bool
+	stateLog       bool
+	incarnationKey string
+	releasedLinger time.Duration
 
 	members     []cluster.Member // latest applied view
 	pending     []cluster.Member // received, waiting for the settle delay
@@ -44,14 +57,14 @@ type coordinator struct {
 	haveSeen    map[string]bool // node ids ever in an applied view
 	topo        topology.Topology
 
-	local     map[instKey]*localInst
-	acq       map[uint64]*acquisition  // by id, including abandoned ones
-	current   map[instKey]*acquisition // the live acquisition of each awaiting instance
-	held      map[string][]bool        // op → key groups whose data this node holds
-	startup   map[string][]bool        // op → key groups held at start, not yet restored (exactly-once)
-	crashed   []string                 // members that left without announcing it, not yet told to the checkpointer
-	shipping  map[string][]bool        // op → key groups being exported now
-	purged    map[string]bool          // killed operators whose state was purged here
+	local     map[ckpt.Key]*localInst
+	acq       map[uint64]*acquisition   // by id, including abandoned ones
+	current   map[ckpt.Key]*acquisition // the live acquisition of each awaiting instance
+	held      map[string][]bool         // op → key groups whose data this node holds
+	startup   map[string][]bool         // op → key groups held at start, not yet restored (exactly-once)
+	crashed   []string                  // members that left without announcing it, not yet told to the checkpointer
+	shipping  map[string][]bool         // op → key groups being exported now
+	purged    map[string]bool           // killed operators whose state was purged here
 	waiting   []*wire.HandoffRequest
 	exporting map[string]bool // requester|op|first|end of exports in progress
 
@@ -62,13 +75,13 @@ type coordinator struct {
 	// checkpoint, so it neither ships nor takes state, nor activates.
 	gen uint64
 
-	ready  chan struct{} // closed after the first placement
-	ticker *ticker       // sends tickMsg (ticker.go)
+	ready    chan struct{} // closed after the first placement
+	stopTick func()        // stops the ticker that sends tickMsg (Node.Tick)
 }
 
 // localInst is the coordinator's record of an instance on this node.
 type localInst struct {
-	inst       *instance
+	inst       Instance
 	state      localState
 	releasedAt time.Time
 	revision   int64 // the spec revision last sent to inst
@@ -83,77 +96,91 @@ const (
 	lsReleased
 )
 
-// Coordinator messages from this node.
+// Coordinator messages from itself.
 type (
-	membershipMsg    struct{ members []cluster.Member }
-	applyMsg         struct{}
-	topologyMsg      struct{ topo topology.Topology }
-	instanceReleased struct{ key instKey }
-	exportDone       struct {
+	applyMsg   struct{}
+	exportDone struct {
 		req  *wire.HandoffRequest
 		runs [][2]int
 		err  error
 		key  string
 	}
-	tickMsg  struct{}
-	leaveMsg struct{}
-	// coordStateMsg asks for a snapshot of what the coordinator holds.
-	coordStateMsg struct{ reply chan<- coordState }
+	tickMsg struct{}
 )
 
-// coordState is a snapshot for Node.Leave and status.
-type coordState struct {
-	heldGroups   int
-	localActive  int
-	localWaiting int
-	pending      []string // instances waiting for handoffs, with who they wait for
-	members      []cluster.Member
-}
-
-func newCoordinator(n *Node, selfID string, topo topology.Topology, held map[string][]bool) *coordinator {
+// New returns the coordinator of a node, to spawn (Spawn): it starts with
+// topology p.Topo and holding the key groups p.Held (op → flags; nil:
+// none).
+func New(p Params, n Node) *Coordinator {
+	held := p.Held
 	if held == nil {
 		held = make(map[string][]bool)
 	}
 	startup := make(map[string][]bool)
-	if n.cfg.Checkpoints != nil {
+	if p.ExactlyOnce {
 		for op, g := range held {
 			startup[op] = slices.Clone(g)
 		}
 	}
-	return &coordinator{
-		n:         n,
-		selfID:    selfID,
-		leaving:   make(map[string]bool),
-		haveSeen:  make(map[string]bool),
-		topo:      topo,
-		local:     make(map[instKey]*localInst),
-		acq:       make(map[uint64]*acquisition),
-		current:   make(map[instKey]*acquisition),
-		held:      held,
-		startup:   startup,
-		shipping:  make(map[string][]bool),
-		purged:    make(map[string]bool),
-		exporting: make(map[string]bool),
-		ready:     make(chan struct{}),
-		gen:       n.gen.Load(),
+	return &Coordinator{
+		n:              n,
+		root:           p.Root,
+		db:             p.DB,
+		log:            p.Log,
+		selfID:         p.NodeID,
+		addr:           p.Addr,
+		ckpt:           p.Checkpointer,
+		settle:         p.Settle,
+		exactlyOnce:    p.ExactlyOnce,
+		atLeastOnce:    p.AtLeastOnce,
+		stateLog:       p.StateLog,
+		incarnationKey: p.IncarnationKey,
+		releasedLinger: p.ReleasedLinger,
+		leaving:        make(map[string]bool),
+		haveSeen:       make(map[string]bool),
+		topo:           p.Topo,
+		local:          make(map[ckpt.Key]*localInst),
+		acq:            make(map[uint64]*acquisition),
+		current:        make(map[ckpt.Key]*acquisition),
+		held:           held,
+		startup:        startup,
+		shipping:       make(map[string][]bool),
+		purged:         make(map[string]bool),
+		exporting:      make(map[string]bool),
+		ready:          make(chan struct{}),
+		gen:            p.Gen,
+		stopTick:       func() {}, // until Started
 	}
 }
 
+// Spawn spawns c as the node's coordinator (every node's has the same
+// name, by which the others address it).
+func Spawn(root *actor.RootContext, c *Coordinator) (*actor.PID, error) {
+	return root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return c }), coordinatorName)
+}
+
+// Ready is closed once the coordinator placed instances the first time.
+func (c *Coordinator) Ready() <-chan struct{} { return c.ready }
+
+// Held returns the key groups this node holds, by operator: read it only
+// once the coordinator stopped.
+func (c *Coordinator) Held() map[string][]bool { return c.held }
+
 // Receive handles the coordinator's messages.
-func (c *coordinator) Receive(ctx actor.Context) {
+func (c *Coordinator) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		c.ticker.stop() // a restarted actor's previous one
-		c.ticker = c.n.tickSelf(ctx.Self(), 250*time.Millisecond, tickMsg{})
+		c.stopTick() // a restarted actor's previous one
+		c.stopTick = c.n.Tick(ctx.Self(), 250*time.Millisecond, tickMsg{})
 	case *actor.Stopping:
-		c.ticker.stop()
-	case membershipMsg:
-		c.pending = m.members
+		c.stopTick()
+	case Membership:
+		c.pending = m.Members
 		if !c.applyQueued {
 			c.applyQueued = true
-			if d := c.n.cfg.settle(); d > 0 && c.haveView {
-				pid, root := ctx.Self(), c.n.system.Root
-				c.n.afterFunc(d, func() { root.Send(pid, applyMsg{}) })
+			if d := c.settle; d > 0 && c.haveView {
+				pid, root := ctx.Self(), c.root
+				c.n.AfterFunc(d, func() { root.Send(pid, applyMsg{}) })
 			} else {
 				ctx.Send(ctx.Self(), applyMsg{})
 			}
@@ -181,19 +208,19 @@ func (c *coordinator) Receive(ctx actor.Context) {
 			c.announceLeaving() // to members that joined since
 		}
 		c.apply()
-	case topologyMsg:
-		if m.topo.Version < c.topo.Version {
+	case TopologyChanged:
+		if m.Topo.Version < c.topo.Version {
 			return // an older version, delivered late
 		}
-		c.n.topologyEvents(c.topo, m.topo)
-		c.topo = m.topo
+		c.n.TopologyEvents(c.topo, m.Topo)
+		c.topo = m.Topo
 		c.purge()
 		c.apply()
-	case instanceReleased:
-		if li := c.local[m.key]; li != nil && li.state == lsReleasing {
+	case Released:
+		if li := c.local[m.Key]; li != nil && li.state == lsReleasing {
 			li.state = lsReleased
 			li.releasedAt = time.Now()
-			if c.current[m.key] != nil {
+			if c.current[m.Key] != nil {
 				li.state = lsAwaiting // placed here again while releasing
 			}
 		}
@@ -201,40 +228,40 @@ func (c *coordinator) Receive(ctx actor.Context) {
 		c.serveWaiting()
 		c.checkAll()
 	case *wire.HandoffRequest:
-		if c.n.vouched(ctx, "HandoffRequest", m.Requester) {
+		if c.n.Vouched(ctx, "HandoffRequest", m.Requester) {
 			c.serve(m)
 		}
 	case *wire.HandoffReply:
-		if c.n.vouched(ctx, "HandoffReply", m.Node) {
+		if c.n.Vouched(ctx, "HandoffReply", m.Node) {
 			c.onReply(m)
 		}
 	case *wire.HandoffChunk:
-		if p := peerOf(ctx); c.n.transport != nil && p != "" && !c.askedOf(p, m) {
+		if p := c.n.Peer(ctx); p != "" && !c.askedOf(p, m) {
 			ctx.Respond(&wire.HandoffAck{Error: fmt.Sprintf("node %s was not asked for these key groups", p)})
 			return
 		}
 		ctx.Respond(c.onChunk(m))
 	case exportDone:
 		c.onExportDone(m)
-	case rolledBackMsg:
+	case RolledBack:
 		c.onRolledBack(m)
 	case *wire.Leaving:
-		if !c.n.vouched(ctx, "Leaving", m.Node) {
+		if !c.n.Vouched(ctx, "Leaving", m.Node) {
 			return
 		}
 		if !c.leaving[m.Node] {
 			c.leaving[m.Node] = true
-			c.n.log.Info("node is leaving; taking over its instances", "leaving", m.Node)
+			c.log.Info("node is leaving; taking over its instances", "leaving", m.Node)
 			c.apply()
 		}
-	case leaveMsg:
+	case Leave:
 		c.leaving[c.selfID] = true
 		c.announceLeaving()
 		c.apply()
 	case tickMsg:
 		c.tick()
-	case coordStateMsg:
-		m.reply <- c.snapshot()
+	case StateRequest:
+		m.Reply <- c.snapshot()
 	}
 }
 
@@ -244,19 +271,19 @@ func (c *coordinator) Receive(ctx actor.Context) {
 // before the others saw it gone: a fast supervisor) left and joined again:
 // its old process crashed, with what was in flight to it, and the
 // acquisitions that asked the old process ask the new one.
-func (c *coordinator) reportChanges(old, cur []cluster.Member) {
+func (c *Coordinator) reportChanges(old, cur []cluster.Member) {
 	was := make(map[string]bool)
 	inc := make(map[string]string)
 	addr := make(map[string]string)
 	for _, m := range old {
 		was[m.ID] = true
-		inc[m.ID] = m.Meta[metaIncarnation]
+		inc[m.ID] = m.Meta[c.incarnationKey]
 		addr[m.ID] = m.Address
 	}
 	for _, m := range cur {
-		if was[m.ID] && inc[m.ID] != "" && m.Meta[metaIncarnation] != "" && inc[m.ID] != m.Meta[metaIncarnation] {
-			c.n.log.Warn("a node restarted before it was seen gone", "node", m.ID, "address", m.Address)
-			c.n.memberEvent(EventMemberLeft, m.ID)
+		if was[m.ID] && inc[m.ID] != "" && m.Meta[c.incarnationKey] != "" && inc[m.ID] != m.Meta[c.incarnationKey] {
+			c.log.Warn("a node restarted before it was seen gone", "node", m.ID, "address", m.Address)
+			c.n.MemberLeft(m.ID)
 			delete(c.leaving, m.ID)
 			c.memberCrashed(m.ID, addr[m.ID])
 			for _, a := range c.acq {
@@ -270,12 +297,12 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 			was[m.ID] = false
 		}
 		if !was[m.ID] {
-			c.n.memberEvent(EventMemberJoined, m.ID)
+			c.n.MemberJoined(m.ID)
 		}
 		delete(was, m.ID)
 	}
 	for id := range was {
-		c.n.memberEvent(EventMemberLeft, id)
+		c.n.MemberLeft(id)
 		if !c.leaving[id] {
 			c.memberCrashed(id, addr[id])
 		}
@@ -288,20 +315,20 @@ func (c *coordinator) reportChanges(old, cur []cluster.Member) {
 // on in flight to addr is lost (Node.lostInFlight), and under
 // at-least-once what was in flight to it, and its instances' uncommitted
 // work, is lost, so sources replay.
-func (c *coordinator) memberCrashed(id, addr string) {
-	c.n.record(Event{What: EventNodeLost, Peer: id})
+func (c *Coordinator) memberCrashed(id, addr string) {
+	c.n.NodeLost(id)
 	c.crashed = append(c.crashed, id)
-	c.n.noteCrashed(addr)
-	if c.n.cfg.AtLeastOnce {
-		c.n.log.Warn("a node crashed; rewinding replayable sources", "node", id)
+	c.n.NoteCrashed(addr)
+	if c.atLeastOnce {
+		c.log.Warn("a node crashed; rewinding replayable sources", "node", id)
 		for _, li := range c.local {
-			c.n.system.Root.Send(li.inst.pid, rewindMsg{})
+			c.n.Rewind(li.inst)
 		}
 	}
 }
 
 // isMember reports whether id is in the current view.
-func (c *coordinator) isMember(id string) bool {
+func (c *Coordinator) isMember(id string) bool {
 	for _, m := range c.members {
 		if m.ID == id {
 			return true
@@ -314,16 +341,16 @@ func (c *coordinator) isMember(id string) bool {
 func coordPID(m cluster.Member) *actor.PID { return actor.NewPID(m.Address, coordinatorName) }
 
 // announceLeaving tells every other member that this node is leaving.
-func (c *coordinator) announceLeaving() {
+func (c *Coordinator) announceLeaving() {
 	for _, m := range c.members {
 		if m.ID != c.selfID {
-			c.n.system.Root.Send(coordPID(m), &wire.Leaving{Node: c.selfID})
+			c.root.Send(coordPID(m), &wire.Leaving{Node: c.selfID})
 		}
 	}
 }
 
 // placementNodes returns the members instances may be placed on.
-func (c *coordinator) placementNodes() []placement.Node {
+func (c *Coordinator) placementNodes() []placement.Node {
 	var nodes []placement.Node
 	for _, m := range c.members {
 		if !c.leaving[m.ID] {
@@ -334,13 +361,13 @@ func (c *coordinator) placementNodes() []placement.Node {
 }
 
 // apply computes the placement and makes this node follow it.
-func (c *coordinator) apply() {
+func (c *Coordinator) apply() {
 	nodes := c.placementNodes()
-	owners := make(map[instKey]string)
+	owners := make(map[ckpt.Key]string)
 	for _, spec := range c.topo.Operators {
 		for idx := 0; idx < spec.Meta.Parallelism; idx++ {
-			k := instKey{op: spec.Meta.Name, epoch: spec.Epoch, index: idx}
-			if id, ok := placement.Owner(placement.Instance{Operator: k.op, Kind: spec.Kind, Index: idx}, nodes); ok {
+			k := ckpt.Key{Op: spec.Meta.Name, Epoch: spec.Epoch, Index: idx}
+			if id, ok := placement.Owner(placement.Instance{Operator: k.Op, Kind: spec.Kind, Index: idx}, nodes); ok {
 				owners[k] = id
 			}
 		}
@@ -353,39 +380,34 @@ func (c *coordinator) apply() {
 		switch li.state {
 		case lsAwaiting, lsActive:
 			c.abandon(k)
-			c.n.log.Debug("releasing", "instance", k.String(), "owner", owners[k])
+			c.log.Debug("releasing", "instance", k.String(), "owner", owners[k])
 			li.state = lsReleasing
-			c.n.system.Root.Send(li.inst.pid, releaseMsg{})
+			c.n.Release(li.inst)
 		}
 	}
 	// Acquire what now runs here.
 	for _, spec := range c.topo.Operators {
 		for idx := 0; idx < spec.Meta.Parallelism; idx++ {
-			k := instKey{op: spec.Meta.Name, epoch: spec.Epoch, index: idx}
+			k := ckpt.Key{Op: spec.Meta.Name, Epoch: spec.Epoch, Index: idx}
 			if owners[k] != c.selfID {
 				continue
 			}
 			li := c.local[k]
 			if li != nil && li.revision != spec.Revision {
 				li.revision = spec.Revision
-				c.n.system.Root.Send(li.inst.pid, specMsg{spec: spec})
+				c.n.SetSpec(li.inst, spec)
 			}
 			switch {
 			case li == nil:
-				op, err := c.n.operator(spec)
+				inst, err := c.n.Spawn(spec, idx)
 				if err != nil {
-					c.n.log.Error("cannot host instance", "instance", k.String(), "error", err)
-					continue
-				}
-				inst, err := op.spawn(c.n.life, spec, idx)
-				if err != nil {
-					c.n.log.Error("cannot spawn instance", "instance", k.String(), "error", err)
+					c.log.Error("cannot spawn instance", "instance", k.String(), "error", err)
 					continue
 				}
 				li = &localInst{inst: inst, state: lsAwaiting, revision: spec.Revision}
 				c.local[k] = li
 			case li.state == lsReleasing || li.state == lsReleased:
-				c.n.system.Root.Send(li.inst.pid, acquireMsg{})
+				c.n.Acquire(li.inst)
 				if li.state == lsReleased {
 					li.state = lsAwaiting
 				}
@@ -419,7 +441,7 @@ func (c *coordinator) apply() {
 
 // tick re-asks members that said NOT_YET or did not answer, and forgets
 // instances released long ago.
-func (c *coordinator) tick() {
+func (c *Coordinator) tick() {
 	now := time.Now()
 	c.finishAbandoned()
 	c.serveWaiting()
@@ -431,64 +453,34 @@ func (c *coordinator) tick() {
 		}
 	}
 	for k, li := range c.local {
-		if li.state == lsReleased && now.Sub(li.releasedAt) > releasedLinger {
+		if li.state == lsReleased && now.Sub(li.releasedAt) > c.releasedLinger {
 			delete(c.local, k)
-			li.inst.op.remove(li.inst)
-			c.n.forgetTail(li.inst.op)
+			c.n.Remove(li.inst)
 		}
 	}
 }
 
-// releasedLinger is how long a released instance stays to bounce records
-// from producers whose route table is stale.
-var releasedLinger = time.Minute // a variable for tests
-
-// publish builds and publishes the route table for owners.
-func (c *coordinator) publish(owners map[instKey]string) {
-	addr := make(map[string]string)
-	inc := make(map[string]string)
-	live := make(map[string]bool)
-	for _, m := range c.members {
-		addr[m.ID] = m.Address
-		inc[m.ID] = m.Meta[metaIncarnation]
-		live[m.Address] = true
-	}
-	t := &flow.Table{Streams: make(map[string][]*flow.Subscription), Live: live, Local: c.n.addr, Version: 1}
-	if old := c.n.table.Load(); old != nil {
-		t.Version = old.Version + 1
-	}
-	for _, spec := range c.topo.Operators {
-		m := spec.Meta
-		dests := make([]flow.Dest, m.Parallelism) // shared by the operator's subscriptions
-		for idx := range dests {
-			k := instKey{op: m.Name, epoch: spec.Epoch, index: idx}
-			if id, ok := owners[k]; ok && addr[id] != "" {
-				dests[idx] = c.n.newDest(addr[id], inc[id], k.pidID())
-			}
-		}
-		for _, in := range m.Inputs {
-			s := &flow.Subscription{Stream: in.Stream, Operator: m.Name, Epoch: spec.Epoch, Routing: in.Routing, KeyGroups: m.KeyGroups, Dests: dests}
-			t.Streams[in.Stream] = append(t.Streams[in.Stream], s)
-		}
-	}
-	c.n.table.Store(t)
+// publish publishes the route table for owners (the node builds it) and
+// tells the checkpointer and the instances.
+func (c *Coordinator) publish(owners map[ckpt.Key]string) {
 	topo := c.topo
-	c.n.topo.Store(&topo)
-	if c.n.ckpt != nil {
-		c.n.system.Root.Send(c.n.ckpt, ckViewMsg{view: ckView{members: slices.Clone(c.members), topo: topo, crashed: c.crashed}})
+	c.n.Publish(owners, c.members, topo)
+	if c.ckpt != nil {
+		c.root.Send(c.ckpt, ckpt.View{Members: slices.Clone(c.members), Topo: topo, Crashed: c.crashed})
 		c.crashed = nil
 	}
 	// Instances adopt the table now rather than at their next record, so
 	// that batches to moved instances are re-routed even when idle.
+	locals := make([]Instance, 0, len(c.local))
 	for _, li := range c.local {
-		c.n.system.Root.Send(li.inst.pid, routesMsg{})
+		locals = append(locals, li.inst)
 	}
-	c.n.ingress.refresh()
+	c.n.Routed(locals)
 }
 
 // hostedElsewhere reports whether a member other than this node, and not
 // leaving, can host op's kind.
-func (c *coordinator) hostedElsewhere(op string) bool {
+func (c *Coordinator) hostedElsewhere(op string) bool {
 	spec, ok := c.topo.Find(op)
 	if !ok {
 		return false
@@ -503,24 +495,24 @@ func (c *coordinator) hostedElsewhere(op string) bool {
 
 // snapshot describes the coordinator's state. heldGroups counts only the
 // key groups another node could take over.
-func (c *coordinator) snapshot() coordState {
-	var s coordState
+func (c *Coordinator) snapshot() State {
+	var s State
 	for op, h := range c.held {
 		if !c.hostedElsewhere(op) {
 			continue // nobody else could take these groups: they stay here
 		}
 		for _, b := range h {
 			if b {
-				s.heldGroups++
+				s.HeldGroups++
 			}
 		}
 	}
 	for _, li := range c.local {
 		switch li.state {
 		case lsActive:
-			s.localActive++
+			s.LocalActive++
 		case lsAwaiting:
-			s.localWaiting++
+			s.LocalWaiting++
 		}
 	}
 	for k, a := range c.current {
@@ -529,36 +521,36 @@ func (c *coordinator) snapshot() coordState {
 			who = append(who, id)
 		}
 		slices.Sort(who)
-		s.pending = append(s.pending, fmt.Sprintf("%s awaiting state from %v", k, who))
+		s.Pending = append(s.Pending, fmt.Sprintf("%s awaiting state from %v", k, who))
 	}
-	slices.Sort(s.pending)
-	s.members = slices.Clone(c.members)
+	slices.Sort(s.Pending)
+	s.Members = slices.Clone(c.members)
 	return s
 }
 
 // purge deletes the state of operators killed with purge, once none of
 // their instances is still active here.
-func (c *coordinator) purge() {
+func (c *Coordinator) purge() {
 	for _, op := range c.topo.Purged {
 		if _, deployed := c.topo.Find(op); deployed || c.purged[op] {
 			continue
 		}
 		busy := false
 		for k, li := range c.local {
-			if k.op == op && (li.state == lsActive || li.state == lsAwaiting) {
+			if k.Op == op && (li.state == lsActive || li.state == lsAwaiting) {
 				busy = true // released by the apply that follows; purged next time
 			}
 		}
 		if busy {
 			continue
 		}
-		if err := c.n.db.PurgeOperator(op); err != nil {
-			c.n.log.Error("purging a killed operator's state failed", "operator", op, "error", err)
+		if err := c.db.PurgeOperator(op); err != nil {
+			c.log.Error("purging a killed operator's state failed", "operator", op, "error", err)
 			continue
 		}
 		delete(c.held, op)
 		c.purged[op] = true
-		c.n.log.Info("purged a killed operator's state", "operator", op)
+		c.log.Info("purged a killed operator's state", "operator", op)
 	}
 	for op := range c.purged {
 		if !slices.Contains(c.topo.Purged, op) {
@@ -566,11 +558,3 @@ func (c *coordinator) purge() {
 		}
 	}
 }
-
-// metaIncarnation is the member metadata key of a node process's
-// incarnation: random, new every time the node starts, so that the others
-// can tell a restart under the same id from the same process.
-const metaIncarnation = "incarnation"
-
-// newIncarnation returns a fresh incarnation.
-func newIncarnation() string { return rand.Text() }

@@ -1,4 +1,4 @@
-package actors
+package ckpt
 
 import (
 	"context"
@@ -58,9 +58,9 @@ type coordRole struct {
 	pending   *pendingCheckpoint
 	rollback  *pendingRollback
 	delays    *backoff.Backoff // after failures
-	requests  []ckRequestMsg   // savepoints asked for
+	requests  []Request        // savepoints asked for
 
-	stats CheckpointStats
+	stats Stats
 }
 
 // pendingCheckpoint is a checkpoint in progress.
@@ -74,7 +74,7 @@ type pendingCheckpoint struct {
 	waiting    map[string]bool
 	parts      []checkpoint.NodePart
 	completing bool
-	requests   []ckRequestMsg
+	requests   []Request
 }
 
 // pendingRollback is a rollback in progress.
@@ -85,9 +85,9 @@ type pendingRollback struct {
 	waiting map[string]bool
 }
 
-// CheckpointStats describes the checkpoints coordinated by a node (only
+// Stats describes the checkpoints coordinated by a node (only
 // the coordinator's are meaningful).
-type CheckpointStats struct {
+type Stats struct {
 	Coordinator bool `json:"coordinator"`
 	// Completed and Failed count checkpoints since the node started.
 	Completed int64 `json:"completed"`
@@ -115,30 +115,16 @@ type CheckpointStats struct {
 	Rollbacks  int64  `json:"rollbacks"`
 }
 
-// Coordinator messages from this node.
+// Coordinator messages from itself.
 type (
-	ckStoredMsg struct {
-		meta checkpoint.Meta
-		err  error
+	storedMsg struct {
+		Meta checkpoint.Meta
+		Err  error
 	}
-	ckLatestMsg struct {
-		meta checkpoint.Meta
-		err  error
+	latestMsg struct {
+		Meta checkpoint.Meta
+		Err  error
 	}
-	// ckRequestMsg asks the coordinator for a checkpoint now (a
-	// savepoint); the id or an error goes to reply (a request of this
-	// node) or to remote (a request another node forwarded, as seq).
-	ckRequestMsg struct {
-		reply    chan<- ckReply
-		remote   *actor.PID
-		seq      uint64
-		failures int // checkpoints that failed for it
-	}
-	ckReply struct {
-		id  uint64
-		err error
-	}
-	ckStatusMsg struct{ reply chan<- CheckpointStats }
 )
 
 // leaderOf returns the member that coordinates: the lowest id.
@@ -158,35 +144,35 @@ func leaderOf(members []cluster.Member) string {
 }
 
 // coordOnView reacts to a new view as coordinator.
-func (c *checkpointer) coordOnView(old, v ckView) {
+func (c *Checkpointer) coordOnView(old, v View) {
 	r := &c.coord
-	r.leader = leaderOf(v.members) == c.n.cfg.NodeID
+	r.leader = leaderOf(v.Members) == c.id
 	if !r.leader {
 		c.reportLeaderRestart(v)
 		// Even one whose metadata is being stored: the new coordinator may
 		// be rolling back past it, so it must not be announced from here.
 		// If the write lands, the store holds a checkpoint no node heard
-		// of; instances restore from the store's newest (Node.restoreBase),
+		// of; instances restore from the store's newest (actors.Node.restoreBase),
 		// so none restores an older one and undoes what a sink prepared
 		// for it.
 		if r.pending != nil {
 			c.coordAbort("this node no longer coordinates")
 		}
 		for _, req := range r.requests {
-			c.answer(req, ckReply{err: fmt.Errorf("node %s no longer coordinates checkpoints", c.n.cfg.NodeID)})
+			c.answer(req, Reply{Err: fmt.Errorf("node %s no longer coordinates checkpoints", c.id)})
 		}
 		r.requests = nil
 		return
 	}
-	if len(v.crashed) > 0 {
-		c.coordRollback(fmt.Sprintf("node(s) %v crashed", v.crashed))
+	if len(v.Crashed) > 0 {
+		c.coordRollback(fmt.Sprintf("node(s) %v crashed", v.Crashed))
 		return
 	}
 	if r.reported != "" && !r.restart {
 		c.coordRestarted()
 		return
 	}
-	if rb := r.rollback; rb != nil && !sameMembers(old.members, v.members) {
+	if rb := r.rollback; rb != nil && !sameMembers(old.Members, v.Members) {
 		// A node that joined during a rollback may have been handed state
 		// from before it: roll everyone back again, the newcomer included.
 		c.coordRollback("the membership changed during the rollback")
@@ -196,26 +182,26 @@ func (c *checkpointer) coordOnView(old, v ckView) {
 	// store's answer decides, and coordOnStored announces it (a rollback,
 	// on this actor too, still aborts it first). Aborted while the write
 	// lands, it would be complete in the store and announced to nobody.
-	if p := r.pending; p != nil && !p.completing && (v.topo.Version != p.topology || !sameMembers(v.members, p.members)) {
+	if p := r.pending; p != nil && !p.completing && (v.Topo.Version != p.topology || !sameMembers(v.Members, p.members)) {
 		c.coordAbort("the cluster changed during the checkpoint")
 	}
 }
 
 // coordOnLatest records the newest complete checkpoint read at start.
-func (c *checkpointer) coordOnLatest(m ckLatestMsg) {
+func (c *Checkpointer) coordOnLatest(m latestMsg) {
 	r := &c.coord
 	switch {
-	case m.err == nil:
-		if c.latest == nil || m.meta.ID > c.latest.ID {
-			meta := m.meta
+	case m.Err == nil:
+		if c.latest == nil || m.Meta.ID > c.latest.ID {
+			meta := m.Meta
 			c.latest = &meta
 		}
 		r.loaded = true
-	case errors.Is(m.err, checkpoint.ErrNotFound):
+	case errors.Is(m.Err, checkpoint.ErrNotFound):
 		r.loaded = true
 	default:
-		c.n.log.Warn("reading the newest checkpoint failed; retrying", "error", m.err)
-		c.n.afterFunc(time.Second, c.loadLatest)
+		c.log.Warn("reading the newest checkpoint failed; retrying", "error", m.Err)
+		c.n.AfterFunc(time.Second, c.loadLatest)
 		return
 	}
 	if c.latest != nil {
@@ -225,7 +211,7 @@ func (c *checkpointer) coordOnLatest(m ckLatestMsg) {
 }
 
 // tick triggers, times out and retries as coordinator.
-func (c *checkpointer) tick() {
+func (c *Checkpointer) tick() {
 	r := &c.coord
 	if !r.leader || !r.loaded {
 		return
@@ -243,10 +229,10 @@ func (c *checkpointer) tick() {
 		}
 		return
 	}
-	if now.Before(r.next) && !slices.ContainsFunc(r.requests, func(m ckRequestMsg) bool { return m.failures == 0 }) {
+	if now.Before(r.next) && !slices.ContainsFunc(r.requests, func(m Request) bool { return m.failures == 0 }) {
 		return // a new savepoint request does not wait
 	}
-	if len(c.view.members) == 0 || (len(c.view.topo.Operators) == 0 && len(r.requests) == 0) {
+	if len(c.view.Members) == 0 || (len(c.view.Topo.Operators) == 0 && len(r.requests) == 0) {
 		return
 	}
 	c.coordTrigger()
@@ -265,9 +251,9 @@ func nextStart(started, ended time.Time, interval time.Duration) time.Time {
 
 // tickAt makes the coordinator tick at t, so that the next checkpoint
 // starts then rather than at the ticker's next beat.
-func (c *checkpointer) tickAt(t time.Time) {
-	pid, root := c.self, c.n.system.Root
-	c.n.afterFunc(time.Until(t), func() { root.Send(pid, ckTickMsg{}) })
+func (c *Checkpointer) tickAt(t time.Time) {
+	pid, root := c.self, c.root
+	c.n.AfterFunc(time.Until(t), func() { root.Send(pid, tickMsg{}) })
 }
 
 func keys(m map[string]bool) []string {
@@ -280,12 +266,12 @@ func keys(m map[string]bool) []string {
 }
 
 // coordTrigger starts a checkpoint on every member.
-func (c *checkpointer) coordTrigger() {
+func (c *Checkpointer) coordTrigger() {
 	r := &c.coord
 	id := max(uint64(time.Now().UnixNano()), r.lastID+1)
 	r.lastID = id
-	p := &pendingCheckpoint{id: id, gen: c.gen, started: time.Now(), topology: c.view.topo.Version,
-		members: slices.Clone(c.view.members), waiting: make(map[string]bool), requests: r.requests}
+	p := &pendingCheckpoint{id: id, gen: c.gen, started: time.Now(), topology: c.view.Topo.Version,
+		members: slices.Clone(c.view.Members), waiting: make(map[string]bool), requests: r.requests}
 	p.savepoint = len(r.requests) > 0
 	r.requests = nil
 	r.pending = p
@@ -293,12 +279,12 @@ func (c *checkpointer) coordTrigger() {
 	trigger := &wire.CheckpointTrigger{Id: id, TopologyVersion: p.topology, Generation: c.gen, Coordinator: c.self, Savepoint: p.savepoint}
 	for _, m := range p.members {
 		p.waiting[m.ID] = true
-		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), trigger)
+		c.root.Send(actor.NewPID(m.Address, checkpointerName), trigger)
 	}
 }
 
 // coordOnPart records a member's part.
-func (c *checkpointer) coordOnPart(m *wire.CheckpointPart) {
+func (c *Checkpointer) coordOnPart(m *wire.CheckpointPart) {
 	p := c.coord.pending
 	if p == nil || p.id != m.Id {
 		return
@@ -333,7 +319,7 @@ func (c *checkpointer) coordOnPart(m *wire.CheckpointPart) {
 	// instance that moved to a node outside the checkpoint's members (one
 	// that joined meanwhile) is in none, and restoring this checkpoint
 	// would empty its groups.
-	for _, spec := range c.view.topo.Operators {
+	for _, spec := range c.view.Topo.Operators {
 		if !meta.Covers(spec.Meta.Name, 0, spec.Meta.KeyGroups) {
 			c.coordAbort(fmt.Sprintf("operator %s's key groups are not all in the checkpoint (an instance moved during it)", spec.Meta.Name))
 			return
@@ -350,27 +336,27 @@ func (c *checkpointer) coordOnPart(m *wire.CheckpointPart) {
 		return 0
 	})
 	pid := c.self
-	c.n.goFunc(func() {
+	c.n.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
 		defer cancel()
 		err := c.store.Complete(ctx, meta)
-		c.n.system.Root.Send(pid, ckStoredMsg{meta: meta, err: err})
+		c.root.Send(pid, storedMsg{Meta: meta, Err: err})
 	})
 }
 
 // coordOnStored finishes a checkpoint once its metadata is stored.
-func (c *checkpointer) coordOnStored(m ckStoredMsg) {
+func (c *Checkpointer) coordOnStored(m storedMsg) {
 	r := &c.coord
 	p := r.pending
-	if p == nil || p.id != m.meta.ID {
+	if p == nil || p.id != m.Meta.ID {
 		return
 	}
-	if m.err != nil {
-		c.coordAbort(storeFailure(m.err))
+	if m.Err != nil {
+		c.coordAbort(storeFailure(m.Err))
 		return
 	}
 	r.pending = nil
-	meta := m.meta
+	meta := m.Meta
 	r.stats.Completed++
 	r.stats.ConsecutiveFailures = 0
 	r.stats.LastSavepoint = meta.Savepoint
@@ -388,23 +374,21 @@ func (c *checkpointer) coordOnStored(m ckStoredMsg) {
 		// from the store at start, may predate it).
 		complete := &wire.CheckpointComplete{Id: meta.ID, Meta: b}
 		sent := map[string]bool{}
-		for _, mem := range slices.Concat(p.members, c.view.members) {
+		for _, mem := range slices.Concat(p.members, c.view.Members) {
 			if !sent[mem.ID] {
 				sent[mem.ID] = true
-				c.n.system.Root.Send(actor.NewPID(mem.Address, checkpointerName), complete)
+				c.root.Send(actor.NewPID(mem.Address, checkpointerName), complete)
 			}
 		}
 	}
 	for _, req := range p.requests {
-		c.answer(req, ckReply{id: meta.ID})
+		c.answer(req, Reply{ID: meta.ID})
 	}
-	if obs := c.n.checkpointObserver(); obs != nil {
-		obs.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
-	}
-	c.n.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "stored", time.Since(meta.Started),
+	c.n.Checkpointed(meta.ID, meta.Duration(), meta.Uploaded(), meta.Size(), nil)
+	c.log.Debug("checkpoint complete", "checkpoint", meta.ID, "duration", meta.Duration(), "stored", time.Since(meta.Started),
 		"uploaded", meta.Uploaded(), "size", meta.Size(), "phases", partPhases(meta))
-	keep, store, log := c.cfg.Keep, c.store, c.n.log
-	c.n.goFunc(func() {
+	keep, store, log := c.cfg.Keep, c.store, c.log
+	c.n.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if _, err := store.Retain(ctx, keep); err != nil {
@@ -430,7 +414,7 @@ func partPhases(m checkpoint.Meta) string {
 
 // coordAbort abandons the checkpoint in progress everywhere and schedules
 // the next one after a growing delay.
-func (c *checkpointer) coordAbort(reason string) {
+func (c *Checkpointer) coordAbort(reason string) {
 	r := &c.coord
 	p := r.pending
 	if p == nil {
@@ -451,7 +435,7 @@ func (c *checkpointer) coordAbort(reason string) {
 	c.tickAt(r.next)
 	abort := &wire.CheckpointAbort{Id: p.id, Reason: reason}
 	for _, m := range p.members {
-		c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName), abort)
+		c.root.Send(actor.NewPID(m.Address, checkpointerName), abort)
 	}
 	for _, req := range p.requests {
 		// A savepoint is tried again, after the same delay, unless it failed
@@ -460,24 +444,22 @@ func (c *checkpointer) coordAbort(reason string) {
 			r.requests = append(r.requests, req)
 			continue
 		}
-		c.answer(req, ckReply{err: fmt.Errorf("checkpoint %d failed (attempt %d of %d): %s", p.id, req.failures, savepointAttempts, reason)})
+		c.answer(req, Reply{Err: fmt.Errorf("checkpoint %d failed (attempt %d of %d): %s", p.id, req.failures, savepointAttempts, reason)})
 	}
-	if obs := c.n.checkpointObserver(); obs != nil {
-		obs.Checkpointed(p.id, time.Since(p.started), 0, 0, errors.New(reason))
-	}
-	c.n.log.Warn("checkpoint failed; retrying", "checkpoint", p.id, "reason", reason, "retry_at", r.next.Format(time.TimeOnly))
+	c.n.Checkpointed(p.id, time.Since(p.started), 0, 0, errors.New(reason))
+	c.log.Warn("checkpoint failed; retrying", "checkpoint", p.id, "reason", reason, "retry_at", r.next.Format(time.TimeOnly))
 }
 
 // coordOnRequest takes a savepoint request: the next checkpoint starts now
 // (or once the one in progress ends); a node that does not coordinate
-// forwards it (ckrequest.go).
-func (c *checkpointer) coordOnRequest(m ckRequestMsg) {
+// forwards it (requests.go).
+func (c *Checkpointer) coordOnRequest(m Request) {
 	r := &c.coord
 	if !r.leader {
 		if m.remote != nil {
 			// Forwarded by a node that thinks this one coordinates: the
 			// views differ for a moment; never forward twice.
-			c.answer(m, ckReply{err: fmt.Errorf("node %s does not coordinate checkpoints (%s does, as it sees the cluster)", c.n.cfg.NodeID, leaderOf(c.view.members))})
+			c.answer(m, Reply{Err: fmt.Errorf("node %s does not coordinate checkpoints (%s does, as it sees the cluster)", c.id, leaderOf(c.view.Members))})
 			return
 		}
 		c.forward(m)
@@ -490,10 +472,10 @@ func (c *checkpointer) coordOnRequest(m ckRequestMsg) {
 }
 
 // status returns the coordinator's statistics.
-func (c *checkpointer) status() CheckpointStats {
+func (c *Checkpointer) status() Stats {
 	s := c.coord.stats
 	s.Coordinator = c.coord.leader
-	s.CoordinatorNode = leaderOf(c.view.members)
+	s.CoordinatorNode = leaderOf(c.view.Members)
 	s.Generation = c.gen
 	if c.latest != nil && s.Last < c.latest.ID {
 		s.Last, s.LastTime = c.latest.ID, c.latest.Completed
@@ -503,16 +485,16 @@ func (c *checkpointer) status() CheckpointStats {
 
 // reportLeaderRestart tells the coordinator of view v that it restarted, if
 // v found it so (its incarnation changed): only the others can tell.
-func (c *checkpointer) reportLeaderRestart(v ckView) {
-	leader := leaderOf(v.members)
-	if !slices.Contains(v.crashed, leader) {
+func (c *Checkpointer) reportLeaderRestart(v View) {
+	leader := leaderOf(v.Members)
+	if !slices.Contains(v.Crashed, leader) {
 		return
 	}
-	for _, m := range v.members {
+	for _, m := range v.Members {
 		if m.ID == leader {
-			c.n.log.Info("telling the checkpoint coordinator it restarted before it was seen gone", "coordinator", leader)
-			c.n.system.Root.Send(actor.NewPID(m.Address, checkpointerName),
-				&wire.RestartReport{Node: c.n.cfg.NodeID, Restarted: leader, Incarnation: m.Meta[metaIncarnation]})
+			c.log.Info("telling the checkpoint coordinator it restarted before it was seen gone", "coordinator", leader)
+			c.root.Send(actor.NewPID(m.Address, checkpointerName),
+				&wire.RestartReport{Node: c.id, Restarted: leader, Incarnation: m.Meta[c.incarnationKey]})
 		}
 	}
 }
@@ -521,9 +503,9 @@ func (c *checkpointer) reportLeaderRestart(v ckView) {
 // reports that this process replaced a crashed one under the same id
 // before anyone saw it gone: the crashed process's instances, state and
 // records in flight are gone, as after any crash.
-func (c *checkpointer) coordOnRestartReport(m *wire.RestartReport) {
+func (c *Checkpointer) coordOnRestartReport(m *wire.RestartReport) {
 	r := &c.coord
-	if r.restart || m.Restarted != c.n.cfg.NodeID || m.Incarnation != c.n.incarnation {
+	if r.restart || m.Restarted != c.id || m.Incarnation != c.incarnation {
 		return
 	}
 	r.reported = m.Node
@@ -533,7 +515,7 @@ func (c *checkpointer) coordOnRestartReport(m *wire.RestartReport) {
 }
 
 // coordRestarted rolls back for a RestartReport heard (coordOnRestartReport).
-func (c *checkpointer) coordRestarted() {
+func (c *Checkpointer) coordRestarted() {
 	r := &c.coord
 	r.restart = true
 	c.coordRollback(fmt.Sprintf("this node restarted before it was seen gone (reported by %s)", r.reported))

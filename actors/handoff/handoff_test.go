@@ -1,10 +1,11 @@
-package actors
+package handoff
 
 import (
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/sluicehq/sluice/actors/wire"
@@ -13,18 +14,34 @@ import (
 	"github.com/sluicehq/sluice/topology"
 )
 
-// handoffNode returns a node with only what the coordinator's handoff code
-// uses here: a state database, a log and a rollback generation.
-func handoffNode(t *testing.T, gen uint64) *Node {
+// testNode is the node as the coordinator's handoff code uses it here:
+// only its rollback generation (any other method of Node panics: the
+// embedded interface is nil).
+type testNode struct {
+	Node
+	gen atomic.Uint64
+}
+
+func (n *testNode) Generation() uint64 { return n.gen.Load() }
+
+// testDB returns a state database of its own.
+func testDB(t *testing.T) *persistence.DB {
 	t.Helper()
 	db, err := persistence.Open(t.TempDir(), persistence.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	n := &Node{db: db, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return db
+}
+
+// testCoordinator returns the coordinator of node self with database db,
+// in rollback generation gen, running topo and holding held.
+func testCoordinator(db *persistence.DB, gen uint64, self string, topo topology.Topology, held map[string][]bool) (*Coordinator, *testNode) {
+	n := &testNode{}
 	n.gen.Store(gen)
-	return n
+	c := New(Params{NodeID: self, DB: db, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Topo: topo, Held: held, Gen: gen}, n)
+	return c, n
 }
 
 // fillGroups writes one key into each of op's key groups [first, end).
@@ -57,10 +74,10 @@ func groupsWithData(t *testing.T, db *persistence.DB, op string, end int) []int 
 // receiver restores those key groups from the checkpoint, and state from
 // after the checkpoint under an instance that replays from it counts twice.
 func TestHandoffChunkOfAnotherGenerationIsRefused(t *testing.T) {
-	src := handoffNode(t, 0)
-	fillGroups(t, src.db, "count", 0, 4)
+	src := testDB(t)
+	fillGroups(t, src, "count", 0, 4)
 	var kvs []*wire.KV
-	if err := src.db.ExportGroups("count", 0, 4, 1<<20, func(b []persistence.KV) error {
+	if err := src.ExportGroups("count", 0, 4, 1<<20, func(b []persistence.KV) error {
 		for _, kv := range b {
 			kvs = append(kvs, &wire.KV{Key: kv.Key, Value: kv.Value})
 		}
@@ -71,14 +88,14 @@ func TestHandoffChunkOfAnotherGenerationIsRefused(t *testing.T) {
 	if len(kvs) != 4 {
 		t.Fatalf("exported %d keys, want 4", len(kvs))
 	}
-	dst := handoffNode(t, 7)
-	c := newCoordinator(dst, "b", topology.Topology{}, nil)
+	dst := testDB(t)
+	c, _ := testCoordinator(dst, 7, "b", topology.Topology{}, nil)
 	for _, gen := range []uint64{6, 8} {
 		ack := c.onChunk(&wire.HandoffChunk{Operator: "count", FirstGroup: 0, EndGroup: 4, Replace: true, Kvs: kvs, Generation: gen})
 		if !strings.Contains(ack.Error, "rolled back") {
 			t.Fatalf("chunk of generation %d at a node in 7: ack %q, want a refusal", gen, ack.Error)
 		}
-		if got := groupsWithData(t, dst.db, "count", 8); len(got) > 0 {
+		if got := groupsWithData(t, dst, "count", 8); len(got) > 0 {
 			t.Fatalf("a refused chunk wrote key groups %v", got)
 		}
 		if c.heldRuns("count", 0, 8) != nil {
@@ -88,7 +105,7 @@ func TestHandoffChunkOfAnotherGenerationIsRefused(t *testing.T) {
 	if ack := c.onChunk(&wire.HandoffChunk{Operator: "count", FirstGroup: 0, EndGroup: 4, Replace: true, Kvs: kvs, Generation: 7}); ack.Error != "" {
 		t.Fatalf("chunk of the receiver's generation refused: %s", ack.Error)
 	}
-	if got := groupsWithData(t, dst.db, "count", 8); len(got) != 4 {
+	if got := groupsWithData(t, dst, "count", 8); len(got) != 4 {
 		t.Fatalf("key groups with data after the chunk: %v, want 0-3", got)
 	}
 }
@@ -99,15 +116,15 @@ func TestHandoffChunkOfAnotherGenerationIsRefused(t *testing.T) {
 // that a node asking for it is told nothing is here and restores it from
 // the checkpoint.
 func TestRollbackForgetsKeyGroupsItDidNotRestore(t *testing.T) {
-	n := handoffNode(t, 3)
-	fillGroups(t, n.db, "count", 0, 8)
-	fillGroups(t, n.db, "gen", 0, 2)
-	fillGroups(t, n.db, "killed", 0, 2)
+	db := testDB(t)
+	fillGroups(t, db, "count", 0, 8)
+	fillGroups(t, db, "gen", 0, 2)
+	fillGroups(t, db, "killed", 0, 2)
 	topo := topology.Topology{Operators: []topology.OperatorSpec{
 		{Kind: "count", Meta: core.Metadata{Name: "count", Parallelism: 2}},
 		{Kind: "gen", Meta: core.Metadata{Name: "gen", Parallelism: 1}},
 	}}
-	c := newCoordinator(n, "a", topo, nil)
+	c, _ := testCoordinator(db, 3, "a", topo, nil)
 	for g := 0; g < 8; g++ {
 		c.groups(c.held, "count")[g] = true
 	}
@@ -120,7 +137,7 @@ func TestRollbackForgetsKeyGroupsItDidNotRestore(t *testing.T) {
 	if got, want := c.heldRuns("killed", 0, 2), [][2]int{{0, 2}}; !slices.Equal(got, want) {
 		t.Fatalf("held groups of a killed operator after the rollback: %v, want %v", got, want)
 	}
-	if got := groupsWithData(t, n.db, "killed", 2); len(got) != 2 {
+	if got := groupsWithData(t, db, "killed", 2); len(got) != 2 {
 		t.Fatalf("a killed operator's groups with data after the rollback: %v, want 0-1", got)
 	}
 	if got, want := c.heldRuns("count", 0, 8), [][2]int{{0, 2}, {6, 8}}; !slices.Equal(got, want) {
@@ -129,10 +146,10 @@ func TestRollbackForgetsKeyGroupsItDidNotRestore(t *testing.T) {
 	if got := c.heldRuns("gen", 0, 2); got != nil {
 		t.Fatalf("held gen groups after the rollback: %v, want none", got)
 	}
-	if got, want := groupsWithData(t, n.db, "count", 8), []int{0, 1, 6, 7}; !slices.Equal(got, want) {
+	if got, want := groupsWithData(t, db, "count", 8), []int{0, 1, 6, 7}; !slices.Equal(got, want) {
 		t.Fatalf("count groups with data after the rollback: %v, want %v", got, want)
 	}
-	if got := groupsWithData(t, n.db, "gen", 2); len(got) > 0 {
+	if got := groupsWithData(t, db, "gen", 2); len(got) > 0 {
 		t.Fatalf("gen groups with data after the rollback: %v, want none", got)
 	}
 }
@@ -142,12 +159,12 @@ func TestRollbackForgetsKeyGroupsItDidNotRestore(t *testing.T) {
 // stale when the rollback ends, and what it holds may be from after the
 // checkpoint. Requests wait for the rollback's end.
 func TestNodeRollingBackNeitherTakesNorShipsState(t *testing.T) {
-	n := handoffNode(t, 5)
-	fillGroups(t, n.db, "count", 0, 4)
+	db := testDB(t)
+	fillGroups(t, db, "count", 0, 4)
 	topo := topology.Topology{Operators: []topology.OperatorSpec{
 		{Kind: "count", Meta: core.Metadata{Name: "count", Parallelism: 1}},
 	}}
-	c := newCoordinator(n, "a", topo, map[string][]bool{"count": slices.Repeat([]bool{true}, maxKeyGroups)})
+	c, n := testCoordinator(db, 5, "a", topo, map[string][]bool{"count": slices.Repeat([]bool{true}, core.MaxKeyGroups)})
 	n.gen.Store(6) // the rollback to generation 6 has begun here
 	ack := c.onChunk(&wire.HandoffChunk{Operator: "count", FirstGroup: 4, EndGroup: 8, Replace: true, Generation: 6})
 	if !strings.Contains(ack.Error, "rolled back") {

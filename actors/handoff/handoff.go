@@ -1,4 +1,4 @@
-package actors
+package handoff
 
 // The state handoff between nodes: an instance placed here acquires its key
 // groups by asking every member (HandoffRequest); a member ships what it
@@ -13,8 +13,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/wire"
-	"github.com/sluicehq/sluice/checkpoint"
+	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/placement"
 )
@@ -43,15 +44,15 @@ const abandonedTimeout = 30 * time.Second
 
 // startAcquisition asks every member (this node included) for the state of
 // k's key groups.
-func (c *coordinator) startAcquisition(k instKey, li *localInst) {
+func (c *Coordinator) startAcquisition(k ckpt.Key, li *localInst) {
 	c.abandon(k)
 	c.nextAcq++
 	a := &acquisition{id: c.nextAcq, li: li, waiting: make(map[string]time.Time), notYet: make(map[string]bool),
 		answered: make(map[string]bool), addrs: make(map[string]string), gen: c.gen}
 	c.acq[a.id] = a
 	c.current[k] = a
-	c.n.log.Debug("acquiring", "instance", k.String(), "acq", a.id, "members", len(c.members))
-	a.addrs[c.selfID] = c.n.addr
+	c.log.Debug("acquiring", "instance", k.String(), "acq", a.id, "members", len(c.members))
+	a.addrs[c.selfID] = c.addr
 	for _, m := range c.members {
 		a.addrs[m.ID] = m.Address
 	}
@@ -61,7 +62,7 @@ func (c *coordinator) startAcquisition(k instKey, li *localInst) {
 }
 
 // abandon marks k's live acquisition, if any, as abandoned.
-func (c *coordinator) abandon(k instKey) {
+func (c *Coordinator) abandon(k ckpt.Key) {
 	if a := c.current[k]; a != nil {
 		delete(c.current, k)
 		a.abandoned = time.Now()
@@ -75,7 +76,7 @@ func (c *coordinator) abandon(k instKey) {
 
 // finishAbandoned forgets abandoned acquisitions that every member has
 // answered (or that waited too long).
-func (c *coordinator) finishAbandoned() {
+func (c *Coordinator) finishAbandoned() {
 	for id, a := range c.acq {
 		if !a.abandoned.IsZero() && (len(a.waiting) == 0 || time.Since(a.abandoned) > abandonedTimeout) {
 			delete(c.acq, id)
@@ -84,41 +85,41 @@ func (c *coordinator) finishAbandoned() {
 }
 
 // ask sends a's HandoffRequest to member id.
-func (c *coordinator) ask(a *acquisition, id string) {
+func (c *Coordinator) ask(a *acquisition, id string) {
 	inst := a.li.inst
 	req := &wire.HandoffRequest{
-		Operator: inst.key.op, Epoch: inst.key.epoch, Index: int32(inst.key.index),
-		FirstGroup: int32(inst.lo), EndGroup: int32(inst.hi),
-		Requester: c.selfID, ReplyTo: actor.NewPID(c.n.addr, coordinatorName), Acquisition: a.id,
+		Operator: inst.Key.Op, Epoch: inst.Key.Epoch, Index: int32(inst.Key.Index),
+		FirstGroup: int32(inst.Lo), EndGroup: int32(inst.Hi),
+		Requester: c.selfID, ReplyTo: actor.NewPID(c.addr, coordinatorName), Acquisition: a.id,
 		Leaving: c.leaving[c.selfID],
 	}
 	a.waiting[id] = time.Now()
 	delete(a.notYet, id)
-	c.n.system.Root.Send(actor.NewPID(a.addrs[id], coordinatorName), req)
+	c.root.Send(actor.NewPID(a.addrs[id], coordinatorName), req)
 }
 
 // ownerOf returns the node that owns instance k in this node's view, or ""
 // (also when k is not in the current topology).
-func (c *coordinator) ownerOf(k instKey) string {
-	spec, ok := c.topo.Find(k.op)
-	if !ok || spec.Epoch != k.epoch || k.index >= spec.Meta.Parallelism {
+func (c *Coordinator) ownerOf(k ckpt.Key) string {
+	spec, ok := c.topo.Find(k.Op)
+	if !ok || spec.Epoch != k.Epoch || k.Index >= spec.Meta.Parallelism {
 		return ""
 	}
-	id, _ := placement.Owner(placement.Instance{Operator: k.op, Kind: spec.Kind, Index: k.index}, c.placementNodes())
+	id, _ := placement.Owner(placement.Instance{Operator: k.Op, Kind: spec.Kind, Index: k.Index}, c.placementNodes())
 	return id
 }
 
 // serve answers a HandoffRequest, now or once local releases finish.
-func (c *coordinator) serve(req *wire.HandoffRequest) {
+func (c *Coordinator) serve(req *wire.HandoffRequest) {
 	first, end := int(req.FirstGroup), int(req.EndGroup)
-	reqKey := instKey{op: req.Operator, epoch: req.Epoch, index: int(req.Index)}
+	reqKey := ckpt.Key{Op: req.Operator, Epoch: req.Epoch, Index: int(req.Index)}
 	if req.Requester != c.selfID && c.leaving[req.Requester] && !req.Leaving {
 		c.unleave(req.Requester) // a requester that is not leaving says so
 	}
 	if c.rollingBack() {
 		// What this node holds may be from after the checkpoint the
 		// cluster goes back to: answer once onRolledBack dropped that.
-		c.n.log.Debug("request waits for the rollback", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition)
+		c.log.Debug("request waits for the rollback", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition)
 		c.waiting = append(c.waiting, req)
 		return
 	}
@@ -126,20 +127,20 @@ func (c *coordinator) serve(req *wire.HandoffRequest) {
 	// too: state goes only where both agree it belongs, and a requester
 	// whose view is behind (or ahead) waits until the views agree.
 	if owner := c.ownerOf(reqKey); owner != req.Requester {
-		c.n.log.Debug("not yet: views differ", "instance", reqKey.String(), "requester", req.Requester, "owner here", owner)
+		c.log.Debug("not yet: views differ", "instance", reqKey.String(), "requester", req.Requester, "owner here", owner)
 		c.reply(req, wire.HandoffReply_NOT_YET, 0)
 		return
 	}
 	wait := false
 	for k, li := range c.local {
-		if k.op != req.Operator || !overlaps(li.inst.lo, li.inst.hi, first, end) {
+		if k.Op != req.Operator || !overlaps(li.inst.Lo, li.inst.Hi, first, end) {
 			continue
 		}
 		self := req.Requester == c.selfID && k == reqKey
 		switch li.state {
 		case lsAwaiting, lsActive:
 			if !self {
-				c.n.log.Debug("not yet", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "busy", k.String())
+				c.log.Debug("not yet", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "busy", k.String())
 				c.reply(req, wire.HandoffReply_NOT_YET, 0)
 				return
 			}
@@ -152,17 +153,17 @@ func (c *coordinator) serve(req *wire.HandoffRequest) {
 	}
 	for _, a := range c.acq {
 		inst := a.li.inst
-		if !a.abandoned.IsZero() && inst.key.op == req.Operator && overlaps(inst.lo, inst.hi, first, end) {
+		if !a.abandoned.IsZero() && inst.Key.Op == req.Operator && overlaps(inst.Lo, inst.Hi, first, end) {
 			wait = true // state may still be arriving for these groups
 		}
 	}
 	if wait {
-		c.n.log.Debug("request waits", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition)
+		c.log.Debug("request waits", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition)
 		c.waiting = append(c.waiting, req)
 		return
 	}
 	runs := c.heldRuns(req.Operator, first, end)
-	c.n.log.Debug("serving", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition, "runs", fmt.Sprint(runs))
+	c.log.Debug("serving", "operator", req.Operator, "first", first, "end", end, "requester", req.Requester, "acq", req.Acquisition, "runs", fmt.Sprint(runs))
 	if req.Requester == c.selfID || len(runs) == 0 {
 		// The data is already here (or nowhere): nothing to move.
 		c.reply(req, wire.HandoffReply_DONE, 0)
@@ -179,15 +180,15 @@ func (c *coordinator) serve(req *wire.HandoffRequest) {
 			sh[g] = true
 		}
 	}
-	n, gen := c.n, c.gen
-	n.goFunc(func() {
-		err := n.export(req, runs, gen)
-		n.system.Root.Send(actor.NewPID(n.addr, coordinatorName), exportDone{req: req, runs: runs, err: err, key: key})
+	gen := c.gen
+	c.n.Go(func() {
+		err := c.export(req, runs, gen)
+		c.root.Send(actor.NewPID(c.addr, coordinatorName), exportDone{req: req, runs: runs, err: err, key: key})
 	})
 }
 
 // onExportDone finishes serving a request whose key groups were shipped.
-func (c *coordinator) onExportDone(m exportDone) {
+func (c *Coordinator) onExportDone(m exportDone) {
 	delete(c.exporting, m.key)
 	sh, held := c.groups(c.shipping, m.req.Operator), c.groups(c.held, m.req.Operator)
 	shipped := 0
@@ -202,18 +203,18 @@ func (c *coordinator) onExportDone(m exportDone) {
 	}
 	switch {
 	case errors.Is(m.err, errRolledBack):
-		c.n.log.Info("state handoff stopped by a rollback", "operator", m.req.Operator, "to", m.req.Requester, "error", m.err)
+		c.log.Info("state handoff stopped by a rollback", "operator", m.req.Operator, "to", m.req.Requester, "error", m.err)
 	case m.err != nil:
-		c.n.log.Warn("state handoff failed; will retry when asked again", "operator", m.req.Operator, "to", m.req.Requester, "error", m.err)
+		c.log.Warn("state handoff failed; will retry when asked again", "operator", m.req.Operator, "to", m.req.Requester, "error", m.err)
 	default:
-		c.n.log.Info("state handed off", "operator", m.req.Operator, "to", m.req.Requester, "groups", shipped)
+		c.log.Info("state handed off", "operator", m.req.Operator, "to", m.req.Requester, "groups", shipped)
 		c.reply(m.req, wire.HandoffReply_DONE, shipped)
 	}
 	c.serveWaiting()
 }
 
 // serveWaiting retries requests that waited for releases or exports.
-func (c *coordinator) serveWaiting() {
+func (c *Coordinator) serveWaiting() {
 	reqs := c.waiting
 	c.waiting = nil
 	for _, r := range reqs {
@@ -222,7 +223,7 @@ func (c *coordinator) serveWaiting() {
 }
 
 // reply answers req.
-func (c *coordinator) reply(req *wire.HandoffRequest, status wire.HandoffReply_Status, shipped int) {
+func (c *Coordinator) reply(req *wire.HandoffRequest, status wire.HandoffReply_Status, shipped int) {
 	r := &wire.HandoffReply{
 		Operator: req.Operator, Epoch: req.Epoch, Index: req.Index,
 		Node: c.selfID, Status: status, GroupsShipped: int32(shipped), Acquisition: req.Acquisition,
@@ -233,7 +234,7 @@ func (c *coordinator) reply(req *wire.HandoffRequest, status wire.HandoffReply_S
 			r.Members = append(r.Members, &wire.Peer{Id: m.ID, Address: m.Address})
 		}
 	}
-	c.n.system.Root.Send(req.ReplyTo, r)
+	c.root.Send(req.ReplyTo, r)
 }
 
 // unleave places on member id again: it was taken for leaving, but it
@@ -244,27 +245,27 @@ func (c *coordinator) reply(req *wire.HandoffRequest, status wire.HandoffReply_S
 // the member for state this node keeps (issue 31: two nodes wedged for
 // 17 minutes on one forged Leaving). A member that does leave announces
 // it on the same stream before any request or reply that says so.
-func (c *coordinator) unleave(id string) {
-	c.n.log.Warn("a node taken for leaving is staying: placing on it again (a stale or forged Leaving)", "node", id)
+func (c *Coordinator) unleave(id string) {
+	c.log.Warn("a node taken for leaving is staying: placing on it again (a stale or forged Leaving)", "node", id)
 	delete(c.leaving, id)
 	c.apply()
 }
 
 // onReply records a member's answer to one of our requests.
-func (c *coordinator) onReply(m *wire.HandoffReply) {
+func (c *Coordinator) onReply(m *wire.HandoffReply) {
 	if m.Staying && m.Node != c.selfID && c.leaving[m.Node] {
 		c.unleave(m.Node)
 	}
 	a := c.acq[m.Acquisition]
-	if a == nil || a.li.inst.key != (instKey{op: m.Operator, epoch: m.Epoch, index: int(m.Index)}) {
-		c.n.log.Debug("reply to a forgotten acquisition", "acq", m.Acquisition, "from", m.Node)
+	if a == nil || a.li.inst.Key != (ckpt.Key{Op: m.Operator, Epoch: m.Epoch, Index: int(m.Index)}) {
+		c.log.Debug("reply to a forgotten acquisition", "acq", m.Acquisition, "from", m.Node)
 		return
 	}
 	if m.Status == wire.HandoffReply_NOT_YET && a.abandoned.IsZero() {
 		a.notYet[m.Node] = true
 		return
 	}
-	c.n.log.Debug("handoff reply", "instance", a.li.inst.key.String(), "acq", a.id, "from", m.Node, "status", m.Status.String(), "shipped", m.GroupsShipped, "abandoned", !a.abandoned.IsZero())
+	c.log.Debug("handoff reply", "instance", a.li.inst.Key.String(), "acq", a.id, "from", m.Node, "status", m.Status.String(), "shipped", m.GroupsShipped, "abandoned", !a.abandoned.IsZero())
 	// DONE, or NOT_YET to an abandoned acquisition: nothing more comes.
 	delete(a.waiting, m.Node)
 	delete(a.notYet, m.Node)
@@ -300,9 +301,9 @@ func (c *coordinator) onReply(m *wire.HandoffReply) {
 // So is any chunk while this node rolls back: the groups it writes would
 // be dropped as stale when the rollback ends here (the sender keeps them
 // and ships them again when asked again).
-func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
-	if gen, rolling := c.n.gen.Load(), c.rollingBack(); m.Generation != gen || rolling {
-		c.n.log.Info("refused a handoff chunk of another rollback generation, or during a rollback", "operator", m.Operator,
+func (c *Coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
+	if gen, rolling := c.n.Generation(), c.rollingBack(); m.Generation != gen || rolling {
+		c.log.Info("refused a handoff chunk of another rollback generation, or during a rollback", "operator", m.Operator,
 			"first", m.FirstGroup, "end", m.EndGroup, "chunk generation", m.Generation, "generation", gen, "rolling back", rolling)
 		return &wire.HandoffAck{Error: fmt.Sprintf("%v: chunk of generation %d, receiver in %d (rolling back: %t)", errRolledBack, m.Generation, gen, rolling)}
 	}
@@ -310,8 +311,8 @@ func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
 	for i, kv := range m.Kvs {
 		kvs[i] = persistence.KV{Key: kv.Key, Value: kv.Value}
 	}
-	c.n.log.Debug("ingesting", "operator", m.Operator, "first", m.FirstGroup, "end", m.EndGroup, "replace", m.Replace, "kvs", len(kvs))
-	if err := c.n.db.ImportGroups(m.Operator, int(m.FirstGroup), int(m.EndGroup), m.Replace, kvs); err != nil {
+	c.log.Debug("ingesting", "operator", m.Operator, "first", m.FirstGroup, "end", m.EndGroup, "replace", m.Replace, "kvs", len(kvs))
+	if err := c.db.ImportGroups(m.Operator, int(m.FirstGroup), int(m.EndGroup), m.Replace, kvs); err != nil {
 		return &wire.HandoffAck{Error: err.Error()}
 	}
 	held := c.groups(c.held, m.Operator)
@@ -329,19 +330,19 @@ func (c *coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
 // named peer speaks for (speaksFor) to answer an acquisition of the key
 // groups of chunk m: only such a node may send state here. It logs a chunk
 // from any other node, which the caller refuses.
-func (c *coordinator) askedOf(peer string, m *wire.HandoffChunk) bool {
+func (c *Coordinator) askedOf(peer string, m *wire.HandoffChunk) bool {
 	for _, a := range c.acq {
 		inst := a.li.inst
-		if inst.key.op != m.Operator || int(m.FirstGroup) < inst.lo || int(m.EndGroup) > inst.hi || m.FirstGroup >= m.EndGroup {
+		if inst.Key.Op != m.Operator || int(m.FirstGroup) < inst.Lo || int(m.EndGroup) > inst.Hi || m.FirstGroup >= m.EndGroup {
 			continue
 		}
 		for node := range a.waiting {
-			if speaksFor(peer, node) {
+			if c.n.SpeaksFor(peer, node) {
 				return true
 			}
 		}
 	}
-	c.n.log.Warn("dropped a handoff chunk from a node not asked for those key groups", "certificate", peer,
+	c.log.Warn("dropped a handoff chunk from a node not asked for those key groups", "certificate", peer,
 		"operator", m.Operator, "first", m.FirstGroup, "end", m.EndGroup, "replace", m.Replace)
 	return false
 }
@@ -351,15 +352,15 @@ func (c *coordinator) askedOf(peer string, m *wire.HandoffChunk) bool {
 // Whether the instance has its state is read from the held groups when it
 // activates, not counted from its acquisition's answers: state may have
 // landed for an earlier acquisition of the same groups, abandoned since.
-func (c *coordinator) checkAll() {
+func (c *Coordinator) checkAll() {
 	if c.rollingBack() {
 		return // onRolledBack asks again for what the rollback left
 	}
-	base := c.n.base.Load()
+	base := c.n.Base()
 	var fromBase map[string]int // instances restored from it, by operator, for the timeline
 	defer func() {
 		if fromBase != nil {
-			c.n.restoredEvent(base.ID, fromBase, "as they started here", 0)
+			c.n.RestoredAtStart(base.ID, fromBase)
 		}
 	}()
 	for k, a := range c.current {
@@ -368,44 +369,44 @@ func (c *coordinator) checkAll() {
 		}
 		delete(c.current, k)
 		delete(c.acq, a.id)
-		held := c.groups(c.held, k.op)
-		have := slices.Contains(held[a.li.inst.lo:a.li.inst.hi], true)
-		for g := a.li.inst.lo; g < a.li.inst.hi; g++ {
+		held := c.groups(c.held, k.Op)
+		have := slices.Contains(held[a.li.inst.Lo:a.li.inst.Hi], true)
+		for g := a.li.inst.Lo; g < a.li.inst.Hi; g++ {
 			held[g] = true
 		}
 		a.li.state = lsActive
-		restore := c.n.cfg.StateLog != nil && !have
+		restore := c.stateLog && !have
 		// Exactly-once: state no live member handed over restores from the
 		// base checkpoint; so does what this node held when it started (it
 		// may be ahead of the newest complete checkpoint).
-		fromCk := c.n.cfg.Checkpoints != nil && (!have || a.shipped == 0 && c.takeStartup(k.op, a.li.inst.lo, a.li.inst.hi))
-		c.n.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore, "checkpoint", fromCk, "shipped", a.shipped)
-		c.n.system.Root.Send(a.li.inst.pid, activateMsg{gen: c.gen, restore: restore, checkpoint: fromCk})
-		if fromCk && base != nil && len(base.Find(k.op, a.li.inst.lo, a.li.inst.hi)) > 0 {
+		fromCk := c.exactlyOnce && (!have || a.shipped == 0 && c.takeStartup(k.Op, a.li.inst.Lo, a.li.inst.Hi))
+		c.log.Debug("activating", "instance", k.String(), "acq", a.id, "restore", restore, "checkpoint", fromCk, "shipped", a.shipped)
+		c.n.Activate(a.li.inst, c.gen, restore, fromCk)
+		if fromCk && base != nil && len(base.Find(k.Op, a.li.inst.Lo, a.li.inst.Hi)) > 0 {
 			if fromBase == nil {
 				fromBase = make(map[string]int)
 			}
-			fromBase[k.op]++
+			fromBase[k.Op]++
 		}
 	}
 }
 
 // rollingBack reports whether this node is rolling back: its generation
 // moved on and onRolledBack has not run for it yet.
-func (c *coordinator) rollingBack() bool { return c.n.gen.Load() != c.gen }
+func (c *Coordinator) rollingBack() bool { return c.n.Generation() != c.gen }
 
 // groups returns the per-group flags of op in m, creating them.
-func (c *coordinator) groups(m map[string][]bool, op string) []bool {
+func (c *Coordinator) groups(m map[string][]bool, op string) []bool {
 	g := m[op]
 	if g == nil {
-		g = make([]bool, maxKeyGroups)
+		g = make([]bool, core.MaxKeyGroups)
 		m[op] = g
 	}
 	return g
 }
 
 // heldRuns returns the maximal runs of held key groups of op in [first, end).
-func (c *coordinator) heldRuns(op string, first, end int) [][2]int {
+func (c *Coordinator) heldRuns(op string, first, end int) [][2]int {
 	held := c.held[op]
 	var runs [][2]int
 	for g := first; g < end && g < len(held); g++ {
@@ -423,8 +424,9 @@ func (c *coordinator) heldRuns(op string, first, end int) [][2]int {
 
 func overlaps(a0, a1, b0, b1 int) bool { return a0 < b1 && b0 < a1 }
 
-// handoffChunkBytes is the approximate size of one HandoffChunk.
-const handoffChunkBytes = 256 << 10
+// ChunkBytes is the approximate size of one HandoffChunk (a node's gRPC
+// message limit makes room for it).
+const ChunkBytes = 256 << 10
 
 // handoffChunkTimeout bounds the wait for a chunk's acknowledgement.
 const handoffChunkTimeout = 30 * time.Second
@@ -438,11 +440,14 @@ const handoffChunkTimeout = 30 * time.Second
 // rollback restores every key group from a checkpoint, so what was read
 // before it is stale; the chunks carry the generation gen they were read
 // in and a receiver in another generation refuses them.
-func (n *Node) export(req *wire.HandoffRequest, runs [][2]int, gen uint64) error {
+//
+// It runs on a goroutine of its own: it reads only what does not change
+// (the root context, the database) and the node's generation.
+func (c *Coordinator) export(req *wire.HandoffRequest, runs [][2]int, gen uint64) error {
 	for _, r := range runs {
 		first := true
 		send := func(kvs []persistence.KV) error {
-			if now := n.gen.Load(); now != gen {
+			if now := c.n.Generation(); now != gen {
 				return fmt.Errorf("%w: generation %d, read in %d", errRolledBack, now, gen)
 			}
 			chunk := &wire.HandoffChunk{Operator: req.Operator, FirstGroup: int32(r[0]), EndGroup: int32(r[1]), Replace: first, Generation: gen}
@@ -451,7 +456,7 @@ func (n *Node) export(req *wire.HandoffRequest, runs [][2]int, gen uint64) error
 			for i, kv := range kvs {
 				chunk.Kvs[i] = &wire.KV{Key: kv.Key, Value: kv.Value}
 			}
-			res, err := n.system.Root.RequestFuture(req.ReplyTo, chunk, handoffChunkTimeout).Result()
+			res, err := c.root.RequestFuture(req.ReplyTo, chunk, handoffChunkTimeout).Result()
 			if err != nil {
 				return fmt.Errorf("send chunk to %s: %w", req.Requester, err)
 			}
@@ -464,7 +469,7 @@ func (n *Node) export(req *wire.HandoffRequest, runs [][2]int, gen uint64) error
 			}
 			return nil
 		}
-		if err := n.db.ExportGroups(req.Operator, r[0], r[1], handoffChunkBytes, send); err != nil {
+		if err := c.db.ExportGroups(req.Operator, r[0], r[1], ChunkBytes, send); err != nil {
 			return err
 		}
 		if first {
@@ -472,10 +477,10 @@ func (n *Node) export(req *wire.HandoffRequest, runs [][2]int, gen uint64) error
 				return err
 			}
 		}
-		if now := n.gen.Load(); now != gen {
+		if now := c.n.Generation(); now != gen {
 			return fmt.Errorf("%w: generation %d, read in %d", errRolledBack, now, gen)
 		}
-		if err := n.db.DeleteGroups(req.Operator, r[0], r[1]); err != nil {
+		if err := c.db.DeleteGroups(req.Operator, r[0], r[1]); err != nil {
 			return err
 		}
 	}
@@ -487,7 +492,7 @@ var errRolledBack = errors.New("rolled back during the handoff")
 
 // takeStartup reports whether some of op's key groups [first, end) were
 // held when the node started and not restored since, and forgets them.
-func (c *coordinator) takeStartup(op string, first, end int) bool {
+func (c *Coordinator) takeStartup(op string, first, end int) bool {
 	g := c.startup[op]
 	found := false
 	for i := first; i < end && i < len(g); i++ {
@@ -497,14 +502,6 @@ func (c *coordinator) takeStartup(op string, first, end int) bool {
 		}
 	}
 	return found
-}
-
-// rolledBackMsg tells the coordinator that every instance of this node
-// was reset for the rollback to checkpoint meta (nil: none) in generation
-// gen.
-type rolledBackMsg struct {
-	gen  uint64
-	meta *checkpoint.Meta
 }
 
 // onRolledBack restores the instances that were active here from the
@@ -519,35 +516,35 @@ type rolledBackMsg struct {
 // When every member has answered the new one, it activates with what was
 // shipped in this generation or, if nothing was, restores from the
 // checkpoint (the node's base).
-func (c *coordinator) onRolledBack(m rolledBackMsg) {
-	if m.gen < c.gen {
+func (c *Coordinator) onRolledBack(m RolledBack) {
+	if m.Gen < c.gen {
 		return // superseded by a later rollback
 	}
-	c.gen = m.gen
+	c.gen = m.Gen
 	restored := make(map[string][][2]int)
-	var keys []instKey
+	var keys []ckpt.Key
 	for k, li := range c.local {
-		if spec, ok := c.topo.Find(k.op); li.state != lsActive || !ok || spec.Epoch != k.epoch {
+		if spec, ok := c.topo.Find(k.Op); li.state != lsActive || !ok || spec.Epoch != k.Epoch {
 			continue
 		}
 		keys = append(keys, k)
-		restored[k.op] = append(restored[k.op], [2]int{li.inst.lo, li.inst.hi})
+		restored[k.Op] = append(restored[k.Op], [2]int{li.inst.Lo, li.inst.Hi})
 	}
-	c.forgetStale(m.gen, restored)
+	c.forgetStale(m.Gen, restored)
 	// The checkpointer hears which instances restore before any of them
 	// reports (local sends are queued in order).
-	c.n.system.Root.Send(c.n.ckpt, ckRestoringMsg{gen: m.gen, keys: keys})
+	c.root.Send(c.ckpt, ckpt.Restoring{Gen: m.Gen, Keys: keys})
 	for _, k := range keys {
-		c.n.system.Root.Send(c.local[k].inst.pid, restoreMsg{gen: m.gen, meta: m.meta})
+		c.n.Restore(c.local[k].inst, m.Gen, m.Meta)
 	}
-	var again []instKey
+	var again []ckpt.Key
 	for k, a := range c.current {
 		if a.gen != c.gen {
 			again = append(again, k)
 		}
 	}
 	for _, k := range again {
-		c.n.log.Debug("asking again for state after the rollback", "instance", k.String(), "generation", m.gen)
+		c.log.Debug("asking again for state after the rollback", "instance", k.String(), "generation", m.Gen)
 		c.startAcquisition(k, c.current[k].li)
 	}
 	c.serveWaiting()
@@ -561,7 +558,7 @@ func (c *coordinator) onRolledBack(m rolledBackMsg) {
 // is told nothing is here, and restores them from the checkpoint. The state
 // of an operator no longer deployed (killed without purge) is no instance's
 // and did not change since the kill: it stays for a redeploy.
-func (c *coordinator) forgetStale(gen uint64, restored map[string][][2]int) {
+func (c *Coordinator) forgetStale(gen uint64, restored map[string][][2]int) {
 	for op, held := range c.held {
 		if _, deployed := c.topo.Find(op); !deployed {
 			continue
@@ -585,11 +582,11 @@ func (c *coordinator) forgetStale(gen uint64, restored map[string][][2]int) {
 			}
 		}
 		for _, r := range stale {
-			c.n.log.Info("dropping key groups left from before the rollback", "operator", op, "first", r[0], "end", r[1], "generation", gen)
-			if err := c.n.db.DeleteGroups(op, r[0], r[1]); err != nil {
+			c.log.Info("dropping key groups left from before the rollback", "operator", op, "first", r[0], "end", r[1], "generation", gen)
+			if err := c.db.DeleteGroups(op, r[0], r[1]); err != nil {
 				// Not held any more, so never shipped or used; a later
 				// acquisition here restores them from a checkpoint.
-				c.n.log.Warn("deleting stale key groups failed", "operator", op, "first", r[0], "end", r[1], "error", err)
+				c.log.Warn("deleting stale key groups failed", "operator", op, "first", r[0], "end", r[1], "error", err)
 			}
 		}
 	}
