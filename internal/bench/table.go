@@ -71,7 +71,7 @@ type TableConfig struct {
 var Groups = []string{"core", "typed", "eo", "latency", "telemetry", "cross", "mtls", "kafka", "kafka-eo", "nats", "scaling", "recovery", "ysb", "wasm", "postgres", "nexmark", "autoscale"}
 
 // GroupsHelp describes Groups for a flag's usage.
-const GroupsHelp = `core (in-process throughput and latency), typed (the word count on sdk/stream vs hand-written), eo (exactly-once vs no guarantee), ` +
+const GroupsHelp = `core (in-process throughput and latency), typed (the word count and YSB on sdk/stream vs hand-written), eo (exactly-once vs no guarantee), ` +
 	`latency (p50/p99/p99.9 at 10, 50 and 90 % of saturation, with the runtime's latency breakdown), ` +
 	`telemetry (off vs on), cross (cross-node against raw protoactor remote, alternating, with CPU per record on each side; needs the node binary and Consul), mtls (cross-node plaintext vs mutual TLS; same), ` +
 	`kafka (Goka vs Sluice on kfake), kafka-eo (exactly-once output latency to a read_committed consumer), ` +

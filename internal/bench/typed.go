@@ -39,8 +39,9 @@ func typedWordCount(source, sink sdk.Factory, par int) ([]sdk.Factory, error) {
 	return ops, nil
 }
 
-// typedRows: the keyed word count written with sdk/stream against the
-// hand-written one, alternating, in one process.
+// typedRows: the keyed word count and YSB written with sdk/stream against
+// the hand-written ones, alternating (the word count in one process, each
+// YSB run on a runtime of its own).
 func (t *tabler) typedRows() ([]row, error) {
 	n := t.cfg.Records
 	raw, typed, err := t.alternate([2]string{"word count, hand-written", "word count, sdk/stream"}, t.cfg.Runs, true, func(second bool) (Result, error) {
@@ -50,9 +51,26 @@ func (t *tabler) typedRows() ([]row, error) {
 		return nil, err
 	}
 	base, rate := medianRate(raw), medianRate(typed)
-	return []row{
+	rows := []row{
 		{"sluice keyed word count, hand-written operators (baseline)", human(base), "records/s", "1.00×", "runs alternate with the next row"},
 		{"sluice keyed word count, sdk/stream", human(rate), "records/s", fmt.Sprintf("%.2f×", rate/base),
 			pairRange(raw, typed) + "; FromSource → KeyBy → Process (state.Map) → To; target ≥ 0.90×"},
-	}, nil
+	}
+	events := t.cfg.YSBEvents
+	if events <= 0 {
+		events = 2_000_000
+	}
+	hand, typedYSB, err := t.alternate([2]string{"YSB, hand-written", "YSB, sdk/stream"}, t.cfg.Runs, false, func(second bool) (Result, error) {
+		r, err := YSB(YSBConfig{Events: events, Typed: second})
+		return r.Result, err
+	}, func(r Result) string { return fmt.Sprintf(" (%.1f s)", r.Elapsed.Seconds()) })
+	if err != nil {
+		return nil, err
+	}
+	base, rate = medianRate(hand), medianRate(typedYSB)
+	return append(rows,
+		row{"YSB, hand-written operators (baseline)", human(base), "events/s", "1.00×",
+			fmt.Sprintf("%s JSON events, parallelism 2, no guarantee, output = ysb.Expected; runs alternate with the next row", human(float64(events)))},
+		row{"YSB, sdk/stream (ysb.TypedOperators)", human(rate), "events/s", fmt.Sprintf("%.2f×", rate/base),
+			pairRange(hand, typedYSB) + "; FromSource(AdCodec) → Filter → Map → KeyBy → Aggregate → sink; output = ysb.Expected; target ≥ 0.90×"}), nil
 }

@@ -35,6 +35,9 @@ type YSBConfig struct {
 	// EventsPerSecond is the event-time density (ysb.Config's); 0 means
 	// the sample's 10,000: a 10 s window holds 100 k events.
 	EventsPerSecond int64
+	// Typed runs the pipeline written on sdk/stream (ysb.TypedOperators)
+	// instead of the hand-written one.
+	Typed bool
 }
 
 // YSBResult is one YSB run: the events over the time from the first event
@@ -67,7 +70,11 @@ func YSB(cfg YSBConfig) (YSBResult, error) {
 	}
 	ycfg = ycfg.WithDefaults()
 	want := ysb.Expected(ycfg)
-	fs, err := ysb.Operators(ycfg, nil)
+	operators := ysb.Operators
+	if cfg.Typed {
+		operators = ysb.TypedOperators
+	}
+	fs, err := operators(ycfg, nil) // the source first
 	if err != nil {
 		return YSBResult{}, err
 	}

@@ -9,14 +9,15 @@ import (
 	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/samples/ysb"
+	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/node"
 	"github.com/sluicehq/sluice/topology"
 )
 
 // start runs the pipeline on an embedded runtime.
-func start(t *testing.T, cfg ysb.Config, res *ysb.Results) *node.Runtime {
+func start(t *testing.T, operators func(ysb.Config, *ysb.Results) ([]sdk.Factory, error), cfg ysb.Config, res *ysb.Results) *node.Runtime {
 	t.Helper()
-	fs, err := ysb.Operators(cfg, res)
+	fs, err := operators(cfg, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,29 +54,38 @@ func waitAll(t *testing.T, rt *node.Runtime, cfg ysb.Config, res *ysb.Results) {
 	})
 }
 
-// TestRuntimeExact runs YSB on the runtime with parallelism 1 and 4 on
-// every stage: the sources' watermarks close the windows, end-of-stream
-// closes the last ones, and the sink's counts are exactly the expected
-// ones, each window once.
+// TestRuntimeExact runs YSB, hand-written and typed, on the runtime with
+// parallelism 1 and 4 on every stage: the sources' watermarks close the
+// windows, end-of-stream closes the last ones, and the sink's counts are
+// exactly the expected ones, each window once.
 func TestRuntimeExact(t *testing.T) {
-	for _, p := range []int{1, 4} {
-		t.Run(fmt.Sprintf("parallelism-%d", p), func(t *testing.T) {
-			cfg := ysb.Config{Events: 20000, EventsPerSecond: 1000, Seed: 11, Parallelism: p}
-			res := ysb.NewResults()
-			rt := start(t, cfg, res)
-			waitAll(t, rt, cfg, res)
-			check(t, cfg, res)
-		})
+	for _, b := range builds {
+		for _, p := range []int{1, 4} {
+			t.Run(fmt.Sprintf("%s/parallelism-%d", b.name, p), func(t *testing.T) {
+				cfg := ysb.Config{Events: 20000, EventsPerSecond: 1000, Seed: 11, Parallelism: p}
+				res := ysb.NewResults()
+				rt := start(t, b.operators, cfg, res)
+				waitAll(t, rt, cfg, res)
+				check(t, cfg, res)
+			})
+		}
 	}
 }
 
-// TestRuntimeExactAcrossRescale rescales the parse and window stages from
-// 1 to 4 instances while windows are open (their accumulators and event
-// timers move with their key groups); the answer stays exact.
+// TestRuntimeExactAcrossRescale rescales the parse and window stages (of
+// both versions) from 1 to 4 instances while windows are open (their
+// accumulators and event timers move with their key groups); the answer
+// stays exact.
 func TestRuntimeExactAcrossRescale(t *testing.T) {
+	for _, b := range builds {
+		t.Run(b.name, func(t *testing.T) { rescale(t, b.operators, b.windows) })
+	}
+}
+
+func rescale(t *testing.T, operators func(ysb.Config, *ysb.Results) ([]sdk.Factory, error), windows string) {
 	cfg := ysb.Config{Events: 30000, EventsPerSecond: 1000, Seed: 5, Parallelism: 1, Rate: 6000, Batch: 200}
 	res := ysb.NewResults()
-	rt := start(t, cfg, res)
+	rt := start(t, operators, cfg, res)
 	sluicetest.WaitFor(t, time.Minute, "the first windows closed", func() bool {
 		_, _, n := res.Snapshot()
 		return n > 0
@@ -85,12 +95,15 @@ func TestRuntimeExactAcrossRescale(t *testing.T) {
 	}
 	scaled := cfg
 	scaled.Parallelism, scaled.SourceParallelism = 4, 1
-	fs, err := ysb.Operators(scaled, res)
+	fs, err := operators(scaled, res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range fs[1:3] { // parse and windows
+	for _, f := range fs {
 		meta := f().Metadata()
+		if meta.Name == ysb.SourceName || meta.Name == ysb.SinkName {
+			continue // rescale parse (views) and windows
+		}
 		_, err := topology.Update(context.Background(), rt.Node().Store(), 5, func(cur topology.Topology) (topology.Topology, error) {
 			next, _, err := cur.Deploy(topology.OperatorSpec{Kind: meta.Name, Meta: meta}, time.Now())
 			return next, err
@@ -102,7 +115,7 @@ func TestRuntimeExactAcrossRescale(t *testing.T) {
 	sluicetest.WaitFor(t, time.Minute, "4 running window instances", func() bool {
 		running := 0
 		for _, st := range rt.Status() {
-			if st.Name == ysb.WindowsName {
+			if st.Name == windows {
 				for _, in := range st.Instances {
 					if in.State == actors.StateRunning {
 						running++

@@ -13,6 +13,11 @@
 // with it exactly. The parse stage decodes JSON with Fields, a scanner
 // that falls back to encoding/json for anything unusual (BenchmarkDecode
 // compares them).
+//
+// TypedOperators is the same pipeline written on sdk/stream (typed.go):
+// AdCodec decodes the events (with Fields) and looks up the ads, and the
+// parse operator is three chained stages, Filter → Map → KeyBy, before an
+// Aggregate; the tests run both versions against Expected.
 package ysb
 
 import (

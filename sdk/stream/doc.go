@@ -65,10 +65,24 @@
 // timers of both kinds per key (Context.SetTimer, SetEventTimer) and
 // Context.Emit to hand values on to the stages chained after it.
 //
+// IntervalJoin and WindowJoin are operators of their own too,
+// "<pipeline>.<stage>", reading two keyed streams (of one key type and
+// key codec) with group-by routing, so a key's values of both sides meet
+// on one instance. IntervalJoin pairs a left value l and a right value r
+// of a key when l.time+lower ≤ r.time ≤ l.time+upper (Flink's interval
+// join), as soon as the later one arrives; WindowJoin pairs the values of
+// a key in the same tumbling or hopping window when the watermark closes
+// it. Both keep each side's value bytes in State and remove them with
+// event-time timers as the watermark passes the last time they could
+// still join (so, like Aggregate, they need event times and watermarks);
+// a value behind the watermark (interval) or whose windows have all
+// closed (window) is late and goes, as it arrived, to
+// "<pipeline>.<stage>.late", joining nothing.
+//
 // In all, the stages that chain are Map, Filter, FlatMap, KeyBy, To,
-// Output, ToKeyed and OutputKeyed, after Map, Filter, FlatMap or Process
-// (KeyBy's and the ends' after KeyBy too); From, Aggregate and Process
-// never chain to what is before them, and nothing chains to From or
+// Output, ToKeyed and OutputKeyed, after Map, Filter, FlatMap, Process,
+// IntervalJoin or WindowJoin (KeyBy's and the ends' after KeyBy too);
+// From, Aggregate, Process and the joins never chain to what is before them, and nothing chains to From or
 // Aggregate, with one exception: the stage right after a FromSource runs
 // in the source's operator (keeping the source's name and settings,
 // writing what the chain writes, its records handed down the chain as

@@ -49,10 +49,13 @@ const (
 	kindProcess
 	kindTo
 	kindOutput
+	kindIntervalJoin
+	kindWindowJoin
 )
 
 var kindNames = [...]string{kindFrom: "From", kindMap: "Map", kindFilter: "Filter", kindFlatMap: "FlatMap",
-	kindKeyBy: "KeyBy", kindAggregate: "Aggregate", kindProcess: "Process", kindTo: "To", kindOutput: "Output"}
+	kindKeyBy: "KeyBy", kindAggregate: "Aggregate", kindProcess: "Process", kindTo: "To", kindOutput: "Output",
+	kindIntervalJoin: "IntervalJoin", kindWindowJoin: "WindowJoin"}
 
 // String returns the name of the function that adds the stage.
 func (k kind) String() string {
@@ -65,8 +68,11 @@ func (k kind) String() string {
 // runsValues reports whether a stage of kind k hands Go values to the
 // stages after it, inside its operator (they may chain to it).
 func (k kind) runsValues() bool {
-	return k == kindMap || k == kindFilter || k == kindFlatMap || k == kindProcess
+	return k == kindMap || k == kindFilter || k == kindFlatMap || k == kindProcess || k.join()
 }
+
+// join reports whether a stage of kind k joins two keyed streams.
+func (k kind) join() bool { return k == kindIntervalJoin || k == kindWindowJoin }
 
 // terminal reports whether a stage of kind k ends a path of the pipeline.
 func (k kind) terminal() bool { return k == kindTo || k == kindOutput }
@@ -78,6 +84,7 @@ type stage struct {
 	name string
 	kind kind
 	in   *stage   // the stage before it; nil for From
+	in2  *stage   // a join's right input (in is its left one)
 	outs []*stage // the stages after it, in the order added
 	opts options
 
@@ -207,7 +214,7 @@ func (p *Pipeline) build() ([]sdk.Factory, error) {
 				}
 				s.stream = meta.Outputs[0]
 			}
-		case kindAggregate, kindProcess:
+		case kindAggregate, kindProcess, kindIntervalJoin, kindWindowJoin:
 			ops = append(ops, p.startOp(s))
 		case kindTo, kindOutput:
 			if s.kind == kindTo {
@@ -284,6 +291,9 @@ func (p *Pipeline) startOp(s *stage) *plannedOp {
 		Parallelism: s.opts.parallelism,
 		KeyGroups:   s.opts.keyGroups,
 	}}
+	if s.in2 != nil { // a join's right input
+		op.meta.Inputs = append(op.meta.Inputs, s.in2.publish())
+	}
 	if s.opts.restart != nil {
 		op.meta.Restart = *s.opts.restart
 	}

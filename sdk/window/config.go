@@ -61,6 +61,20 @@ func CountOf(n int64) Windows { return Windows{kind: kindCount, count: n} }
 // for one result per key at the end.
 func Global() Windows { return Windows{kind: kindGlobal} }
 
+// Fixed returns the size and slide of tumbling windows (slide = size) or
+// hopping windows, and false for the other kinds: for operators that
+// group records into the same windows as the window operator does (the
+// window join of sdk/stream). It does not check the sizes (Validate does).
+func (w Windows) Fixed() (size, slide time.Duration, ok bool) {
+	switch w.kind {
+	case kindTumbling:
+		return w.size, w.size, true
+	case kindHopping:
+		return w.size, w.slide, true
+	}
+	return 0, 0, false
+}
+
 // String describes the windows, e.g. "tumbling(10s)".
 func (w Windows) String() string { return Config{Windows: w}.spec().String() }
 

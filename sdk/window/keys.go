@@ -106,8 +106,10 @@ func parseKey(k []byte) (tag byte, key []byte, start, end time.Time, err error) 
 	return tag, key, start, end, nil
 }
 
-// floorTime returns the largest multiple of d (since the Unix epoch) ≤ t.
-func floorTime(t time.Time, d time.Duration) time.Time {
+// Floor returns the largest multiple of d (since the Unix epoch) ≤ t: the
+// start of the tumbling window of size d containing t, or of the last
+// hopping window sliding by d that contains it.
+func Floor(t time.Time, d time.Duration) time.Time {
 	ns := t.UnixNano()
 	r := ns % int64(d)
 	if r < 0 {

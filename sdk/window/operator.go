@@ -108,9 +108,9 @@ func (o *operator[A]) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	}
 	switch w.kind {
 	case kindTumbling:
-		return o.addTime(ctx, rec, floorTime(rec.EventTime, w.size), w.size, w.size)
+		return o.addTime(ctx, rec, Floor(rec.EventTime, w.size), w.size, w.size)
 	case kindHopping:
-		return o.addTime(ctx, rec, floorTime(rec.EventTime, w.slide), w.size, w.slide)
+		return o.addTime(ctx, rec, Floor(rec.EventTime, w.slide), w.size, w.slide)
 	case kindSession:
 		return o.addSession(ctx, rec)
 	case kindCount:
