@@ -1,16 +1,15 @@
 package postgres
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sluicehq/sluice/internal/pgerr"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -137,7 +136,7 @@ func (h *health) failure(doing string, err error) error {
 		h.up() // it answered
 		return fmt.Errorf("%s: %s: %w", h.what, doing, r)
 	}
-	if !unreachable(err) {
+	if !pgerr.Unreachable(err) {
 		h.up()
 		return fmt.Errorf("%s: %s: %w: %w", h.what, doing, sdk.ErrTransient, err)
 	}
@@ -154,44 +153,27 @@ func (h *health) failure(doing string, err error) error {
 		now.Sub(h.since).Round(100*time.Millisecond), err)
 }
 
-// unreachable reports whether err means the server could not be reached
-// or stopped answering (rather than answering with an error).
-func unreachable(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		// The server is shutting down, starting, or out of connections.
-		return pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03" || pe.Code == "53300"
-	}
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, net.ErrClosed) || isConnectError(err)
-}
-
-func isConnectError(err error) bool {
-	var ce *pgconn.ConnectError
-	return errors.As(err, &ce) && refusal(err) == nil
+// sinkHints are the refusals of the sink and the settings they name.
+var sinkHints = map[string]string{
+	"28P01": "check URL (user, password) and the server's pg_hba.conf",
+	"28000": "check URL (user, password) and the server's pg_hba.conf",
+	"3D000": "check URL (the database name)",
+	"42P01": "check Table (it must exist)",
+	"3F000": "check Table (it must exist)",
+	"42703": "check Columns and KeyColumns against the table",
+	"42P10": "check KeyColumns: a unique index or constraint on exactly them must exist",
+	"42501": "grant the URL's user the privileges (INSERT, UPDATE for upserts; CREATE for the progress table)",
 }
 
 // refusal classifies err: an error wrapping ErrRefused naming the setting
 // to check when the server refuses the sink for good, nil otherwise.
 func refusal(err error) error {
+	if r := pgerr.Refusal(err, ErrRefused, sinkHints); r != nil {
+		return r
+	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return nil
-	}
-	switch pe.Code {
-	case "28P01", "28000":
-		return fmt.Errorf("%w: %s (SQLSTATE %s); check URL (user, password) and the server's pg_hba.conf", ErrRefused, pe.Message, pe.Code)
-	case "3D000":
-		return fmt.Errorf("%w: %s (SQLSTATE %s); check URL (the database name)", ErrRefused, pe.Message, pe.Code)
-	case "42P01", "3F000":
-		return fmt.Errorf("%w: %s (SQLSTATE %s); check Table (it must exist)", ErrRefused, pe.Message, pe.Code)
-	case "42703":
-		return fmt.Errorf("%w: %s (SQLSTATE %s); check Columns and KeyColumns against the table", ErrRefused, pe.Message, pe.Code)
-	case "42P10":
-		return fmt.Errorf("%w: %s (SQLSTATE %s); check KeyColumns: a unique index or constraint on exactly them must exist", ErrRefused, pe.Message, pe.Code)
-	case "42501":
-		return fmt.Errorf("%w: %s (SQLSTATE %s); grant the URL's user the privileges (INSERT, UPDATE for upserts; CREATE for the progress table)", ErrRefused, pe.Message, pe.Code)
 	}
 	if class := pe.Code[:min(2, len(pe.Code))]; class == "22" || class == "23" || class == "42" {
 		// Data (22), integrity (23) and syntax/access (42): the rows or the

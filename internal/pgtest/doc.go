@@ -16,6 +16,9 @@
 //	pg.Pause()  // SIGSTOP: connections hang, as with a hung server
 //	pg.Resume()
 //
+// pgtest.Start(t, pgtest.Logical()) starts it with wal_level=logical (and
+// replication slots and WAL senders to spare) for change-data capture.
+//
 // PostgreSQL refuses to run as root. When the test runs as root (the
 // sessions and CI do), initdb and postgres run as the unprivileged user
 // "postgres" that Debian's package creates: the directory is chowned to

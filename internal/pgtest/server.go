@@ -47,17 +47,34 @@ type Server struct {
 	logPath string
 	port    int
 	cred    *syscall.Credential // the user to run as; nil: ours
+	opts    Options
 
 	runs proctest.Runs
 }
 
+// Options are the server settings a test may ask Start for; the zero
+// value is the default server.
+type Options struct {
+	// Logical sets wal_level=logical, with max_replication_slots and
+	// max_wal_senders at 10, for tests of logical replication
+	// (change-data capture). The default server has wal_level=replica.
+	Logical bool
+}
+
+// Logical is Options{Logical: true}.
+func Logical() Options { return Options{Logical: true} }
+
 // Start runs initdb and postgres on 127.0.0.1 with a free port and returns
 // once a connection succeeds; the process group is killed and its files
 // removed when the test ends. Start fails t if there are no server
-// binaries or the server is not ready within 60s.
-func Start(t TB) *Server {
+// binaries or the server is not ready within 60s. Options, if given,
+// change the server's settings (the last one counts).
+func Start(t TB, opts ...Options) *Server {
 	t.Helper()
 	s := &Server{t: t, bin: BinDir(t), dir: t.TempDir()}
+	for _, o := range opts {
+		s.opts = o
+	}
 	s.logPath = filepath.Join(s.dir, "postgres.log")
 	s.runs = proctest.Runs{LogPath: s.logPath, Grace: stopTimeout}
 	cred, err := runAs(s.dir)
@@ -131,6 +148,24 @@ func (s *Server) Exec(sql string, args ...any) {
 	if _, err := c.Exec(ctx, sql, args...); err != nil {
 		s.t.Fatalf("pgtest: %s: %v", sql, err)
 	}
+}
+
+// QueryInt returns the one integer sql selects, on a fresh connection
+// (of at most 2 s), or an error (the server down, paused, or the query
+// failing); for tests polling the server while it may be away.
+func (s *Server) QueryInt(sql string, args ...any) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, s.DSN())
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close(context.Background())
+	var n int64
+	if err := c.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("%s: %w", sql, err)
+	}
+	return n, nil
 }
 
 // Stop stops the server cleanly (pg_ctl stop -m fast: sessions are ended,
@@ -221,17 +256,20 @@ func (s *Server) initdb() error {
 // start runs postgres on the current port and waits until it is ready; on
 // failure the process is killed.
 func (s *Server) start() error {
-	cmd := exec.Command(filepath.Join(s.bin, "postgres"),
-		"-D", filepath.Join(s.dir, "data"),
+	args := []string{"-D", filepath.Join(s.dir, "data"),
 		"-c", "listen_addresses=127.0.0.1",
-		"-c", "port="+strconv.Itoa(s.port),
-		"-c", "unix_socket_directories="+s.dir,
+		"-c", "port=" + strconv.Itoa(s.port),
+		"-c", "unix_socket_directories=" + s.dir,
 		// fsync off: only a machine crash could lose data. Commits stay
 		// synchronous: a test that kills the server loses none it was told
 		// of.
 		"-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "max_prepared_transactions=16",
-		"-c", "logging_collector=off", "-c", "log_min_messages=warning")
+		"-c", "logging_collector=off", "-c", "log_min_messages=warning"}
+	if s.opts.Logical {
+		args = append(args, "-c", "wal_level=logical", "-c", "max_replication_slots=10", "-c", "max_wal_senders=10")
+	}
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), args...)
 	cmd.Dir = s.dir
 	cmd.Env = s.env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}

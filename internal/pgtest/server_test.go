@@ -72,3 +72,27 @@ func TestWrongPasswordIsRefused(t *testing.T) {
 		t.Fatal("a wrong password was accepted")
 	}
 }
+
+func TestLogicalSetsWALLevel(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []pgtest.Options
+		want string
+	}{
+		{"default", nil, "replica"},
+		{"logical", []pgtest.Options{pgtest.Logical()}, "logical"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pg := pgtest.Start(t, tc.opts...)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var got string
+			if err := pg.Connect().QueryRow(ctx, "SHOW wal_level").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("wal_level %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
