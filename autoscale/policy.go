@@ -77,6 +77,12 @@ type Decision struct {
 	// needs (Current when no change is due).
 	Current     int `json:"current"`
 	Recommended int `json:"recommended"`
+	// Needed is the instances the demand needs within the bounds, before
+	// the cool-down and the stabilisation window have their say: what the
+	// operator counts for in the cluster's node demand (Demand). A skewed
+	// operator needs no more than Current: its hot key group is one
+	// instance's work.
+	Needed int `json:"needed"`
 	// Scale says the change to Recommended is due now (an up-scale, or a
 	// down-scale through its stabilisation window, out of cool-down).
 	Scale bool `json:"scale"`
@@ -172,7 +178,7 @@ func (p *Policy) Decide(now time.Time, op string, spec core.AutoscaleSpec, s Sam
 	spec = spec.WithDefaults(s.KeyGroups)
 	hi := min(spec.Max, max(s.KeyGroups, 1))
 	lo := min(spec.Min, hi)
-	d := Decision{Operator: op, At: now, Current: s.Parallelism, Recommended: s.Parallelism, Inputs: p.inputs(st)}
+	d := Decision{Operator: op, At: now, Current: s.Parallelism, Recommended: s.Parallelism, Needed: s.Parallelism, Inputs: p.inputs(st)}
 	in := &d.Inputs
 	needed := lo
 	switch {
@@ -204,12 +210,14 @@ func (p *Policy) Decide(now time.Time, op string, spec core.AutoscaleSpec, s Sam
 	}
 	if needed > s.Parallelism && s.Parallelism > 1 && in.HotBusy >= p.cfg.SkewBusy && in.OthersBusy <= p.cfg.SkewIdle {
 		d.Skewed = true
-		d.Reason = fmt.Sprintf("instance %d (key groups [%d, %d)) is the hot spot, busy %.0f%% while the others average %.0f%%: a hot key group, which more instances would not spread; not scaling up",
+		d.Reason = fmt.Sprintf("instance %d (key groups [%d, %d)) is the hot spot, busy %.0f%% while the others average %.0f%% (from per-instance busy time; "+
+			"the runtime does not count per key group): a hot key group, one instance's work however many there are, which scaling out would not spread; "+
+			"not scaling up, and counting it as one instance of demand",
 			in.HotInstance, in.HotGroups[0], in.HotGroups[1], 100*in.HotBusy, 100*in.OthersBusy)
 		st.settle()
 		return d
 	}
-	d.Recommended = needed
+	d.Recommended, d.Needed = needed, needed
 	if needed < s.Parallelism {
 		if st.downSince.IsZero() {
 			st.downSince, st.downMax = now, needed

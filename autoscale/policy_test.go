@@ -155,8 +155,20 @@ func TestDecide(t *testing.T) {
 			if !strings.Contains(last.Reason, c.reason) {
 				t.Fatalf("reason %q, want it to say %q", last.Reason, c.reason)
 			}
-			if c.name == "a hot instance is a skew, not a reason to scale out" && !last.Skewed {
-				t.Fatalf("decision not marked skewed: %v", last)
+			if c.name == "a hot instance is a skew, not a reason to scale out" {
+				// Skewed, with the hot instance's key groups, and counted
+				// in the node demand as what it has (the hot group is one
+				// instance's work), not the 2000/s the input asks.
+				if !last.Skewed || last.Needed != last.Current || last.Inputs.HotGroups != [2]int{128, 192} ||
+					autoscale.Demand(map[string]int{"op": 4}, map[string]autoscale.Decision{"op": last}) != 4 {
+					t.Fatalf("skewed decision: %+v", last)
+				}
+				if !strings.Contains(last.Reason, "scaling out would not spread") || !strings.Contains(last.Reason, "per-instance busy time") {
+					t.Fatalf("the reason does not say scaling out would not fix it, or how the skew was found: %q", last.Reason)
+				}
+			}
+			if !last.Skewed && !last.Scale && last.Needed == 0 {
+				t.Fatalf("decision without Needed: %+v", last)
 			}
 			if last.Inputs.Samples == 0 || last.Operator != "op" || last.At.IsZero() {
 				t.Fatalf("decision lacks its inputs: %+v", last)

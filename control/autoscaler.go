@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -27,6 +28,14 @@ type AutoscaleConfig struct {
 	// Off turns the autoscaler off on this node: it neither recommends
 	// nor, on the leader, scales.
 	Off bool
+	// NodeCPUs is the cpus of a node, for the node recommendation (a
+	// node's capacity is autoscale.PerNode(NodeCPUs, InstancesPerCPU)
+	// operator instances); 0 means this process's GOMAXPROCS. Under Mesos
+	// the framework sizes its pool with the pool's cpus itself.
+	NodeCPUs float64
+	// InstancesPerCPU is a node's capacity per cpu; 0 means
+	// autoscale.DefaultInstancesPerCPU.
+	InstancesPerCPU float64
 }
 
 // DefaultAutoscaleInterval is the autoscaler's default sampling interval.
@@ -58,6 +67,7 @@ type autoscaler struct {
 	mu     sync.Mutex
 	leader string
 	latest map[string]api.AutoscaleDecision
+	nodes  *api.AutoscaleNodes
 }
 
 // startAutoscaler starts s's autoscaler; nil when it is off.
@@ -103,12 +113,20 @@ func (a *autoscaler) run() {
 // tick gathers the cluster's status once and decides for every operator
 // with autoscale settings.
 func (a *autoscaler) tick() {
-	if !slices.ContainsFunc(a.s.node.Topology().Operators, func(o topology.OperatorSpec) bool { return o.Meta.Autoscale != nil }) {
-		a.forgetAll()
-		return
-	}
 	ctx, cancel := context.WithTimeout(a.ctx, max(a.cfg.Interval, a.s.cfg.Limits.PeerTimeout))
 	defer cancel()
+	if topo := a.s.node.Topology(); !slices.ContainsFunc(topo.Operators, func(o topology.OperatorSpec) bool { return o.Meta.Autoscale != nil }) {
+		a.forgetAll()
+		// The node recommendation needs only the parallelism and the
+		// members: no gather.
+		if members, err := a.s.node.Members(ctx); err == nil {
+			nodes := a.recommendNodes(len(members), topo, nil)
+			a.mu.Lock()
+			a.nodes = nodes
+			a.mu.Unlock()
+		}
+		return
+	}
 	v, err := a.s.gather(ctx)
 	if err != nil || len(v.errs) > 0 {
 		// Counters from part of the cluster would read as a drop in load.
@@ -123,6 +141,7 @@ func (a *autoscaler) tick() {
 	leader := leaderID(v)
 	leads := leader == a.s.node.ID()
 	latest := map[string]api.AutoscaleDecision{}
+	decided := map[string]autoscale.Decision{}
 	for _, spec := range v.topo.Operators {
 		name, settings := spec.Meta.Name, spec.Meta.Autoscale
 		if settings == nil {
@@ -134,11 +153,13 @@ func (a *autoscaler) tick() {
 			a.mu.Lock()
 			if d, ok := a.latest[name]; ok {
 				latest[name] = d // the layout is changing: keep the last word
+				decided[name] = autoscale.Decision{Current: d.Current, Needed: d.Needed, Skewed: d.Skewed}
 			}
 			a.mu.Unlock()
 			continue
 		}
 		d := a.policy.Decide(now, name, *settings, smp)
+		decided[name] = d
 		dv := decisionView(d, settings.DryRun)
 		if d.Scale && leads && !settings.DryRun {
 			if err := a.apply(ctx, name, d); err != nil {
@@ -154,9 +175,38 @@ func (a *autoscaler) tick() {
 		}
 		latest[name] = dv
 	}
+	nodes := a.recommendNodes(len(v.members), v.topo, decided)
 	a.mu.Lock()
-	a.leader, a.latest = leader, latest
+	a.leader, a.latest, a.nodes = leader, latest, nodes
 	a.mu.Unlock()
+}
+
+// recommendNodes is the node recommendation for members nodes: the
+// operators' demand (autoscale.Demand: the decisions' needed instances,
+// every other operator's parallelism) against a node's capacity. It only
+// reports; the Mesos framework acts on the demand with its own pool's
+// capacity and policy.
+func (a *autoscaler) recommendNodes(members int, topo topology.Topology, decided map[string]autoscale.Decision) *api.AutoscaleNodes {
+	par := map[string]int{}
+	for _, spec := range topo.Operators {
+		par[spec.Meta.Name] = spec.Meta.Parallelism
+	}
+	cpus := a.cfg.NodeCPUs
+	if cpus <= 0 {
+		cpus = float64(runtime.GOMAXPROCS(0))
+	}
+	instances := autoscale.Demand(par, decided)
+	perNode := autoscale.PerNode(cpus, a.cfg.InstancesPerCPU)
+	n := &api.AutoscaleNodes{Members: members, Instances: instances, PerNode: perNode, CPUs: cpus, Recommended: autoscale.NodesFor(instances, perNode)}
+	switch {
+	case n.Recommended > members:
+		n.Reason = fmt.Sprintf("the operators need %d instances, more than %d nodes of %d hold: %d nodes", instances, members, perNode, n.Recommended)
+	case n.Recommended < members:
+		n.Reason = fmt.Sprintf("the operators need %d instances, which %d nodes of %d hold: %d idle", instances, n.Recommended, perNode, members-n.Recommended)
+	default:
+		n.Reason = fmt.Sprintf("the operators need %d instances, which %d nodes of %d hold", instances, members, perNode)
+	}
+	return n
 }
 
 // apply scales name from d.Current to d.Recommended with check-and-set;
@@ -213,7 +263,7 @@ func (a *autoscaler) status(self string) api.AutoscaleStatus {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	st.Leader = a.leader
+	st.Leader, st.Nodes = a.leader, a.nodes
 	for _, name := range slices.Sorted(maps.Keys(a.latest)) {
 		st.Operators = append(st.Operators, a.latest[name])
 	}
@@ -270,9 +320,9 @@ func snapshot(v view, at time.Time) autoscale.Snapshot {
 // decisionView converts a decision for the API.
 func decisionView(d autoscale.Decision, dryRun bool) api.AutoscaleDecision {
 	in := d.Inputs
-	return api.AutoscaleDecision{Operator: d.Operator, At: d.At, Current: d.Current, Recommended: d.Recommended, Scale: d.Scale,
+	return api.AutoscaleDecision{Operator: d.Operator, At: d.At, Current: d.Current, Recommended: d.Recommended, Needed: d.Needed, Scale: d.Scale,
 		DryRun: dryRun, Skewed: d.Skewed, Reason: d.Reason,
 		Inputs: api.AutoscaleInputs{Samples: in.Samples, Window: in.Window, InputRate: in.InputRate, Rate: in.Rate, TrueRate: in.TrueRate,
 			Busy: in.Busy, Blocked: in.Blocked, Utilization: in.Utilization, Queued: in.Queued, HotInstance: in.HotInstance,
-			HotBusy: in.HotBusy, OthersBusy: in.OthersBusy}}
+			HotGroups: in.HotGroups, HotBusy: in.HotBusy, OthersBusy: in.OthersBusy}}
 }

@@ -20,7 +20,10 @@ func newAutoscaleCmd(a *app) *cobra.Command {
 		Long: `Status shows, for every operator deployed with autoscale settings, the
 autoscaler's latest decision: the instances now and recommended, whether
 the change is due (and was applied, or not in dry-run), and why, with the
-measured input rate, true rate per instance and utilization.`,
+measured input rate, true rate per instance and utilization; and the node
+recommendation: the nodes the operators' instances need at a node's
+capacity (reported only; under Mesos the framework grows and shrinks its
+autoscaled pool from the same demand).`,
 		Example: "  sluice autoscale status",
 		Args:    cobra.NoArgs,
 		RunE: runE(func(ctx context.Context, _ []string) error {
@@ -35,6 +38,11 @@ measured input rate, true rate per instance and utilization.`,
 			}
 			if a.json {
 				return printJSON(a.stdout, raw)
+			}
+			if n := st.Nodes; n != nil {
+				if _, err := fmt.Fprintf(a.stdout, "nodes: %d now, %d recommended: %s (%d per node of %g cpus)\n", n.Members, n.Recommended, n.Reason, n.PerNode, n.CPUs); err != nil {
+					return err
+				}
 			}
 			if len(st.Operators) == 0 {
 				_, err := fmt.Fprintln(a.stdout, "no autoscaling decision yet (no operator has autoscale settings, or too few samples)")
