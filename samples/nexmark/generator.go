@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/connectors/generate"
@@ -81,10 +84,10 @@ func (k Kind) String() string {
 
 // Event is one Nexmark event; only the fields the queries here read are
 // kept (a person's id, name, city and state; an auction's id, seller,
-// category, initial bid, reserve and expiry; a bid's auction, bidder and
-// price; every event's time). The published generator's email
-// addresses, credit cards, item names, descriptions, channels, URLs and
-// "extra" padding are left out.
+// category, initial bid, reserve and expiry; a bid's auction, bidder,
+// price, channel and URL; every event's time). The published generator's
+// email addresses, credit cards, item names, descriptions and "extra"
+// padding are left out.
 type Event struct {
 	Kind       Kind
 	ID         int64  // person or auction id
@@ -96,9 +99,11 @@ type Event struct {
 	InitialBid int64  // auction, in cents
 	Reserve    int64  // auction, in cents
 	Expires    time.Time
-	Auction    int64 // bid
-	Bidder     int64 // bid
-	Price      int64 // bid, in cents
+	Auction    int64  // bid
+	Bidder     int64  // bid
+	Price      int64  // bid, in cents
+	Channel    string // bid: one of 4 hot channels or "channel-<n>"
+	URL        string // bid: the channel's URL
 	DateTime   time.Time
 }
 
@@ -149,8 +154,64 @@ func (g *Generator) Event(i int64) Event {
 		}
 		e.Bidder += firstPersonID
 		e.Price = price(&r)
+		e.Channel, e.URL = channel(&r)
 	}
 	return e
+}
+
+// The published BidGenerator's channels: half the bids come through one
+// of 4 hot channels, each with its URL, the others through one of
+// channelsNumber channels "channel-<n>", whose URL names its channel_id
+// (the bits of n reversed, as a 32-bit integer's absolute value) 9 times
+// in 10.
+const (
+	hotChannelsRatio = 2
+	channelsNumber   = 10_000
+)
+
+var (
+	hotChannels = [...]string{"Google", "Facebook", "Baidu", "Apple"}
+	hotURLs     = [...]string{baseURL(1), baseURL(2), baseURL(3), baseURL(4)}
+	// channels are the other channels' names and URLs, made once: the
+	// published generator caches them too.
+	channels = sync.OnceValue(func() *[channelsNumber]struct{ name, url, withID string } {
+		cs := new([channelsNumber]struct{ name, url, withID string })
+		for n := range cs {
+			cs[n].name = fmt.Sprintf("channel-%d", n)
+			cs[n].url = baseURL(uint64(n) + 100)
+			id := int64(int32(bits.Reverse32(uint32(n))))
+			cs[n].withID = cs[n].url + "&channel_id=" + strconv.FormatInt(max(id, -id), 10)
+		}
+		return cs
+	})
+)
+
+// channel draws a bid's channel and URL.
+func channel(r *rng) (name, url string) {
+	if r.intn(hotChannelsRatio) > 0 {
+		i := r.intn(int64(len(hotChannels)))
+		return hotChannels[i], hotURLs[i]
+	}
+	c := &channels()[r.intn(channelsNumber)]
+	if r.intn(10) > 0 {
+		return c.name, c.withID
+	}
+	return c.name, c.url
+}
+
+// baseURL returns the URL of channel seed: the published generator's
+// "https://www.nexmark.com/<a>/<b>/<c>/item.htm?query=1", a, b and c of 3
+// to 5 lower-case letters (the published ones 1 to 5 letters or '_').
+func baseURL(seed uint64) string {
+	r := rng{s: mix(seed, 1<<40)}
+	url := "https://www.nexmark.com/"
+	for range 3 {
+		for range 3 + r.intn(3) {
+			url += string(rune('a' + r.intn(26)))
+		}
+		url += "/"
+	}
+	return url + "item.htm?query=1"
 }
 
 // price draws a price in cents, 10^U(0,6) × 100 (Beam's nextPrice).
@@ -224,7 +285,8 @@ func mix(seed, i uint64) uint64 {
 // Encode appends e's encoding: its kind, its time (Unix ns, a varint),
 // then uvarints (person: id, then the lengths of name, city and state
 // followed by their bytes; auction: id, seller, category, initial bid,
-// reserve and expiry, Unix ns; bid: auction, bidder, price). The event
+// reserve and expiry, Unix ns; bid: auction, bidder, price, then the
+// lengths of channel and URL followed by their bytes). The event
 // time travels as the record's EventTime too.
 func (e Event) Encode(b []byte) []byte {
 	b = append(b, byte(e.Kind))
@@ -233,7 +295,10 @@ func (e Event) Encode(b []byte) []byte {
 	case Bid:
 		b = binary.AppendUvarint(b, uint64(e.Auction))
 		b = binary.AppendUvarint(b, uint64(e.Bidder))
-		return binary.AppendUvarint(b, uint64(e.Price))
+		b = binary.AppendUvarint(b, uint64(e.Price))
+		b = binary.AppendUvarint(b, uint64(len(e.Channel)))
+		b = binary.AppendUvarint(b, uint64(len(e.URL)))
+		return append(append(b, e.Channel...), e.URL...)
 	case Auction:
 		for _, v := range [...]int64{e.ID, e.Seller, e.Category, e.InitialBid, e.Reserve, e.Expires.UnixNano()} {
 			b = binary.AppendUvarint(b, uint64(v))
@@ -264,7 +329,7 @@ func Decode(b []byte) (Event, error) {
 	case Auction:
 		n = 6
 	case Bid:
-		n = 3
+		n = 5
 	default:
 		return Event{}, fmt.Errorf("%w: unknown kind %q", errCorrupt, b[0])
 	}
@@ -292,7 +357,12 @@ func Decode(b []byte) (Event, error) {
 		e.ID, e.Seller, e.Category, e.InitialBid, e.Reserve = int64(v[0]), int64(v[1]), int64(v[2]), int64(v[3]), int64(v[4])
 		e.Expires = time.Unix(0, int64(v[5])).UTC()
 	default:
+		if uint64(len(b)) != v[3]+v[4] {
+			return Event{}, fmt.Errorf("%w: bid of %d bytes of strings, want %d", errCorrupt, len(b), v[3]+v[4])
+		}
 		e.Auction, e.Bidder, e.Price = int64(v[0]), int64(v[1]), int64(v[2])
+		e.Channel, e.URL = string(b[:v[3]]), string(b[v[3]:])
+		return e, nil
 	}
 	if len(b) > 0 {
 		return Event{}, fmt.Errorf("%w: %d bytes after the %v", errCorrupt, len(b), e.Kind)
@@ -326,13 +396,14 @@ func DecodeBid(b []byte) (auction, bidder, price int64, ok bool, err error) {
 
 // Source returns the generator source: events 0..count−1 to the events
 // stream with their event time; instance j of parallelism p produces the
-// events ≡ j (mod p), batch per Poll (0: 1024), then ends
+// events ≡ j (mod p), batch per Poll (0: 1024), at most rate a second
+// (0: unthrottled), then ends
 // (sdk.ErrEndOfStream). Its watermark follows its event times
 // (monotonic). It is a generate.Source, so it resumes from its
 // position in State.
-func (g *Generator) Source(count int64, parallelism, batch int) sdk.Factory {
+func (g *Generator) Source(count int64, parallelism, batch int, rate float64) sdk.Factory {
 	return func() sdk.Operator {
-		return &generate.Source{Name: SourceName, Stream: EventsStream, Count: count, Parallelism: parallelism, Batch: batch, End: true,
+		return &generate.Source{Name: SourceName, Stream: EventsStream, Count: count, Parallelism: parallelism, Batch: batch, Rate: rate, End: true,
 			Watermarks: &sdk.WatermarkStrategy{}, // event times never go back per instance
 			Make: func(i int64, _ *rand.Rand) sdk.Record {
 				e := g.Event(i)

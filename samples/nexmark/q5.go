@@ -40,6 +40,9 @@ type Config struct {
 	Parallelism int
 	// Batch is the number of events per source Poll; 0 means 1024.
 	Batch int
+	// Rate limits each source instance to this many events per second
+	// of wall time; 0 means unthrottled.
+	Rate float64
 }
 
 // WithDefaults fills in zero fields.
@@ -86,7 +89,7 @@ func Q5(c Config) ([]sdk.Factory, error) {
 		return nil, err
 	}
 	return []sdk.Factory{
-		gen.Source(c.Events, c.Parallelism, c.Batch),
+		gen.Source(c.Events, c.Parallelism, c.Batch, c.Rate),
 		stage{name: Q5BidsName, input: EventsStream, output: Q5BidsStream, parallelism: c.Parallelism, process: bids}.factory(),
 		counts,
 		hot,

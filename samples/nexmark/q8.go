@@ -47,7 +47,7 @@ func Q8(c Config) ([]sdk.Factory, error) {
 		return nil, err
 	}
 	return []sdk.Factory{
-		c.Generator().Source(c.Events, c.Parallelism, c.Batch),
+		c.Generator().Source(c.Events, c.Parallelism, c.Batch, c.Rate),
 		stage{name: Q8KeyedName, input: EventsStream, output: Q8KeyedStream, parallelism: c.Parallelism, process: keyed}.factory(),
 		join,
 		stage{name: Q8NewUsersName, input: Q8WindowStream, output: Q8NewUsers, parallelism: c.Parallelism, process: newUsers}.factory(),

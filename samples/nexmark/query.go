@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice/sdk"
@@ -35,6 +36,11 @@ type Query struct {
 	// running average per category): what counts is, per key, the
 	// answer with the highest Seq. Otherwise every answer counts, once.
 	Updating bool
+	// Summed says the answers are parts of a count per key (q12's
+	// counts per processing-time window, Seq the window): what counts
+	// is, per key, the sum of the answers' Text, each (key, Seq) once.
+	// Expected has one answer per key, its sum.
+	Summed bool
 }
 
 // Answer is one answer of a query, as text: Key says what it answers for
@@ -52,7 +58,7 @@ func (a Answer) String() string { return a.Key + ": " + a.Text }
 // Queries returns the queries on sdk/stream, by name (q5 and q8, written
 // on the operators of sdk/window, have functions of their own: Q5, Q8).
 func Queries() []Query {
-	return []Query{q0Query(), q1Query(), q2Query(), q3Query(), q4Query(), q7Query(), q9Query(), q17Query(), q18Query(), q19Query(), q20Query()}
+	return []Query{q0Query(), q1Query(), q2Query(), q3Query(), q4Query(), q7Query(), q9Query(), q11Query(), q12Query(), q13Query(), q14Query(), q15Query(), q16Query(), q17Query(), q18Query(), q19Query(), q20Query(), q21Query(), q22Query()}
 }
 
 // QueryNamed returns the query called name.
@@ -74,8 +80,14 @@ var ErrWrongAnswer = errors.New("nexmark: wrong answer")
 // updating query, per key the same latest answer. The error wraps
 // ErrWrongAnswer and names the first differences.
 func (q Query) Check(got, want []Answer) error {
-	if q.Updating {
+	switch {
+	case q.Updating:
 		got, want = latest(got), latest(want)
+	case q.Summed:
+		var err error
+		if got, err = summed(got); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrWrongAnswer, q.Name, err)
+		}
 	}
 	if slices.Equal(hashes(got), hashes(want)) {
 		return nil // the same multiset (but for a 64-bit hash collision)
@@ -95,6 +107,30 @@ func latest(as []Answer) []Answer {
 		}
 	}
 	return slices.Collect(maps.Values(last))
+}
+
+// summed returns, per key, one answer: the sum of its answers' Text; an
+// answer that is not a number, or a key and Seq twice, is an error.
+func summed(as []Answer) ([]Answer, error) {
+	sums := map[string]int64{}
+	seen := map[Answer]bool{}
+	for _, a := range as {
+		n, err := strconv.ParseInt(a.Text, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("answer %q is not a count", a)
+		}
+		if k := (Answer{Key: a.Key, Seq: a.Seq}); seen[k] {
+			return nil, fmt.Errorf("%s: two answers for %d", a.Key, a.Seq)
+		} else {
+			seen[k] = true
+		}
+		sums[a.Key] += n
+	}
+	out := make([]Answer, 0, len(sums))
+	for k, n := range sums {
+		out = append(out, Answer{Key: k, Text: strconv.FormatInt(n, 10)})
+	}
+	return out, nil
 }
 
 // hashes returns the answers' hashes, sorted: comparing them is much
@@ -205,7 +241,7 @@ func decodeEvents(b []byte) ([]Event, []byte, error) {
 func events(name string, c Config) (*stream.Pipeline, *stream.Stream[Event], stream.Option) {
 	c = c.WithDefaults()
 	p := stream.New(name)
-	return p, stream.FromSource(p, "source", c.Generator().Source(c.Events, c.Parallelism, c.Batch), EventCodec()),
+	return p, stream.FromSource(p, "source", c.Generator().Source(c.Events, c.Parallelism, c.Batch, c.Rate), EventCodec()),
 		stream.Parallelism(c.Parallelism)
 }
 
@@ -245,4 +281,39 @@ func joinTexts[T any](xs []T, f func(T) string) string {
 // the earliest (Flink's q9: ORDER BY price DESC, dateTime ASC).
 func compareBids(a, b Event) int {
 	return cmp.Or(cmp.Compare(b.Price, a.Price), a.DateTime.Compare(b.DateTime))
+}
+
+// appendString appends s's length (a uvarint) and bytes.
+func appendString(dst []byte, s string) []byte {
+	return append(binary.AppendUvarint(dst, uint64(len(s))), s...)
+}
+
+// cutString reads a string appendString wrote and returns what follows.
+func cutString(b []byte) (string, []byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return "", nil, fmt.Errorf("%w: truncated string", errCorrupt)
+	}
+	return string(b[w : w+int(n)]), b[w+int(n):], nil
+}
+
+// appendVarints appends vs as varints.
+func appendVarints(dst []byte, vs ...int64) []byte {
+	for _, v := range vs {
+		dst = binary.AppendVarint(dst, v)
+	}
+	return dst
+}
+
+// readVarints reads len(vs) varints of b into vs, all of b; false if b
+// is not that.
+func readVarints(b []byte, vs []int64) bool {
+	for i := range vs {
+		x, w := binary.Varint(b)
+		if w <= 0 {
+			return false
+		}
+		vs[i], b = x, b[w:]
+	}
+	return len(b) == 0
 }
