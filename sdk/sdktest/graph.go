@@ -20,7 +20,10 @@ import (
 // and those queued after it) are dropped, where the runtime retries the
 // failing record on the restarted instance and then delivers the rest;
 // send them again to do what the runtime does (internal/conformance
-// does). A Graph is not safe for concurrent use.
+// does). A record refused as bad (sdk.ErrBadRecord) does not stop the
+// step: it is dead-lettered, the rest are delivered, and its error is
+// returned at the end, as the runtime dead-letters it and goes on. A
+// Graph is not safe for concurrent use.
 type Graph struct {
 	ops    []*graphOp // in stream order (upstream first)
 	byName map[string]*graphOp
@@ -265,22 +268,32 @@ func (g *Graph) collect(h *Harness) {
 	}
 }
 
-// run delivers queued records, in order, until none is left.
+// run delivers queued records, in order, until none is left. A record an
+// operator refuses as bad (sdk.ErrBadRecord) is dead-lettered by its
+// Harness and the others go on, as in the runtime; the bad records'
+// errors are returned once the queue is empty. Any other failure stops
+// the run.
 func (g *Graph) run() error {
 	defer func() { g.queue = g.queue[:0] }()
+	var bad []error
 	for j := 0; j < len(g.queue); j++ { // delivering appends to the queue
 		p := g.queue[j]
 		for _, op := range g.subs[p.Stream] {
 			for _, h := range op.route(p) {
 				err := h.Send(p.Stream, p.Record)
 				g.collect(h)
-				if err != nil {
-					return fmt.Errorf("operator %q instance %d: %w", op.meta.Name, h.info.Index, err)
+				if err == nil {
+					continue
 				}
+				err = fmt.Errorf("operator %q instance %d: %w", op.meta.Name, h.info.Index, err)
+				if !errors.Is(err, sdk.ErrBadRecord) {
+					return errors.Join(append(bad, err)...)
+				}
+				bad = append(bad, err)
 			}
 		}
 	}
-	return nil
+	return errors.Join(bad...)
 }
 
 // route picks the instances of op that receive p.

@@ -2,6 +2,8 @@ package sdktest_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -116,5 +118,56 @@ func TestGraphFollowsSourceWatermarks(t *testing.T) {
 	}
 	if fired != 2 {
 		t.Fatalf("%d event timers fired, want 2", fired)
+	}
+}
+
+// picky forwards its records to "out" and refuses the one keyed "bad" as
+// a bad record.
+type picky struct{}
+
+func (picky) Metadata() sdk.Metadata {
+	return sdk.Metadata{Name: "picky", Inputs: []sdk.Input{{Stream: "in"}}, Outputs: []string{"out"}}
+}
+func (picky) Init(sdk.Context) error { return nil }
+func (picky) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
+	if string(rec.Key) == "bad" {
+		return fmt.Errorf("picky: %w: key bad", sdk.ErrBadRecord)
+	}
+	return ctx.Produce("out", rec)
+}
+func (picky) ProcessTimer(sdk.Context, string, time.Time) error { return nil }
+
+// A record refused as bad is dead-lettered with the runtime's headers and
+// the records after it are still delivered, without a restart; the
+// refusal is returned once the graph is quiet.
+func TestGraphDeadLettersBadRecordsAndGoesOn(t *testing.T) {
+	g, err := sdktest.NewGraph([]sdk.Factory{func() sdk.Operator { return picky{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = g.Send("in", sdk.Record{Key: []byte("a")}, sdk.Record{Key: []byte("bad")}, sdk.Record{Key: []byte("c")})
+	if !errors.Is(err, sdk.ErrBadRecord) {
+		t.Fatalf("Send: got %v, want the bad record's error", err)
+	}
+	var out []string
+	for _, r := range g.Take("out") {
+		out = append(out, string(r.Key))
+	}
+	if !slices.Equal(out, []string{"a", "c"}) {
+		t.Errorf("out = %v, want [a c]: the record after the bad one must still be delivered", out)
+	}
+	dl := g.Take(sdk.DeadLetterStream("picky"))
+	if len(dl) != 1 || string(dl[0].Key) != "bad" {
+		t.Fatalf("dead letters %v, want the bad record", dl)
+	}
+	want := map[string]string{sdk.HeaderAttempts: "1", sdk.HeaderOperator: "picky", sdk.HeaderStream: "in"}
+	for _, h := range dl[0].Headers {
+		if w, ok := want[h.Key]; ok && h.Value != w {
+			t.Errorf("header %s = %q, want %q", h.Key, h.Value, w)
+		}
+		delete(want, h.Key)
+	}
+	if len(want) > 0 {
+		t.Errorf("dead letter lacks headers %v", want)
 	}
 }
