@@ -48,7 +48,7 @@ func (d *remoteDest) Remote() bool { return true }
 // Send encodes b and sends it over protoactor remote.
 func (d *remoteDest) Send(b *flow.Batch) {
 	wb := &wire.RecordBatch{Target: d.target, Stream: b.Stream, Routing: int32(b.Routing), Slot: b.Slot, Seq: b.Seq,
-		From: actor.NewPID(b.From.Addr, b.From.ID), FromOp: b.FromOp, FromIndex: int32(b.FromIndex),
+		From: actor.NewPID(b.From.Addr, b.From.ID), FromOp: b.FromOp, FromIndex: int32(b.FromIndex), FromEpoch: b.FromEpoch,
 		Control: toWireControl(b.Control), Generation: b.Gen}
 	if !b.Sent.IsZero() {
 		wb.SentUnixNano = b.Sent.UnixNano()

@@ -86,7 +86,7 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 		n.replyWire(from, &wire.Bounce{Slot: m.Slot, Seq: m.Seq, Records: m.Records, Target: from.ID, Control: m.Control})
 		return
 	}
-	b := &flow.Batch{Stream: m.Stream, Routing: core.Routing(m.Routing), From: from, FromOp: m.FromOp, FromIndex: int(m.FromIndex),
+	b := &flow.Batch{Stream: m.Stream, Routing: core.Routing(m.Routing), From: from, FromOp: m.FromOp, FromIndex: int(m.FromIndex), FromEpoch: m.FromEpoch,
 		Slot: m.Slot, Seq: m.Seq, Records: recs, Control: fromWireControl(m.Control), Gen: m.Generation}
 	if m.SentUnixNano != 0 {
 		b.Sent = time.Unix(0, m.SentUnixNano)

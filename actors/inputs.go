@@ -13,10 +13,19 @@ import (
 // streams: the unit by which barriers, watermarks and end-of-stream are
 // tracked. Records from outside the runtime (Node.Produce) have no
 // upstream and carry no controls.
+//
+// The epoch is part of it: after the producing operator rescales, its
+// instance 0 is a new instance, with key groups (or, behind a shuffle,
+// records) that several old ones had, and none of its old namesake's
+// watermark. Carried over, that watermark would run ahead of the records
+// the old layout's other instances bounced to the new one (4 → 1: the
+// single new instance would inherit the fastest old one's watermark, and
+// the slower ones' records would come late).
 type upstream struct {
 	stream string
 	op     string
 	index  int
+	epoch  int64
 }
 
 // inputs is an instance's view of its input edges (actor goroutine only).
@@ -58,7 +67,7 @@ func upstreamsOf(t topology.Topology, spec topology.OperatorSpec) map[upstream]b
 				continue
 			}
 			for idx := range p.Meta.Parallelism {
-				out[upstream{stream: in.Stream, op: p.Meta.Name, index: idx}] = true
+				out[upstream{stream: in.Stream, op: p.Meta.Name, index: idx, epoch: p.Epoch}] = true
 			}
 		}
 	}
@@ -85,6 +94,24 @@ func (in *inputs) refresh(t topology.Topology, spec topology.OperatorSpec) {
 	}
 	in.version = t.Version
 	in.expected = upstreamsOf(t, spec)
+	in.forgetOldEpochs()
+}
+
+// forgetOldEpochs drops the watermarks and idleness of upstreams whose
+// operator has a newer layout among the expected ones: they count for
+// nothing any more (see upstream).
+func (in *inputs) forgetOldEpochs() {
+	type edge struct{ stream, op string }
+	current := make(map[edge]int64)
+	for u := range in.expected {
+		current[edge{u.stream, u.op}] = u.epoch
+	}
+	for u := range in.wm {
+		if e, ok := current[edge{u.stream, u.op}]; ok && u.epoch < e {
+			delete(in.wm, u)
+			delete(in.idle, u)
+		}
+	}
 }
 
 // upstreamOf returns the upstream of batch m; ok is false for records from
@@ -93,7 +120,7 @@ func upstreamOf(m *batchMsg) (upstream, bool) {
 	if m.FromOp == "" {
 		return upstream{}, false
 	}
-	return upstream{stream: m.Stream, op: m.FromOp, index: m.FromIndex}, true
+	return upstream{stream: m.Stream, op: m.FromOp, index: m.FromIndex, epoch: m.FromEpoch}, true
 }
 
 // isBlocked reports whether batch m must wait for the barrier being

@@ -210,7 +210,7 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 	inst.wmPub.Store(noWatermark)
 	inst.gen = op.node.gen.Load()
 	fc := op.node.flowConfig()
-	fc.Operator, fc.Index = key.op, key.index
+	fc.Operator, fc.Index, fc.Epoch = key.op, key.index, key.epoch
 	inst.out = flow.New(host{op.node}, fc, op.node.replyTo(pid),
 		uint64(key.index)+uint64(len(key.op))<<32+uint64(key.epoch)<<48)
 	inst.out.SetGeneration(inst.gen)

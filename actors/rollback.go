@@ -60,7 +60,7 @@ func (i *instance) reset(gen uint64) {
 	i.pollQueued = false
 	i.dur = durability{}
 	fc := i.node.flowConfig()
-	fc.Operator, fc.Index = i.key.op, i.key.index
+	fc.Operator, fc.Index, fc.Epoch = i.key.op, i.key.index, i.key.epoch
 	i.out = flow.New(host{i.node}, fc, i.node.replyTo(i.pid), uint64(gen)<<32+uint64(i.key.index))
 	i.out.SetGeneration(gen)
 	i.store.Discard()

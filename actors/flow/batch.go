@@ -25,11 +25,14 @@ type Batch struct {
 	Routing core.Routing
 	// From is the producer; acks, bounces and durable acks go there.
 	From Endpoint
-	// FromOp and FromIndex name the producing instance (its operator and
-	// index; empty for records from outside the runtime): the receiver
-	// tracks barriers, watermarks and end-of-stream per producing instance.
+	// FromOp, FromIndex and FromEpoch name the producing instance (its
+	// operator, index and layout epoch; empty for records from outside the
+	// runtime): the receiver tracks barriers, watermarks and end-of-stream
+	// per producing instance, and an operator's instance 0 after a rescale
+	// is not the instance 0 before it.
 	FromOp    string
 	FromIndex int
+	FromEpoch int64
 	// Slot is the producer's output buffer the batch left from.
 	Slot int32
 	// Seq numbers the batches of one slot: 1, 2, … (durable acks).

@@ -39,10 +39,12 @@ type Config struct {
 	HoldUnread bool
 	// StampSent sets Batch.Sent (tracing).
 	StampSent bool
-	// Operator and Index name the producing instance in its batches
-	// (Batch.FromOp, Batch.FromIndex); empty for records from outside.
+	// Operator, Index and Epoch name the producing instance in its
+	// batches (Batch.FromOp, Batch.FromIndex, Batch.FromEpoch); empty for
+	// records from outside.
 	Operator string
 	Index    int
+	Epoch    int64
 }
 
 // Host is what a Producer needs from the node it runs on. Its methods are
@@ -591,7 +593,7 @@ func (p *Producer) Buffered() int {
 func (p *Producer) send(b *Buf, recs []core.Record, c *Control) {
 	b.inflight++
 	b.sent++
-	m := &Batch{Stream: b.stream, Routing: b.routing, From: p.self, FromOp: p.cfg.Operator, FromIndex: p.cfg.Index,
+	m := &Batch{Stream: b.stream, Routing: b.routing, From: p.self, FromOp: p.cfg.Operator, FromIndex: p.cfg.Index, FromEpoch: p.cfg.Epoch,
 		Slot: b.slot, Records: recs, Seq: b.sent, Control: c, Gen: p.gen}
 	if p.cfg.StampSent {
 		m.Sent = time.Now()

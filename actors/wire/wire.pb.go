@@ -217,10 +217,13 @@ type RecordBatch struct {
 	SentUnixNano int64 `protobuf:"varint,7,opt,name=sent_unix_nano,json=sentUnixNano,proto3" json:"sent_unix_nano,omitempty"`
 	// seq numbers the batches of one output slot (1, 2, …), for durable acks.
 	Seq uint64 `protobuf:"varint,8,opt,name=seq,proto3" json:"seq,omitempty"`
-	// from_op and from_index name the producing instance (empty for records
-	// from outside the runtime).
+	// from_op, from_index and from_epoch name the producing instance (empty
+	// for records from outside the runtime): the epoch tells an instance of
+	// an operator's old layout from the one with the same index in its new
+	// layout.
 	FromOp    string `protobuf:"bytes,9,opt,name=from_op,json=fromOp,proto3" json:"from_op,omitempty"`
 	FromIndex int32  `protobuf:"varint,10,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
+	FromEpoch int64  `protobuf:"varint,13,opt,name=from_epoch,json=fromEpoch,proto3" json:"from_epoch,omitempty"`
 	// control, when set, follows the records (a barrier, a watermark or the
 	// end of the stream).
 	Control *Control `protobuf:"bytes,11,opt,name=control,proto3" json:"control,omitempty"`
@@ -327,6 +330,13 @@ func (x *RecordBatch) GetFromOp() string {
 func (x *RecordBatch) GetFromIndex() int32 {
 	if x != nil {
 		return x.FromIndex
+	}
+	return 0
+}
+
+func (x *RecordBatch) GetFromEpoch() int64 {
+	if x != nil {
+		return x.FromEpoch
 	}
 	return 0
 }
@@ -1798,7 +1808,7 @@ const file_wire_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12/\n" +
 	"\x14event_time_unix_nano\x18\x03 \x01(\x03R\x11eventTimeUnixNano\x12-\n" +
-	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\xe5\x02\n" +
+	"\aheaders\x18\x04 \x03(\v2\x13.sluice.wire.HeaderR\aheaders\"\x84\x03\n" +
 	"\vRecordBatch\x12\x16\n" +
 	"\x06stream\x18\x01 \x01(\tR\x06stream\x12\x18\n" +
 	"\arouting\x18\x02 \x01(\x05R\arouting\x12\x1e\n" +
@@ -1812,7 +1822,9 @@ const file_wire_proto_rawDesc = "" +
 	"\afrom_op\x18\t \x01(\tR\x06fromOp\x12\x1d\n" +
 	"\n" +
 	"from_index\x18\n" +
-	" \x01(\x05R\tfromIndex\x12.\n" +
+	" \x01(\x05R\tfromIndex\x12\x1d\n" +
+	"\n" +
+	"from_epoch\x18\r \x01(\x03R\tfromEpoch\x12.\n" +
 	"\acontrol\x18\v \x01(\v2\x14.sluice.wire.ControlR\acontrol\x12\x1e\n" +
 	"\n" +
 	"generation\x18\f \x01(\x04R\n" +

@@ -76,8 +76,8 @@
 //   - Not built yet: q6 (Flink has none), q10 (a file sink).
 //
 // The tests run every query in sdktest and on the embedded runtime at
-// parallelism 1 and 4. A test across live rescales is not here yet: q4
-// came out wrong across one (docs/nexmark.md).
+// parallelism 1 and 4, and q4 and q7 across live rescales 2 → 4 → 1
+// (TestQueriesExactAcrossRescale).
 //
 // The generator draws what the queries read as the published generator
 // does (1 person, 3 auctions and 46 bids in every 50 events; event i at
