@@ -25,6 +25,12 @@ type Store struct {
 	slots    map[string]*slot // known keys: uncommitted writes and cached reads
 	last     *slot            // the slot get or write used last, while in slots
 	dirty    []*slot          // slots written since the last commit (may repeat)
+	// byGroup indexes dirty[:indexed] by key group and class (the 3 bytes
+	// after prefix), so that a scan reads its own group's writes only, not
+	// every write since the last commit (q11's session windows scan a key's
+	// sessions per record: 84% of their CPU went to that filter).
+	byGroup map[string][]*slot
+	indexed int
 	undo     []undoEntry      // changes made by the current attempt
 	buf      []byte           // scratch for building keys
 	inflight *inflight        // the commit CommitAsync started, until Wait
@@ -196,7 +202,7 @@ func (s *Store) scanGroup(kg int, class byte, prefix []byte, fn func(kg int, key
 	hi := prefixEnd(lo)
 	// Collect the uncommitted writes in range, sorted.
 	var over []*slot
-	for _, sl := range s.dirty {
+	for _, sl := range s.dirtyIn(string(lo[len(s.prefix) : len(s.prefix)+3])) {
 		if sl.dirty && sl.key >= string(lo) && (hi == nil || sl.key < string(hi)) {
 			over = append(over, sl)
 		}
@@ -233,6 +239,33 @@ func (s *Store) scanGroup(kg int, class byte, prefix []byte, fn func(kg int, key
 		}
 	}
 	return nil
+}
+
+// dirtyIn returns the slots of the dirty list in group (a key group and
+// class as s.key encodes them), indexing the ones written since the last
+// call; they may repeat, and include slots no longer dirty (an undone
+// write), as the dirty list does.
+func (s *Store) dirtyIn(group string) []*slot {
+	if s.byGroup == nil {
+		s.byGroup = make(map[string][]*slot)
+	}
+	strip := len(s.prefix) + 3
+	for _, sl := range s.dirty[s.indexed:] {
+		if len(sl.key) >= strip {
+			g := sl.key[len(s.prefix):strip]
+			s.byGroup[g] = append(s.byGroup[g], sl)
+		}
+	}
+	s.indexed = len(s.dirty)
+	return s.byGroup[group]
+}
+
+// clearDirty empties the dirty list and its index.
+func (s *Store) clearDirty() {
+	clear(s.dirty)
+	s.dirty = s.dirty[:0]
+	clear(s.byGroup)
+	s.indexed = 0
 }
 
 // prefixEnd returns the smallest key greater than every key with prefix p, or
@@ -391,8 +424,7 @@ func (s *Store) commit(sync bool, log *[]KV) error {
 		}
 		return fmt.Errorf("persistence: commit %d writes: %w", n, err)
 	}
-	clear(s.dirty)
-	s.dirty = s.dirty[:0]
+	s.clearDirty()
 	if len(s.slots) > s.db.opts.StoreCacheEntries {
 		s.evict()
 	}
@@ -462,8 +494,7 @@ func (s *Store) CommitAsync(sync bool) error {
 	for _, sl := range f.slots {
 		sl.pinned = true
 	}
-	clear(s.dirty)
-	s.dirty = s.dirty[:0]
+	s.clearDirty()
 	s.inflight = f
 	db := s.db
 	go func() {
@@ -518,8 +549,7 @@ func (s *Store) Discard() {
 	_ = s.Wait() // it must not land after whatever replaces the state
 	s.last = nil
 	clear(s.slots)
-	clear(s.dirty)
-	s.dirty = s.dirty[:0]
+	s.clearDirty()
 	clear(s.undo)
 	s.undo = s.undo[:0]
 }

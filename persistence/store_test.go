@@ -491,3 +491,53 @@ func BenchmarkCommitAsync(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestStoreScanSeesWritesBetweenScans: the overlay a scan merges is indexed
+// by key group as scans go (dirtyIn); writes after a scan, an undone
+// attempt, a commit and timers (another class) must all show as they are.
+func TestStoreScanSeesWritesBetweenScans(t *testing.T) {
+	db := open(t, t.TempDir())
+	s := db.NewStore("op")
+	scan := func(kg int) string {
+		t.Helper()
+		var got []string
+		if err := s.Scan(kg, kg+1, nil, func(_ int, k, v []byte) error {
+			got = append(got, string(k)+"="+string(v))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(got, " ")
+	}
+	check := func(kg int, want string) {
+		t.Helper()
+		if got := scan(kg); got != want {
+			t.Fatalf("scan of key group %d = %q, want %q", kg, got, want)
+		}
+	}
+	s.Set(1, []byte("a"), []byte("1"))
+	s.Set(2, []byte("b"), []byte("1"))
+	check(1, "a=1")
+	s.Set(1, []byte("c"), []byte("1")) // after the index was built
+	s.SetTimer(1, "t", time.Unix(1, 0))
+	check(1, "a=1 c=1")
+	check(2, "b=1")
+	s.Begin()
+	s.Set(1, []byte("d"), []byte("undone"))
+	s.Set(1, []byte("a"), []byte("undone"))
+	check(1, "a=undone c=1 d=undone")
+	s.Rollback()
+	check(1, "a=1 c=1")
+	if err := s.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	s.Set(1, []byte("e"), []byte("2"))
+	s.Delete(1, []byte("c"))
+	check(1, "a=1 e=2")
+	if err := s.CommitAsync(false); err != nil {
+		t.Fatal(err)
+	}
+	s.Set(2, []byte("f"), []byte("3"))
+	check(1, "a=1 e=2")
+	check(2, "b=1 f=3")
+}
