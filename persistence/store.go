@@ -22,18 +22,18 @@ type Store struct {
 	db     *DB
 	prefix []byte
 
-	slots    map[string]*slot // known keys: uncommitted writes and cached reads
-	last     *slot            // the slot get or write used last, while in slots
-	dirty    []*slot          // slots written since the last commit (may repeat)
+	slots map[string]*slot // known keys: uncommitted writes and cached reads
+	last  *slot            // the slot get or write used last, while in slots
+	dirty []*slot          // slots written since the last commit (may repeat)
 	// byGroup indexes dirty[:indexed] by key group and class (the 3 bytes
 	// after prefix), so that a scan reads its own group's writes only, not
 	// every write since the last commit (q11's session windows scan a key's
 	// sessions per record: 84% of their CPU went to that filter).
-	byGroup map[string][]*slot
-	indexed int
-	undo     []undoEntry      // changes made by the current attempt
-	buf      []byte           // scratch for building keys
-	inflight *inflight        // the commit CommitAsync started, until Wait
+	byGroup  map[string][]*slot
+	indexed  int
+	undo     []undoEntry // changes made by the current attempt
+	buf      []byte      // scratch for building keys
+	inflight *inflight   // the commit CommitAsync started, until Wait
 }
 
 // slot is the latest known value of one full key. A nil value means the key
