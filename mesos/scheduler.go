@@ -34,9 +34,12 @@ type Scheduler struct {
 	running atomic.Bool
 
 	// mu guards the fields below. It is never held while calling out.
-	mu           sync.Mutex
-	pools        []Pool
-	poolsSet     bool // SetPools was called
+	mu       sync.Mutex
+	pools    []Pool
+	poolsSet bool // SetPools was called
+	// target is the autoscaled pool's size (nodescale.go), by pool name;
+	// currentPools gives it as the pool's Instances.
+	target       map[string]int
 	status       mesosstatus.Status
 	httpAddr     string
 	poolsChanged chan struct{} // cap 1: SetPools → leader loop
@@ -105,6 +108,7 @@ func (s *Scheduler) SetPools(pools []Pool) error {
 	}
 	s.mu.Lock()
 	s.pools, s.poolsSet = cp, true
+	s.keepTargets()
 	s.mu.Unlock()
 	select {
 	case s.poolsChanged <- struct{}{}:
@@ -120,7 +124,7 @@ func (s *Scheduler) SetPools(pools []Pool) error {
 func (s *Scheduler) currentPools() ([]Pool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pools, s.poolsSet
+	return s.poolsWithTargets(), s.poolsSet
 }
 
 // Status returns this process's view: the full status while it leads,
