@@ -142,6 +142,7 @@ func parseArgs(args []string) (Config, string, error) {
 	fs.DurationVar(&cfg.DeclineRefuse, "decline-refuse", cfg.DeclineRefuse, "refuse filter of declined offers while tasks are pending")
 	fs.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "period of status publication to Consul")
 	fs.DurationVar(&cfg.NodeScaleInterval, "node-scale-interval", cfg.NodeScaleInterval, "period of the autoscaled pool's decisions")
+	fs.StringVar(&cfg.NodeCA, "node-ca", "", "PEM file of the CA of the nodes' control API certificates: ask them over https")
 	fs.StringVar(&nodeTokenFile, "node-token-file", "", "file holding an admin token of the nodes' control API, to read their node recommendation and drain them")
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", err

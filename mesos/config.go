@@ -178,6 +178,11 @@ type Config struct {
 	// NodeScaleInterval is the period of the autoscaled pool's decisions
 	// (nodescale.go). Default DefaultNodeScaleInterval.
 	NodeScaleInterval time.Duration
+	// NodeCA is a PEM file with the CA that signed the nodes' control API
+	// certificates: the scheduler then asks them over https, checking
+	// their certificates against the agent's hostname. Empty: plain
+	// http.
+	NodeCA string
 	// NodeToken is the bearer token of the nodes' control API, with the
 	// admin role, sent when asking a node for its node recommendation
 	// and to drain it; empty: none (nodes without authentication).

@@ -2,12 +2,15 @@ package mesos
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -37,9 +40,26 @@ import (
 // The target lives in the leader's memory; a new leader starts from the
 // slots with live tasks (adoptTargets), within the pool's bounds.
 
-// scaleClient asks the nodes' control APIs; a drain waits up to
-// drainTimeout.
-var scaleClient = &http.Client{Timeout: 60 * time.Second}
+// newNodeClient returns the client of the nodes' control APIs and its
+// scheme: https trusting the CA in the PEM file caFile, or plain http when
+// caFile is empty.
+func newNodeClient(caFile string) (*http.Client, string, error) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	scheme := "http"
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("mesos: the nodes' control CA (NodeCA): %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, "", fmt.Errorf("mesos: the nodes' control CA (NodeCA): no PEM certificate in %s", caFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		scheme = "https"
+	}
+	return &http.Client{Transport: tr}, scheme, nil
+}
 
 // drainTimeout is how long one drain request waits (the node's answer
 // must come within its control API's write timeout, 60 s by default).
@@ -153,6 +173,7 @@ type nodeScaler struct {
 // ends.
 func (s *Scheduler) scaleNodes(ctx context.Context) {
 	ns := &nodeScaler{s: s}
+	defer s.nodeClient.CloseIdleConnections()
 	t := time.NewTicker(s.cfg.NodeScaleInterval)
 	defer t.Stop()
 	for {
@@ -285,7 +306,7 @@ func (ns *nodeScaler) call(ctx context.Context, method string, ts mesosstatus.Ta
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	url := "http://" + net.JoinHostPort(ts.Host, strconv.FormatUint(ts.Ports[1], 10)) + path
+	url := ns.s.nodeScheme + "://" + net.JoinHostPort(ts.Host, strconv.FormatUint(ts.Ports[1], 10)) + path
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return err
@@ -293,7 +314,7 @@ func (ns *nodeScaler) call(ctx context.Context, method string, ts mesosstatus.Ta
 	if tok := ns.s.cfg.NodeToken; tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	resp, err := scaleClient.Do(req)
+	resp, err := ns.s.nodeClient.Do(req)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,8 @@ type Scheduler struct {
 	consul          *api.Client
 	consulTransport *http.Transport
 	endpoints       []string
+	nodeClient      *http.Client // the nodes' control APIs (nodescale.go)
+	nodeScheme      string
 
 	running atomic.Bool
 
@@ -75,8 +77,13 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mesos: Consul client for %s: %w", cfg.Consul, err)
 	}
+	nodeClient, nodeScheme, err := newNodeClient(cfg.NodeCA)
+	if err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
 		cfg: cfg, log: cfg.Logger.With("cluster", cfg.Cluster, "scheduler", cfg.ID),
+		nodeClient: nodeClient, nodeScheme: nodeScheme,
 		consul: client, consulTransport: consulTransport, endpoints: endpoints,
 		poolsChanged: make(chan struct{}, 1),
 		statusNotify: make(chan struct{}, 1),
