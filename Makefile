@@ -29,11 +29,12 @@ test: tools vet
 	# Again without the race detector, which slows everything several times
 	# over and so hid a source-first data loss (issue 17): the runtime, the
 	# samples and the multi-process integration tests at full speed. The
-	# in-process multi-node tests (TestCluster*) run only here: several
+	# in-process multi-node tests (TestCluster*, of actors and control) run only here: several
 	# protoactor remotes in one process race on grpc's global logger (see
 	# actors/cluster_test.go). So does checkpoint's 1 GiB incremental-upload
 	# test.
 	$(TEST_ENV) $(GO) test -count=1 -timeout 15m ./actors/ ./checkpoint/ ./samples/... ./internal/integration/
+	$(TEST_ENV) $(GO) test -count=1 -timeout 5m -run '^TestCluster' ./control/
 
 vet:
 	$(GO) vet ./...

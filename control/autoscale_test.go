@@ -155,20 +155,29 @@ func TestAutoscaleLoadStep(t *testing.T) {
 	defer cancel()
 	stopped = true
 	sluicetest.Must(t, rt.Stop(ctx))
+	n := countedOnce(t, dir, keys, "work", "sink")
+	t.Logf("%d records, each counted once by work and by sink", n)
+}
+
+// countedOnce checks that every operator of ops counted each key of the
+// records the paced generator made (its position, in the stopped node's
+// database in dir) once, and returns how many it made.
+func countedOnce(t *testing.T, dir string, keys int64, ops ...string) int64 {
+	t.Helper()
 	n := generated(t, dir)
-	for _, op := range []string{"work", "sink"} {
+	for _, op := range ops {
 		got := counts(t, dir, op)
-		if len(got) != min(keys, int(n)) {
-			t.Errorf("%s counted %d keys, want %d", op, len(got), min(keys, int(n)))
+		if int64(len(got)) != min(keys, n) {
+			t.Errorf("%s counted %d keys, want %d", op, len(got), min(keys, n))
 		}
-		for i := range min(int64(keys), n) {
-			k := testkinds.Key(i, keys)
+		for i := range min(keys, n) {
+			k := testkinds.Key(i, int(keys))
 			if want := n/keys + map[bool]int64{true: 1}[i < n%keys]; got[k] != want {
 				t.Errorf("%s counted key %s %d times, want %d", op, k, got[k], want)
 			}
 		}
 	}
-	t.Logf("%d records, each counted once by work and by sink", n)
+	return n
 }
 
 // generated reads the source's position (records generated) from a

@@ -30,6 +30,9 @@
 //	GET    /v1/checkpoints/{id}             api.CheckpointDetail: each node's part, instances, key groups, bytes
 //	POST   /v1/checkpoints                  api.CheckpointView of a savepoint taken now, once complete (503 with why
 //	                                        it failed); the checkpoint endpoints answer 404 unless exactly-once
+//	POST   /v1/node/drain[?timeout=30s]     api.DrainStatus once this node runs no instance: the others took them over,
+//	                                        live, with their state (drain.go, actors.Node.Drain); 503 when the timeout
+//	                                        passed first (it goes on; ask again), 409 when it cannot be drained
 //	GET    /metrics                         Prometheus metrics, when telemetry is on (package telemetry)
 //	GET    /v1/console                      api.ConsoleSnapshot: the cluster with records/s per operator, instance and
 //	                                        stream, mailbox depth, share of time blocked by backpressure, latency

@@ -239,6 +239,7 @@ func (s *Server) Serve(l net.Listener, node Node) {
 		{"GET /v1/autoscale", api.RoleRead, s.autoscaleStatus},
 		{"GET /v1/checkpoints/{id}", api.RoleRead, s.getCheckpoint},
 		{"POST /v1/checkpoints", api.RoleAdmin, s.takeCheckpoint},
+		{"POST /v1/node/drain", api.RoleAdmin, s.drainNode},
 		{"POST /v1/operators", api.RoleAdmin, s.deploy},
 		{"POST /v1/deployments", api.RoleAdmin, s.deployMany},
 		{"PUT /v1/operators/{name}/instances", api.RoleAdmin, s.scale},

@@ -102,10 +102,11 @@ func Main(ctx context.Context, args []string, reload <-chan struct{}) error {
 func parseArgs(args []string) (Config, string, error) {
 	cfg := DefaultConfig()
 	var (
-		rs         roles
-		secretFile string
-		poolsFile  string
-		level      string
+		rs            roles
+		secretFile    string
+		nodeTokenFile string
+		poolsFile     string
+		level         string
 	)
 	fs := flag.NewFlagSet("sluice-mesos", flag.ContinueOnError)
 	fs.Bool("from-topology", false, "also launch a pool for every deployed operator whose manifest names an executable (the Mesos launcher)")
@@ -140,6 +141,9 @@ func parseArgs(args []string) (Config, string, error) {
 	fs.DurationVar(&cfg.ReconcileRetry, "reconcile-retry", cfg.ReconcileRetry, "maximum delay before asking again about an unanswered task (the backoff doubles up to it)")
 	fs.DurationVar(&cfg.DeclineRefuse, "decline-refuse", cfg.DeclineRefuse, "refuse filter of declined offers while tasks are pending")
 	fs.DurationVar(&cfg.StatusInterval, "status-interval", cfg.StatusInterval, "period of status publication to Consul")
+	fs.DurationVar(&cfg.NodeScaleInterval, "node-scale-interval", cfg.NodeScaleInterval, "period of the autoscaled pool's decisions")
+	fs.StringVar(&cfg.NodeCA, "node-ca", "", "PEM file of the CA of the nodes' control API certificates: ask them over https")
+	fs.StringVar(&nodeTokenFile, "node-token-file", "", "file holding an admin token of the nodes' control API, to read their node recommendation and drain them")
 	if err := fs.Parse(args); err != nil {
 		return cfg, "", err
 	}
@@ -155,6 +159,13 @@ func parseArgs(args []string) (Config, string, error) {
 		return cfg, "", fmt.Errorf("--log-level: %w", err)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lv}))
+	if nodeTokenFile != "" {
+		b, err := os.ReadFile(nodeTokenFile)
+		if err != nil {
+			return cfg, "", fmt.Errorf("--node-token-file: %w", err)
+		}
+		cfg.NodeToken = strings.TrimSpace(string(b))
+	}
 	if secretFile != "" {
 		b, err := os.ReadFile(secretFile)
 		if err != nil {

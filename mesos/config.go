@@ -39,6 +39,7 @@ const (
 	DefaultPendingWindow       = 60 * time.Second
 	DefaultStatusInterval      = 10 * time.Second
 	DefaultStatusDebounce      = 200 * time.Millisecond
+	DefaultNodeScaleInterval   = 10 * time.Second
 )
 
 // Config configures a Scheduler. Use DefaultConfig and change what you
@@ -173,6 +174,19 @@ type Config struct {
 	// Consul at most every StatusDebounce after a change, and at least
 	// every StatusInterval.
 	StatusInterval, StatusDebounce time.Duration
+
+	// NodeScaleInterval is the period of the autoscaled pool's decisions
+	// (nodescale.go). Default DefaultNodeScaleInterval.
+	NodeScaleInterval time.Duration
+	// NodeCA is a PEM file with the CA that signed the nodes' control API
+	// certificates: the scheduler then asks them over https, checking
+	// their certificates against the agent's hostname. Empty: plain
+	// http.
+	NodeCA string
+	// NodeToken is the bearer token of the nodes' control API, with the
+	// admin role, sent when asking a node for its node recommendation
+	// and to drain it; empty: none (nodes without authentication).
+	NodeToken string
 }
 
 // DefaultConfig returns a Config with every default filled in, Checkpoint
@@ -237,6 +251,7 @@ func (c *Config) fillDefaults() {
 	dur(&c.PendingWindow, DefaultPendingWindow)
 	dur(&c.StatusInterval, DefaultStatusInterval)
 	dur(&c.StatusDebounce, DefaultStatusDebounce)
+	dur(&c.NodeScaleInterval, DefaultNodeScaleInterval)
 }
 
 // nameRE is what pool names must match: safe in KV paths and Mesos task

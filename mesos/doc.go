@@ -48,7 +48,11 @@
 // Consul confirms (lease.go). ha.go elects the leader with a Consul lock
 // and fences its writes; the status (package mesosstatus, a leaf without
 // mesos-go) is published to Consul (publish.go) for
-// mesosstatus.ReadStatus. Every backoff is internal/backoff's: jittered
+// mesosstatus.ReadStatus. nodescale.go sizes the autoscaled pool (one
+// goroutine per term): it reads the cluster's node recommendation from a
+// node, decides with autoscale.NodePolicy, and grows the pool's size, or
+// drains the node of its highest instance (POST /v1/node/drain) before
+// shrinking it by one. Every backoff is internal/backoff's: jittered
 // (±50 %) for the scheduler's own retries (campaigning, subscribing,
 // reading the members), so that schedulers and masters are not hit in
 // lock step; the n-th delay of an unjittered one (backoff.Nth) for the
@@ -72,7 +76,7 @@
 // Scheduler.mu guards the desired pools and the last status; it is never
 // held while calling out. The machine is owned by the leader loop and has
 // no lock. Run owns the HTTP server and the campaign loop; each
-// leadership term owns its subscriber, status publisher, members watcher
-// and lease keeper goroutines and waits for them. api.Lock runs its own session-renewal and lock-monitor
+// leadership term owns its subscriber, status publisher, members watcher,
+// lease keeper and pool autoscaler goroutines and waits for them. api.Lock runs its own session-renewal and lock-monitor
 // goroutines, which end shortly after the lock is released.
 package mesos

@@ -94,7 +94,12 @@ func (s *Scheduler) lead(ctx context.Context, l *leadership, transport http.Roun
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	wg.Add(4)
+	s.adoptTargets(t.m.liveSlots())
+	wg.Add(5)
+	go func() {
+		defer wg.Done()
+		s.scaleNodes(ctx)
+	}()
 	go func() {
 		defer wg.Done()
 		s.keepLease(ctx, l, leases)

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -65,7 +66,32 @@ type Pool struct {
 	// instance first runs and reused when it is relaunched there
 	// (volumes.go). It needs a framework role (Config.Roles).
 	Volume *VolumeSpec `json:"volume,omitempty" yaml:"volume,omitempty"`
+	// Autoscale, if set, sizes the pool from the operators' demand
+	// (nodescale.go): Instances is then only the size it starts at.
+	// At most one pool may have it.
+	Autoscale *PoolAutoscale `json:"autoscale,omitempty" yaml:"autoscale,omitempty"`
 }
+
+// PoolAutoscale bounds and paces an autoscaled pool: the scheduler grows
+// it when the operators need more instances than its nodes hold, and
+// shrinks it, one drained node at a time, when they need fewer
+// (autoscale.NodePolicy; docs/mesos.md).
+type PoolAutoscale struct {
+	// Min and Max bound the nodes (1 ≤ Min ≤ Max).
+	Min int `json:"min" yaml:"min"`
+	Max int `json:"max" yaml:"max"`
+	// InstancesPerCPU is a node's capacity per cpu of the pool's cpus
+	// (autoscale.PerNode); 0: autoscale.DefaultInstancesPerCPU.
+	InstancesPerCPU float64 `json:"instances_per_cpu,omitempty" yaml:"instances_per_cpu,omitempty"`
+	// ScaleDownAfter is the stabilisation window of shrinking: every
+	// recommendation over it said fewer nodes (0: 5m).
+	ScaleDownAfter time.Duration `json:"scale_down_after,omitempty" yaml:"scale_down_after,omitempty"`
+	// CoolDown is the least time between two changes (0: 1m).
+	CoolDown time.Duration `json:"cool_down,omitempty" yaml:"cool_down,omitempty"`
+}
+
+// clamp returns n within a's bounds.
+func (a *PoolAutoscale) clamp(n int) int { return min(max(n, a.Min), a.Max) }
 
 // VolumeSpec is the persistent volume of each instance of a pool.
 type VolumeSpec struct {
@@ -191,6 +217,20 @@ func (p *Pool) Validate(field string) error {
 			return fieldErr(f("data_dir"), "%q differs from volume.path %q: with a volume the data directory is the volume; leave data_dir out", p.DataDir, v.path())
 		}
 	}
+	if a := p.Autoscale; a != nil {
+		switch {
+		case a.Min < 1 || a.Min > 10000:
+			return fieldErr(f("autoscale.min"), "%d must be between 1 and 10000", a.Min)
+		case a.Max < a.Min || a.Max > 10000:
+			return fieldErr(f("autoscale.max"), "%d must be between autoscale.min (%d) and 10000", a.Max, a.Min)
+		case math.IsNaN(a.InstancesPerCPU) || a.InstancesPerCPU < 0 || a.InstancesPerCPU > maxScalar:
+			return fieldErr(f("autoscale.instances_per_cpu"), "%v must be a non-negative number", a.InstancesPerCPU)
+		case a.ScaleDownAfter < 0:
+			return fieldErr(f("autoscale.scale_down_after"), "%v must not be negative", a.ScaleDownAfter)
+		case a.CoolDown < 0:
+			return fieldErr(f("autoscale.cool_down"), "%v must not be negative", a.CoolDown)
+		}
+	}
 	return nil
 }
 
@@ -227,6 +267,10 @@ func (p Pool) clone() Pool {
 		v := *p.Volume
 		p.Volume = &v
 	}
+	if p.Autoscale != nil {
+		a := *p.Autoscale
+		p.Autoscale = &a
+	}
 	p.Command.Args = slices.Clone(p.Command.Args)
 	p.URIs = slices.Clone(p.URIs)
 	if p.Env != nil {
@@ -257,10 +301,17 @@ func (p Pool) withNodeBinary(nodeBinary string) Pool {
 // ValidatePools validates pools and checks that names are unique.
 func ValidatePools(pools []Pool) error {
 	seen := map[string]bool{}
+	autoscaled := ""
 	for i := range pools {
 		field := fmt.Sprintf("pools[%d]", i)
 		if err := pools[i].Validate(field); err != nil {
 			return err
+		}
+		if pools[i].Autoscale != nil {
+			if autoscaled != "" {
+				return fieldErr(field+".autoscale", "pool %q is autoscaled already: at most one pool may be (they would share one demand)", autoscaled)
+			}
+			autoscaled = pools[i].Name
 		}
 		if seen[pools[i].Name] {
 			return fieldErr(field+".name", "%q is used by another pool; pool names must be unique", pools[i].Name)

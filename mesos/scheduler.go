@@ -30,13 +30,18 @@ type Scheduler struct {
 	consul          *api.Client
 	consulTransport *http.Transport
 	endpoints       []string
+	nodeClient      *http.Client // the nodes' control APIs (nodescale.go)
+	nodeScheme      string
 
 	running atomic.Bool
 
 	// mu guards the fields below. It is never held while calling out.
-	mu           sync.Mutex
-	pools        []Pool
-	poolsSet     bool // SetPools was called
+	mu       sync.Mutex
+	pools    []Pool
+	poolsSet bool // SetPools was called
+	// target is the autoscaled pool's size (nodescale.go), by pool name;
+	// currentPools gives it as the pool's Instances.
+	target       map[string]int
 	status       mesosstatus.Status
 	httpAddr     string
 	poolsChanged chan struct{} // cap 1: SetPools → leader loop
@@ -72,8 +77,13 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mesos: Consul client for %s: %w", cfg.Consul, err)
 	}
+	nodeClient, nodeScheme, err := newNodeClient(cfg.NodeCA)
+	if err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
 		cfg: cfg, log: cfg.Logger.With("cluster", cfg.Cluster, "scheduler", cfg.ID),
+		nodeClient: nodeClient, nodeScheme: nodeScheme,
 		consul: client, consulTransport: consulTransport, endpoints: endpoints,
 		poolsChanged: make(chan struct{}, 1),
 		statusNotify: make(chan struct{}, 1),
@@ -105,6 +115,7 @@ func (s *Scheduler) SetPools(pools []Pool) error {
 	}
 	s.mu.Lock()
 	s.pools, s.poolsSet = cp, true
+	s.keepTargets()
 	s.mu.Unlock()
 	select {
 	case s.poolsChanged <- struct{}{}:
@@ -120,7 +131,7 @@ func (s *Scheduler) SetPools(pools []Pool) error {
 func (s *Scheduler) currentPools() ([]Pool, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pools, s.poolsSet
+	return s.poolsWithTargets(), s.poolsSet
 }
 
 // Status returns this process's view: the full status while it leads,

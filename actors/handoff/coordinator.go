@@ -525,6 +525,11 @@ func (c *Coordinator) snapshot() State {
 	}
 	slices.Sort(s.Pending)
 	s.Members = slices.Clone(c.members)
+	for _, m := range c.members {
+		if c.leaving[m.ID] {
+			s.Leaving = append(s.Leaving, m.ID)
+		}
+	}
 	return s
 }
 

@@ -41,4 +41,7 @@ type State struct {
 	LocalWaiting int
 	Pending      []string // instances waiting for handoffs, with who they wait for
 	Members      []cluster.Member
+	// Leaving are the members (this node too) that announced they are
+	// leaving: nothing is placed on them.
+	Leaving []string
 }

@@ -52,6 +52,7 @@ var routes = []string{
 	"GET /v1/checkpoints",
 	"GET /v1/checkpoints/{id}",
 	"POST /v1/checkpoints",
+	"POST /v1/node/drain",
 }
 
 func newFakeNode(t *testing.T) *fakeNode {
@@ -69,6 +70,7 @@ func newFakeNode(t *testing.T) *fakeNode {
 		"GET /v1/checkpoints":                {http.StatusOK, []api.CheckpointView{fixtureSavepoint, fixtureCheckpoint}},
 		"GET /v1/checkpoints/{id}":           {http.StatusOK, fixtureCheckpointDetail},
 		"POST /v1/checkpoints":               {http.StatusCreated, fixtureSavepoint},
+		"POST /v1/node/drain":                {http.StatusOK, api.DrainStatus{Node: "n2", Drained: true}},
 	}}
 	mux := http.NewServeMux()
 	for _, route := range routes {

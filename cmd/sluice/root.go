@@ -54,6 +54,7 @@ var commands = []func(*app) *cobra.Command{
 	newCheckpointCmd,
 	newCertsCmd,
 	newAutoscaleCmd,
+	newDrainCmd,
 }
 
 // newRootCmd builds the sluice command tree for a.

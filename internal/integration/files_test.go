@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/consultest"
 	"github.com/sluicehq/sluice/internal/s3test"
+	"github.com/sluicehq/sluice/internal/testkinds"
 )
 
 // Exactly once without Kafka: a file source, a group-by counter and a file
@@ -69,17 +69,9 @@ func TestExactlyOnceFileToFileThroughSIGKILLs(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d count lines committed", lines, records)
-	seen := map[string]map[int]int{}
-	for _, l := range readParts(t, out) {
-		k, v, ok := strings.Cut(l, "\t")
-		n, err := strconv.Atoi(v)
-		if !ok || err != nil {
-			t.Fatalf("bad output line %q", l)
-		}
-		if seen[k] == nil {
-			seen[k] = map[int]int{}
-		}
-		seen[k][n]++
+	seen, err := testkinds.CountLines(readParts(t, out))
+	if err != nil {
+		t.Fatal(err)
 	}
 	per := records / keys
 	where := partsOf(t, out)
@@ -130,19 +122,11 @@ func writeWords(t *testing.T, path string, records, keys int) {
 // writing path, in name order.
 func readParts(t *testing.T, path string) []string {
 	t.Helper()
-	parts, err := filepath.Glob(path + ".part-*")
+	lines, err := testkinds.SinkParts(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, p := range parts {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
-	}
-	return out
+	return lines
 }
 
 // partsOf maps each line of the committed parts of path to the parts

@@ -6,9 +6,13 @@ package testkinds
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/connectors/generate"
@@ -49,6 +53,10 @@ type Counter struct {
 	// build a large state with few keys. DecodeCount does not read such
 	// values; PaddedCount does.
 	Pad int
+	// Cost is waited on each record (as Worker's), and Autoscale, when
+	// set, has the autoscaler size the counter.
+	Cost      time.Duration
+	Autoscale *sdk.AutoscaleSpec
 }
 
 // CounterFactory returns a factory of Counter.
@@ -58,7 +66,7 @@ func CounterFactory(parallelism int, emit bool) sdk.Factory {
 
 // Metadata implements sdk.Operator.
 func (c Counter) Metadata() sdk.Metadata {
-	m := sdk.Metadata{Name: "count", Inputs: []sdk.Input{{Stream: Words, Routing: sdk.GroupBy}}, Parallelism: c.Parallelism}
+	m := sdk.Metadata{Name: "count", Inputs: []sdk.Input{{Stream: Words, Routing: sdk.GroupBy}}, Parallelism: c.Parallelism, Autoscale: c.Autoscale}
 	if c.Emit {
 		m.Outputs = []string{Counts}
 	}
@@ -70,6 +78,9 @@ func (Counter) Init(sdk.Context) error { return nil }
 
 // ProcessRecord adds one to the key's count.
 func (c Counter) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
+	if c.Cost > 0 {
+		time.Sleep(c.Cost) // the record's cost (see Worker), not a synchronisation
+	}
 	var n int64
 	var err error
 	if c.Pad > 0 {
@@ -136,4 +147,44 @@ func DecodeCount(v []byte) (int64, error) {
 		return 0, errors.New("testkinds: count value is not 8 bytes")
 	}
 	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+// CountLines reads the "key\tcount" lines a file sink writes of a
+// Counter's decimal counts (Emit, Decimal): how many times each count of
+// each key is there. Exactly-once means each of 1 … n once for a key seen
+// n times.
+func CountLines(lines []string) (map[string]map[int]int, error) {
+	seen := map[string]map[int]int{}
+	for _, l := range lines {
+		k, v, ok := strings.Cut(l, "\t")
+		n, err := strconv.Atoi(v)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("testkinds: bad count line %q", l)
+		}
+		if seen[k] == nil {
+			seen[k] = map[int]int{}
+		}
+		seen[k][n]++
+	}
+	return seen, nil
+}
+
+// SinkParts returns the lines of the committed parts ("<path>.part-*")
+// of a file sink writing path, in name order.
+func SinkParts(path string) ([]string, error) {
+	parts, err := filepath.Glob(path + ".part-*")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range parts {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) > 0 {
+			out = append(out, strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")...)
+		}
+	}
+	return out, nil
 }

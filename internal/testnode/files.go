@@ -11,8 +11,9 @@ import (
 
 // fileOps returns the file pipeline: a source "gen" reading in (one record
 // per line, keyed by the line) at most rate lines/s, the counter emitting
-// decimal counts, and a sink "sink" writing "key\tcount" lines to out.
-func fileOps(in, out string, rate float64, countPar int) ([]sdk.Factory, error) {
+// decimal counts (counter, its other settings as given), and a sink
+// "sink" writing "key\tcount" lines to out.
+func fileOps(in, out string, rate float64, counter testkinds.Counter) ([]sdk.Factory, error) {
 	src, err := file.NewSource(file.SourceConfig{Name: "gen", Stream: testkinds.Words, Path: in, Batch: 100,
 		Follow: true, Key: func(line []byte) []byte { return line }}) // a node runs on at the end of its input
 	if err != nil {
@@ -28,7 +29,8 @@ func fileOps(in, out string, rate float64, countPar int) ([]sdk.Factory, error) 
 		every := time.Duration(float64(100*time.Second) / rate) // one Poll of up to 100 lines
 		gen = func() sdk.Operator { return &paced{Source: src().(*file.Source), every: every} }
 	}
-	return []sdk.Factory{gen, func() sdk.Operator { return testkinds.Counter{Parallelism: countPar, Emit: true, Decimal: true} }, sink}, nil
+	counter.Emit, counter.Decimal = true, true
+	return []sdk.Factory{gen, func() sdk.Operator { return counter }, sink}, nil
 }
 
 // paced is a file source that polls at most once per every, so that a

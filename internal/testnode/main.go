@@ -43,6 +43,12 @@ func run() error {
 	genPar := flag.Int("gen-parallelism", 3, "generator instances")
 	countPar := flag.Int("count-parallelism", 12, "counter instances")
 	emit := flag.Bool("emit", false, "counter also produces each new count")
+	countCost := flag.Duration("count-cost", 0, "time the counter waits on each record (a bottleneck the autoscaler sizes)")
+	countMax := flag.Int("count-max", 0, "autoscale the counter between 1 and this many instances (0: not autoscaled)")
+	countDownAfter := flag.Duration("count-scale-down-after", 0, "the autoscaled counter's stabilisation window of down-scales (0: the default)")
+	countCoolDown := flag.Duration("count-cool-down", 0, "the autoscaled counter's cool-down (0: the default)")
+	flag.DurationVar(&cfg.Autoscale.Interval, "autoscale-interval", 0, "the autoscaler's sampling interval (0: the default)")
+	flag.DurationVar(&cfg.Autoscale.Policy.Window, "autoscale-window", 0, "the autoscaler's sample window (0: the default)")
 	pad := flag.Int("pad", 0, "bytes of incompressible padding the counter stores with each count (benchmarks: large state)")
 	fileIn := flag.String("file-in", "", "instead of the generator, a file source \"gen\" reading this file (a record per line, keyed by the line; at most -rate lines/s), whose counts (-emit implied, decimal) a file sink \"sink\" writes to -file-out")
 	fileOut := flag.String("file-out", "", "the file sink's path (with -file-in)")
@@ -110,16 +116,20 @@ func run() error {
 			_ = enc.Encode(e)
 		}
 	}
+	counter := testkinds.Counter{Parallelism: *countPar, Emit: *emit, Pad: *pad, Cost: *countCost}
+	if *countMax > 0 {
+		counter.Autoscale = &sdk.AutoscaleSpec{Min: 1, Max: *countMax, ScaleDownAfter: *countDownAfter, CoolDown: *countCoolDown}
+	}
 	ops := []sdk.Factory{
 		testkinds.Gen(*records, *keys, *rate, *genPar),
-		func() sdk.Operator { return testkinds.Counter{Parallelism: *countPar, Emit: *emit, Pad: *pad} },
+		func() sdk.Operator { return counter },
 	}
 	if *sink {
 		ops = append(ops, testkinds.SinkFactory(2))
 	}
 	if *fileIn != "" {
 		var err error
-		if ops, err = fileOps(*fileIn, *fileOut, *rate, *countPar); err != nil {
+		if ops, err = fileOps(*fileIn, *fileOut, *rate, counter); err != nil {
 			return err
 		}
 	}

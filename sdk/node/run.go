@@ -446,6 +446,13 @@ func (r *Runtime) Subscribe(ctx context.Context, stream string) (*Subscription, 
 	return r.node.Subscribe(ctx, stream)
 }
 
+// Drain hands this process's instances and their state to the other
+// nodes, live, and keeps it running as a member nothing is placed on,
+// until Stop (actors.Node.Drain); a node about to be removed (the Mesos
+// framework's pool shrinking) is drained first. It returns an error when
+// the node is not in a cluster, or ctx ends before the drain is done.
+func (r *Runtime) Drain(ctx context.Context) error { return r.node.Drain(ctx) }
+
 // Status describes every operator and its instances in this process.
 func (r *Runtime) Status() []OperatorStatus { return r.node.Status() }
 
