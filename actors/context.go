@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -51,7 +52,7 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 		if i.curTrace != "" {
 			rec = withTrace(rec, i.curTrace) // carry the trace on
 		} else if i.cur.kind == workPoll && i.sampleSource(obs) {
-			tp, end := obs.StartSpan(SpanInfo{Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID, Start: time.Now()})
+			tp, end := obs.StartSpan(status.SpanInfo{Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID, Start: time.Now()})
 			end(nil)
 			rec = withTrace(rec, tp)
 		}

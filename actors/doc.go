@@ -2,14 +2,17 @@
 // a protoactor-go actor, supervised by a per-operator supervisor actor, with
 // its state in the node's Pebble database (package persistence).
 //
-// The package is the instance runtime and the node; four concepts live
+// The package is the instance runtime and the node; five concepts live
 // apart: the sending side of the data plane (route tables, output buffers,
 // batching, credits) is package actors/flow, which knows nothing of actors;
 // the checkpoint machinery (checkpointer, checkpoint coordinator,
 // rollbacks, savepoints, restorer) is actors/ckpt and placement with the
 // state handoff (the coordinator) is actors/handoff, both reaching the node
 // through an interface this package implements (ckptNode, handoffNode);
-// the messages that cross nodes are package actors/wire.
+// what the node publishes about itself (health, status, dead letters shown,
+// the journal of cluster events, the Observer hooks) is actors/status,
+// whose health monitor reaches the node through healthNode; the messages
+// that cross nodes are package actors/wire.
 //
 // # Files
 //
@@ -28,7 +31,9 @@
 //	durability.go   at-least-once bookkeeping (durable acks, rewinds)
 //	streams.go      records of streams nobody reads
 //	context.go      the core.Context handed to operators
-//	timers.go, statelog.go, observer.go, status.go, config.go, messages.go
+//	reporting.go    the node's side of actors/status: healthNode, Health, Status, Events
+//	observe.go      an instance's calls of the status.Observer; trace headers
+//	timers.go, statelog.go, config.go, messages.go
 //
 // # A record's path
 //

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -49,7 +50,7 @@ type instance struct {
 
 	// status, read by other goroutines
 	mu           sync.Mutex
-	state        InstanceState
+	state        status.InstanceState
 	restarts     int
 	lastError    string
 	failedReason string
@@ -124,7 +125,7 @@ type instance struct {
 	logBacklog []persistence.KV // committed writes not yet in the state log
 	curTrace   string           // trace header for records produced now ("": untraced)
 	curEnd     func(err error)  // ends the current span, if any
-	sampleN    int              // records since the last Observer.Processed
+	sampleN    int              // records since the last status.Observer.Processed
 	// A source's reservation of records for sampling (sampleSource): how
 	// many are left, the offset of the next that starts a trace, and the
 	// distance between those that do.
@@ -198,7 +199,7 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 		hi:     hi,
 		pid:    pid,
 		log:    op.node.log.With("operator", key.op, "instance", key.index, "epoch", key.epoch),
-		state:  StateAwaiting,
+		state:  status.StateAwaiting,
 		ctx:    ctx,
 		cancel: cancel,
 		store:  op.node.db.NewStore(key.op),
@@ -343,7 +344,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	case acquireMsg:
 		if i.mode == modeReleased {
 			i.mode = modeAwaiting
-			i.setState(StateAwaiting)
+			i.setState(status.StateAwaiting)
 		}
 	case ckpt.Barrier:
 		i.onTrigger(m.ID)

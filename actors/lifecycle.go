@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/handoff"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
@@ -105,7 +106,7 @@ func (i *instance) activate() {
 	i.processedSet = processed
 	i.produced, i.producedSet = produced, produced
 	i.producedPub.Store(produced)
-	i.node.event(i.key, EventActive)
+	i.node.event(i.key, status.EventActive)
 	i.startIncarnation()
 }
 
@@ -134,7 +135,7 @@ func (i *instance) startIncarnation() {
 		i.initing = false
 		i.end()
 	}
-	i.setState(StateRunning)
+	i.setState(status.StateRunning)
 	switch i.cur.kind {
 	case workRecord:
 		i.runBatch(i.cur.batch, i.cur.idx, i.cur.attempts, i.cur.lastErr)
@@ -176,7 +177,7 @@ func (i *instance) release() {
 			i.pollTimer.Stop()
 		}
 		i.pollQueued = false
-		i.node.event(i.key, EventReleased)
+		i.node.event(i.key, status.EventReleased)
 	}
 	i.mode = modeReleased
 	i.store.DropCache()
@@ -191,7 +192,7 @@ func (i *instance) release() {
 	}
 	i.ins = inputs{}
 	i.setBlocked(false)
-	i.setState(StateReleased)
+	i.setState(status.StateReleased)
 	i.releaseReported = false
 	i.settle()
 	i.reportReleased()
@@ -230,8 +231,8 @@ func (i *instance) onRestarting() {
 	i.store.DropCache()
 	i.mu.Lock()
 	i.restarts++
-	if i.state != StateFailed {
-		i.state = StateRestarting
+	if i.state != status.StateFailed {
+		i.state = status.StateRestarting
 	}
 	i.mu.Unlock()
 	if obs := i.node.cfg.Observer; obs != nil {
@@ -253,12 +254,12 @@ func (i *instance) onStopping() {
 		i.saveCounters()
 		i.saveWatermark()
 		err = i.store.Commit(true)
-		i.node.event(i.key, EventStopped)
+		i.node.event(i.key, status.EventStopped)
 	}
 	i.mu.Lock()
 	i.closeErrV = err
-	if i.state != StateFailed {
-		i.state = StateStopped
+	if i.state != status.StateFailed {
+		i.state = status.StateStopped
 	}
 	i.mu.Unlock()
 }
@@ -286,8 +287,8 @@ func (i *instance) noteFailure(reason any) { i.setLastError(fmt.Sprint(reason)) 
 // exhausted; the next incarnation dead-letters its input.
 func (i *instance) markFailed(reason string) {
 	i.mu.Lock()
-	i.state = StateFailed
-	i.failedReason = clipText(reason, ErrorTextMax)
+	i.state = status.StateFailed
+	i.failedReason = status.ClipText(reason, status.ErrorTextMax)
 	i.mu.Unlock()
 	i.log.Error("operator instance failed: restart policy exhausted; its input now goes to the dead-letter stream", "reason", reason)
 }
@@ -296,7 +297,7 @@ func (i *instance) markFailed(reason string) {
 func (i *instance) isFailed() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return i.state == StateFailed
+	return i.state == status.StateFailed
 }
 
 func (i *instance) failedReasonSnapshot() string {
@@ -307,13 +308,13 @@ func (i *instance) failedReasonSnapshot() string {
 
 func (i *instance) setLastError(s string) {
 	i.mu.Lock()
-	i.lastError = clipText(s, ErrorTextMax)
+	i.lastError = status.ClipText(s, status.ErrorTextMax)
 	i.mu.Unlock()
 }
 
-func (i *instance) setState(s InstanceState) {
+func (i *instance) setState(s status.InstanceState) {
 	i.mu.Lock()
-	if i.state != StateFailed {
+	if i.state != status.StateFailed {
 		i.state = s
 	}
 	i.mu.Unlock()

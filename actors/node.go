@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/handoff"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
@@ -47,7 +48,7 @@ type Node struct {
 	topo     atomic.Pointer[topology.Topology] // as last applied by the coordinator
 	queued   atomic.Int64                      // records delivered to instances here and not yet processed
 	streams  streamStats                       // records of streams with no reader
-	dlLog    deadLetterLog                     // the latest dead letters per operator, to show
+	dlLog    status.DeadLetters                // the latest dead letters per operator, to show
 	arrivals atomic.Int64                      // record batches that reached this node, delivered or bounced
 	gen      atomic.Uint64                     // rollback generation (rollback.go)
 	base     atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
@@ -66,12 +67,8 @@ type Node struct {
 	ops  map[string]*operator
 	byID map[string]*instance // every instance here, by actor id
 
-	health         atomic.Pointer[Health] // as of the last check (health.go)
-	journal        journal                // the node's recent cluster events (Events)
-	healthMu       sync.Mutex             // serialises changes of health (checkHealth, fence)
-	pause          atomic.Bool            // unhealthy: instances hold their input
-	failed         chan struct{}          // closed when the node cannot go on: database failed or fenced (Failed)
-	spaceErrLogged bool                   // watchHealth's goroutine only
+	health  *status.Monitor // the node's health (reporting.go)
+	journal *status.Journal // the node's recent cluster events (Events)
 
 	stopping atomic.Bool
 	life     context.Context // cancelled by Stop: blocking calls of the node's actors end
@@ -183,7 +180,6 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		kinds:  kinds,
 		ops:    make(map[string]*operator),
 		byID:   make(map[string]*instance),
-		failed: make(chan struct{}),
 	}
 	if cc := cfg.Checkpoints; cc != nil && cc.Store != nil {
 		n.restorer = ckpt.NewRestorer(cfg.DataDir, cfg.NodeID, cc.Store, cc.Timeout)
@@ -191,7 +187,8 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		n.restorer = ckpt.NewRestorer(cfg.DataDir, cfg.NodeID, nil, 0)
 	}
 	n.incarnation = newIncarnation() // before anything addresses replies (replyTo)
-	n.health.Store(&Health{Healthy: true, Since: time.Now()})
+	n.health = status.NewMonitor(cfg.DataDir, cfg.MinFreeDisk, db, n.log, healthNode{n})
+	n.journal = status.NewJournal(cfg.NodeID, cfg.OnEvent)
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		// protoactor logs every recovered panic at Info; supervision is
 		// reported by the runtime itself.
@@ -266,7 +263,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, ctx.Err())
 	}
 	n.goFunc(func() { n.commitLoop(runCtx) })
-	n.goFunc(func() { n.watchHealth(runCtx) })
+	n.goFunc(func() { n.health.Watch(runCtx, n.cfg.DiskCheckInterval) })
 	n.log.Info("node started", "address", n.addr, "data_dir", cfg.DataDir, "kinds", len(kinds))
 	return n, nil
 }

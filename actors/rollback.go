@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -72,7 +73,7 @@ func (i *instance) reset(gen uint64) {
 	i.resetEventTime()
 	if i.mode != modeReleased {
 		i.mode = modeAwaiting
-		i.setState(StateAwaiting)
+		i.setState(status.StateAwaiting)
 	}
 	future := i.future
 	i.future = nil

@@ -516,7 +516,7 @@ func (r *Runtime) waitFinished(ctx context.Context) {
 // first. Config.KeepRunning keeps it running instead.
 //
 // If the node's state database fails (a full disk hit a commit: see
-// actors.Health), Run returns an error wrapping ErrNodeFailed at once,
+// status.Health), Run returns an error wrapping ErrNodeFailed at once,
 // without stopping: the caller should exit the process (non-zero), so that
 // it restarts from what was committed, or checkpointed, and in a cluster
 // its instances move to the other nodes meanwhile.

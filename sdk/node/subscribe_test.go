@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
@@ -164,7 +165,7 @@ func TestSubscribeCloseRemovesTheReader(t *testing.T) {
 		}
 		for _, op := range rt.Status() {
 			for _, in := range op.Instances {
-				if op.Name == name && in.State != actors.StateReleased {
+				if op.Name == name && in.State != status.StateReleased {
 					return false // released ones linger a minute, bouncing records of stale routes
 				}
 			}
