@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -156,8 +157,8 @@ type ClusterConfig struct {
 	LeaveQuiet time.Duration
 	// Security configures mutual TLS between nodes; the zero value means
 	// none (a node bound to an address other than loopback then logs a
-	// warning). See TransportSecurity.
-	Security TransportSecurity
+	// warning). See transport.Security.
+	Security transport.Security
 }
 
 // MaxExactlyOnceCommitInterval bounds the default CommitInterval under

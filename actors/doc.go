@@ -2,7 +2,7 @@
 // a protoactor-go actor, supervised by a per-operator supervisor actor, with
 // its state in the node's Pebble database (package persistence).
 //
-// The package is the instance runtime and the node; five concepts live
+// The package is the instance runtime and the node; six concepts live
 // apart: the sending side of the data plane (route tables, output buffers,
 // batching, credits) is package actors/flow, which knows nothing of actors;
 // the checkpoint machinery (checkpointer, checkpoint coordinator,
@@ -11,8 +11,10 @@
 // through an interface this package implements (ckptNode, handoffNode);
 // what the node publishes about itself (health, status, dead letters shown,
 // the journal of cluster events, the Observer hooks) is actors/status,
-// whose health monitor reaches the node through healthNode; the messages
-// that cross nodes are package actors/wire.
+// whose health monitor reaches the node through healthNode; the transport
+// between nodes (protoactor remote, mutual TLS, addressing to one process)
+// is actors/transport, and the messages that cross nodes are package
+// actors/wire.
 //
 // # Files
 //
@@ -27,6 +29,7 @@
 //	checkpointing.go an instance's part in checkpoints (barriers, snapshots, sink commits)
 //	rollback.go     an instance's part in rollbacks (reset, restore, admit), lost batches
 //	dispatcher.go   what arrives from other nodes, converted to local messages
+//	remote.go       the node's side of actors/transport: startRemote, vouched, replyTo
 //	dest.go         flow.Dest for local and remote instances
 //	durability.go   at-least-once bookkeeping (durable acks, rewinds)
 //	streams.go      records of streams nobody reads

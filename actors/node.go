@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
@@ -37,7 +38,7 @@ type Node struct {
 	log         *slog.Logger
 	system      *actor.ActorSystem
 	remote      *remote.Remote // nil when embedded
-	transport   *transport     // nil without transport TLS
+	transport   *transport.TLS // nil without transport TLS
 	db          *persistence.DB
 	store       topology.Store
 	addr        string // actor address of this node
@@ -55,7 +56,7 @@ type Node struct {
 	dead     atomic.Pointer[[]string]          // actor addresses of processes seen crash, newest last (rollback.go)
 	restorer *ckpt.Restorer
 
-	misaddressed misaddressed // messages refused for another process (addressing.go)
+	misaddressed transport.Misaddressed // messages refused for another process (actors/transport/addressing.go)
 
 	coord     *actor.PID
 	coordImpl *handoff.Coordinator
@@ -197,7 +198,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	if cfg.Cluster != nil {
 		if err := n.startRemote(); err != nil {
 			if n.transport != nil {
-				n.transport.close()
+				n.transport.Close()
 			}
 			n.system.Shutdown()
 			_ = db.Close()
@@ -218,7 +219,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 			n.remote.Shutdown(false)
 		}
 		if n.transport != nil {
-			n.transport.close()
+			n.transport.Close()
 		}
 		n.system.Shutdown()
 		_ = db.Close()
@@ -338,7 +339,7 @@ func (n *Node) joinCluster(ctx, runCtx context.Context, self cluster.Member) err
 	n.goFunc(func() {
 		for members := range ch {
 			if n.transport != nil {
-				n.transport.setMembers(members)
+				n.transport.SetMembers(members)
 			}
 			n.system.Root.Send(n.coord, handoff.Membership{Members: members})
 		}
@@ -626,7 +627,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.remote.Shutdown(false)
 	}
 	if n.transport != nil {
-		n.transport.close()
+		n.transport.Close()
 	}
 	n.system.Shutdown()
 	if err := n.db.Close(); err != nil {
@@ -699,7 +700,7 @@ func (n *Node) abort() {
 		n.remote.Shutdown(false)
 	}
 	if n.transport != nil {
-		n.transport.close()
+		n.transport.Close()
 	}
 	n.system.Shutdown()
 	_ = n.db.Close()

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/topology"
@@ -138,7 +139,7 @@ func (h handoffNode) Routed(local []handoff.Instance) {
 func (h handoffNode) Generation() uint64                  { return h.n.gen.Load() }
 func (h handoffNode) Base() *checkpoint.Meta              { return h.n.base.Load() }
 func (h handoffNode) NoteCrashed(addr string)             { h.n.noteCrashed(addr) }
-func (h handoffNode) SpeaksFor(peer, node string) bool    { return speaksFor(peer, node) }
+func (h handoffNode) SpeaksFor(peer, node string) bool    { return transport.SpeaksFor(peer, node) }
 func (h handoffNode) Go(f func())                         { h.n.goFunc(f) }
 func (h handoffNode) AfterFunc(d time.Duration, f func()) { h.n.afterFunc(d, f) }
 func (h handoffNode) MemberJoined(id string)              { h.n.memberEvent(status.EventMemberJoined, id) }
@@ -157,7 +158,7 @@ func (h handoffNode) Peer(ctx actor.Context) string {
 	if h.n.transport == nil {
 		return ""
 	}
-	return peerOf(ctx)
+	return transport.PeerOf(ctx)
 }
 
 func (h handoffNode) Tick(pid *actor.PID, every time.Duration, msg any) func() {
