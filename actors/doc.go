@@ -2,7 +2,7 @@
 // a protoactor-go actor, supervised by a per-operator supervisor actor, with
 // its state in the node's Pebble database (package persistence).
 //
-// The package is the instance runtime and the node; six concepts live
+// The package is the instance runtime and the node; seven concepts live
 // apart: the sending side of the data plane (route tables, output buffers,
 // batching, credits) is package actors/flow, which knows nothing of actors;
 // the checkpoint machinery (checkpointer, checkpoint coordinator,
@@ -13,7 +13,8 @@
 // the journal of cluster events, the Observer hooks) is actors/status,
 // whose health monitor reaches the node through healthNode; the transport
 // between nodes (protoactor remote, mutual TLS, addressing to one process)
-// is actors/transport, and the messages that cross nodes are package
+// is actors/transport, reading a stream from outside (subscriptions) is
+// actors/tail, and the messages that cross nodes are package
 // actors/wire.
 //
 // # Files
@@ -30,6 +31,7 @@
 //	rollback.go     an instance's part in rollbacks (reset, restore, admit), lost batches
 //	dispatcher.go   what arrives from other nodes, converted to local messages
 //	remote.go       the node's side of actors/transport: startRemote, vouched, replyTo
+//	subscribe.go    the node's side of actors/tail: tailNode, Subscribe, forgetTail
 //	dest.go         flow.Dest for local and remote instances
 //	durability.go   at-least-once bookkeeping (durable acks, rewinds)
 //	streams.go      records of streams nobody reads

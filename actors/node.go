@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/tail"
 	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
@@ -62,7 +63,7 @@ type Node struct {
 	coordImpl *handoff.Coordinator
 	ckpt      *actor.PID // the checkpointer (package actors/ckpt); nil without checkpoints
 	ingress   *ingress
-	tails     tailRegistry // open subscriptions (tail.go)
+	tails     *tail.Registry // open subscriptions (subscribe.go)
 
 	mu   sync.Mutex // guards ops and byID; a leaf (LOCKS.md)
 	ops  map[string]*operator
@@ -187,6 +188,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	} else {
 		n.restorer = ckpt.NewRestorer(cfg.DataDir, cfg.NodeID, nil, 0)
 	}
+	n.tails = tail.NewRegistry(cfg.NodeID, tailNode{n})
 	n.incarnation = newIncarnation() // before anything addresses replies (replyTo)
 	n.health = status.NewMonitor(cfg.DataDir, cfg.MinFreeDisk, db, n.log, healthNode{n})
 	n.journal = status.NewJournal(cfg.NodeID, cfg.OnEvent)
@@ -212,7 +214,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	topo, err := n.seed(ctx, seed)
 	if err == nil {
-		topo, err = topology.Update(ctx, n.store, 20, n.withoutTails) // left by a crash
+		topo, err = topology.Update(ctx, n.store, 20, n.tails.Without) // left by a crash
 	}
 	if err != nil {
 		if n.remote != nil {
@@ -242,7 +244,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	n.logDanglingInputs(topo)
 
-	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(append(sortedKinds(kinds), cfg.Announce...), cfg.runtimeKinds()...), n.tailKind()),
+	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(append(sortedKinds(kinds), cfg.Announce...), cfg.runtimeKinds()...), n.tails.Kind()),
 		Meta: map[string]string{metaIncarnation: n.incarnation}}
 	runCtx := n.life
 	topoCh := n.store.Watch(runCtx)
@@ -376,8 +378,8 @@ func (n *Node) operator(spec topology.OperatorSpec) (*operator, error) {
 		return op, nil
 	}
 	f := n.kinds[kind]
-	if kind == n.tailKind() {
-		f = n.tailFactory
+	if kind == n.tails.Kind() {
+		f = n.tails.Reader
 	}
 	if mf := n.cfg.Runtimes[spec.Meta.Runtime]; f == nil && kind == core.WasmKind && spec.Meta.Runtime == core.RuntimeWasm && mf != nil {
 		var err error
@@ -564,7 +566,7 @@ func (n *Node) Stop(ctx context.Context) error {
 
 func (n *Node) stop(ctx context.Context) error {
 	var errs []error
-	if err := n.closeTails(ctx); err != nil { // no other node hosts their readers
+	if err := n.tails.CloseAll(ctx); err != nil { // no other node hosts their readers
 		errs = append(errs, err)
 	}
 	// The last node of an exactly-once pipeline (or an embedded one) takes

@@ -1,13 +1,13 @@
 package node
 
 import (
-	"github.com/sluicehq/sluice/actors"
 	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/tail"
 )
 
 // Subscription delivers a stream's records to a reader outside the
 // operators: see Runtime.Subscribe.
-type Subscription = actors.Subscription
+type Subscription = tail.Subscription
 
 // OperatorStatus describes one operator and its instances.
 //
