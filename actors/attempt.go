@@ -57,7 +57,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	if i.node.cfg.AtLeastOnce {
 		i.dur.processed(m)
 	}
-	i.processed.Add(int64(len(m.Records) - from))
+	i.pub.processed.Add(int64(len(m.Records) - from))
 	dequeued(i.node, m)
 	i.node.replyAck(m.From, m.Slot)
 	if m.Control != nil {
@@ -73,7 +73,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 func dequeued(n *Node, m *batchMsg) {
 	n.queued.Add(-int64(len(m.Records)))
 	if m.counted != nil {
-		m.counted.queued.Add(-int64(len(m.Records)))
+		m.counted.pub.queued.Add(-int64(len(m.Records)))
 		m.counted = nil
 	}
 }
@@ -99,13 +99,13 @@ func (i *instance) observeRecord(obs status.Observer, rec *core.Record, m *batch
 		if !m.Sent.IsZero() {
 			wait = start.Sub(m.Sent)
 		}
-		i.curTrace, i.curEnd = obs.StartSpan(status.SpanInfo{Parent: tp, Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID,
+		i.at.trace, i.at.end = obs.StartSpan(status.SpanInfo{Parent: tp, Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID,
 			Stream: m.Stream, QueueWait: wait, Start: start})
 	}
 	i.callRecord(*rec)
-	if i.curEnd != nil {
-		i.curEnd(nil)
-		i.curTrace, i.curEnd = "", nil
+	if i.at.end != nil {
+		i.at.end(nil)
+		i.at.trace, i.at.end = "", nil
 	}
 	if timed {
 		i.sampleN = 0
@@ -147,21 +147,21 @@ func (i *instance) sampleSource(obs status.Observer) bool {
 
 // begin starts an attempt in key group kg.
 func (i *instance) begin(kg int, event time.Time) {
-	i.curGroup = kg
-	i.curEvent = event
+	i.at.group = kg
+	i.at.event = event
 	i.store.Begin()
 	i.out.Begin()
-	i.timerOps = i.timerOps[:0]
-	i.etOps = i.etOps[:0]
+	i.at.timerOps = i.at.timerOps[:0]
+	i.at.etOps = i.at.etOps[:0]
 }
 
 // end completes a successful attempt.
 func (i *instance) end() {
-	i.timers.apply(i.timerOps)
-	i.timerOps = i.timerOps[:0]
-	if len(i.etOps) > 0 {
-		i.etimers.apply(i.etOps)
-		i.etOps = i.etOps[:0]
+	i.timers.apply(i.at.timerOps)
+	i.at.timerOps = i.at.timerOps[:0]
+	if len(i.at.etOps) > 0 {
+		i.etimers.apply(i.at.etOps)
+		i.at.etOps = i.at.etOps[:0]
 		i.noteEventTimersDue()
 	}
 	i.store.Begin()
@@ -186,8 +186,8 @@ func (i *instance) callRecord(rec core.Record) {
 func (i *instance) reject(rec core.Record, stream string, err error) {
 	i.store.Rollback()
 	i.out.Rollback()
-	i.timerOps = i.timerOps[:0]
-	i.etOps = i.etOps[:0]
+	i.at.timerOps = i.at.timerOps[:0]
+	i.at.etOps = i.at.etOps[:0]
 	i.store.Begin()
 	reason := status.ClipText(err.Error(), status.ErrorTextMax)
 	i.setLastError(reason)
@@ -219,7 +219,7 @@ func (i *instance) callPoll(src core.Source) (transient, ended bool) {
 		i.generateWatermark()
 	}
 	if err != nil && errors.Is(err, core.ErrTransient) {
-		i.transient.Add(1)
+		i.pub.transient.Add(1)
 		i.setLastError(err.Error())
 		if now := time.Now(); now.After(i.dlNextLog) {
 			i.dlNextLog = now.Add(time.Second)
@@ -258,12 +258,12 @@ func (i *instance) recoverAttempt() {
 		// The records before the failing one are done, and their writes
 		// are committed before the restart; the next incarnation takes
 		// the batch up at the failing record and counts from there.
-		i.processed.Add(int64(i.cur.idx - i.cur.from))
+		i.pub.processed.Add(int64(i.cur.idx - i.cur.from))
 	}
 	i.initing = false
-	if i.curEnd != nil {
-		i.curEnd(f)
-		i.curTrace, i.curEnd = "", nil
+	if i.at.end != nil {
+		i.at.end(f)
+		i.at.trace, i.at.end = "", nil
 	}
 	if f.stack != nil {
 		i.log.Error("operator panicked", "error", i.cur.lastErr, "attempt", i.cur.attempts, "stack", string(f.stack))
@@ -367,9 +367,9 @@ func (i *instance) runTimer() {
 		i.callTimer(t)
 	}
 	// The timer may have set itself again (in the attempt's ops).
-	ops := i.timerOps
+	ops := i.at.timerOps
 	if event {
-		ops = i.etOps
+		ops = i.at.etOps
 	}
 	if !timerSetDuring(ops, t.group, t.key) {
 		remove(t.group, t.key)
@@ -401,7 +401,7 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 	dl.Headers = append(append([]core.Header(nil), rec.Headers...), runtime...)
 	i.out.Begin()
 	i.out.Produce(core.DeadLetterStream(name), dl)
-	i.deadLetters.Add(1)
+	i.pub.deadLetters.Add(1)
 	i.node.dlLog.Add(name, i.node.cfg.NodeID, i.key.index, rec, runtime)
 	if obs := i.node.cfg.Observer; obs != nil {
 		obs.DeadLettered(name, i.key.index)

@@ -126,7 +126,7 @@ func (n *Node) deliver(inst *instance, m *batchMsg) {
 	}
 	k := int64(len(m.Records))
 	n.queued.Add(k)
-	inst.queued.Add(k)
+	inst.pub.queued.Add(k)
 	m.counted = inst
 	n.system.Root.Send(inst.pid, m)
 }

@@ -22,7 +22,7 @@ func (i *instance) saveCounters() {
 	if i.mode != modeActive {
 		return
 	}
-	if n := i.processed.Load(); n != i.processedSet {
+	if n := i.pub.processed.Load(); n != i.processedSet {
 		i.store.SetMeta(i.lo, metaProcessed, binary.BigEndian.AppendUint64(nil, uint64(n)))
 		i.processedSet = n
 	}
@@ -43,7 +43,7 @@ func (i *instance) commit(sync bool) { i.commitState(sync, false) }
 // is synchronous and waits for this one. At-least-once and the state log
 // take a durability point right after the commit, so they wait for it.
 func (i *instance) commitState(sync, background bool) {
-	if i.ckHold != 0 {
+	if i.ck.hold != 0 {
 		return
 	}
 	i.saveCounters()
@@ -102,10 +102,10 @@ func (i *instance) activate() {
 	if v, ok, err := i.store.GetMeta(i.lo, metaProduced); err == nil && ok && len(v) == 8 {
 		produced = int64(binary.BigEndian.Uint64(v))
 	}
-	i.processed.Store(processed)
+	i.pub.processed.Store(processed)
 	i.processedSet = processed
 	i.produced, i.producedSet = produced, produced
-	i.producedPub.Store(produced)
+	i.pub.produced.Store(produced)
 	i.node.event(i.key, status.EventActive)
 	i.startIncarnation()
 }
@@ -157,12 +157,12 @@ func (i *instance) startIncarnation() {
 // still holds keeps being delivered. The coordinator is told when done.
 func (i *instance) release() {
 	if i.mode == modeActive {
-		if i.ckHold != 0 {
+		if i.ck.hold != 0 {
 			// A move abandons the checkpoint in progress: the state must
 			// go along. Told before the commit below, the checkpointer
 			// fails its part even if it copies the database after it.
-			i.node.system.Root.Send(i.node.ckpt, ckpt.Moved{ID: i.ckHold, Key: i.key.ckKey()})
-			i.ckHold = 0
+			i.node.system.Root.Send(i.node.ckpt, ckpt.Moved{ID: i.ck.hold, Key: i.key.ckKey()})
+			i.ck.hold = 0
 		}
 		if i.exactlyOnce() {
 			i.precommitForMove()
@@ -221,11 +221,11 @@ func (i *instance) reportReleased() {
 // flushMsg that settle queued for it may wait in the mailbox behind
 // batches that fail in turn, each retried with a growing backoff.
 func (i *instance) onRestarting() {
-	i.busyTime.set(false) // a failed attempt outside handle (drain's event-time timers) left its spell open
+	i.pub.busyTime.set(false) // a failed attempt outside handle (drain's event-time timers) left its spell open
 	i.store.Rollback()
 	i.out.Rollback()
-	i.timerOps = i.timerOps[:0]
-	i.etOps = i.etOps[:0]
+	i.at.timerOps = i.at.timerOps[:0]
+	i.at.etOps = i.at.etOps[:0]
 	i.closeOperator()
 	i.commit(true)
 	i.store.DropCache()

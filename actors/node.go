@@ -540,7 +540,7 @@ func (n *Node) Queued() int64 { return n.queued.Load() }
 func (n *Node) Buffered() int64 {
 	var sum int64
 	for _, inst := range n.instances() {
-		sum += inst.bufferedPub.Load()
+		sum += inst.pub.buffered.Load()
 	}
 	return sum
 }

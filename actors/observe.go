@@ -25,7 +25,7 @@ func (i *instance) observeStages(obs status.Observer, rec *core.Record, m *batch
 // instance spent on it.
 func (i *instance) observedCommit(sync bool) {
 	so, ok := i.node.cfg.Observer.(status.StageObserver)
-	if !ok || i.ckHold != 0 {
+	if !ok || i.ck.hold != 0 {
 		i.commitState(sync, true)
 		return
 	}
