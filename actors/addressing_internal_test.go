@@ -12,6 +12,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/cluster/memdisc"
 	"github.com/sluicehq/sluice/internal/core"
@@ -80,12 +81,12 @@ func TestMisaddressedMessagesAreRefused(t *testing.T) {
 		for i := range recs {
 			recs[i] = core.Record{Key: []byte(key)}
 		}
-		return wire.EncodeFrame(&wire.RecordBatch{Target: addressed(target, inc), Stream: "words", Routing: int32(core.Shuffle), Slot: 0, Seq: seq,
-			From: actor.NewPID(b.addr, addressed("op/gen/0.0", b.incarnation))}, recs)
+		return wire.EncodeFrame(&wire.RecordBatch{Target: transport.Addressed(target, inc), Stream: "words", Routing: int32(core.Shuffle), Slot: 0, Seq: seq,
+			From: actor.NewPID(b.addr, transport.Addressed("op/gen/0.0", b.incarnation))}, recs)
 	}
 	// b's dispatcher drops the bounces of these batches: it has no gen.
 	b.system.Root.Send(dispatcher, batch("stray", b.incarnation, 1, 3))
-	sluicetest.WaitFor(t, 30*time.Second, "the misaddressed batch refused", func() bool { return a.misaddressed.count.Load() == 1 })
+	sluicetest.WaitFor(t, 30*time.Second, "the misaddressed batch refused", func() bool { return a.misaddressed.Count() == 1 })
 	b.system.Root.Send(dispatcher, batch("own", a.incarnation, 2, 5))
 	b.system.Root.Send(dispatcher, batch("bare", "", 3, 7))
 	// In order from one sender to one instance: had the first been
@@ -102,10 +103,10 @@ func TestMisaddressedMessagesAreRefused(t *testing.T) {
 		for i := range recs {
 			recs[i] = core.Record{Key: []byte(key)}
 		}
-		return &wire.Bounce{Slot: 0, Seq: 1, Target: addressed(a.ingress.pid.Id, inc), Records: wire.AppendRecords(nil, recs)}
+		return &wire.Bounce{Slot: 0, Seq: 1, Target: transport.Addressed(a.ingress.pid.Id, inc), Records: wire.AppendRecords(nil, recs)}
 	}
 	b.system.Root.Send(dispatcher, bounce("stray-bounce", b.incarnation, 4))
-	sluicetest.WaitFor(t, 30*time.Second, "the misaddressed bounce refused", func() bool { return a.misaddressed.count.Load() == 2 })
+	sluicetest.WaitFor(t, 30*time.Second, "the misaddressed bounce refused", func() bool { return a.misaddressed.Count() == 2 })
 	b.system.Root.Send(dispatcher, bounce("own-bounce", a.incarnation, 6))
 	sluicetest.WaitFor(t, 30*time.Second, "the records of the bounce addressed to a routed again", func() bool {
 		return tl.count("own-bounce") == 6
@@ -113,7 +114,7 @@ func TestMisaddressedMessagesAreRefused(t *testing.T) {
 	if n := tl.count("stray-bounce"); n != 0 {
 		t.Fatalf("routed %d records of a bounce addressed to another process", n)
 	}
-	if n := b.misaddressed.count.Load(); n != 0 {
+	if n := b.misaddressed.Count(); n != 0 {
 		t.Fatalf("b refused %d messages; its replies from a are addressed to it", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/placement"
 )
@@ -17,8 +18,8 @@ import (
 func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	routing := m.Routing
 	kgs := i.spec.Meta.KeyGroups
-	if from == 0 && len(m.Records) < ProcessedSampleEvery/4 && i.node.cfg.Observer != nil {
-		i.sampleN = max(i.sampleN, ProcessedSampleEvery-1) // a small batch: time its first record
+	if from == 0 && len(m.Records) < status.ProcessedSampleEvery/4 && i.node.cfg.Observer != nil {
+		i.sampleN = max(i.sampleN, status.ProcessedSampleEvery-1) // a small batch: time its first record
 	}
 	for j := from; j < len(m.Records); j++ {
 		i.cur = work{kind: workRecord, batch: m, idx: j, from: from, attempts: attempts, lastErr: lastErr}
@@ -56,7 +57,7 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 	if i.node.cfg.AtLeastOnce {
 		i.dur.processed(m)
 	}
-	i.processed.Add(int64(len(m.Records) - from))
+	i.pub.processed.Add(int64(len(m.Records) - from))
 	dequeued(i.node, m)
 	i.node.replyAck(m.From, m.Slot)
 	if m.Control != nil {
@@ -72,39 +73,39 @@ func (i *instance) runBatch(m *batchMsg, from, attempts int, lastErr string) {
 func dequeued(n *Node, m *batchMsg) {
 	n.queued.Add(-int64(len(m.Records)))
 	if m.counted != nil {
-		m.counted.queued.Add(-int64(len(m.Records)))
+		m.counted.pub.queued.Add(-int64(len(m.Records)))
 		m.counted = nil
 	}
 }
 
 // observed counts a record towards the next timed one and reports whether
-// the Observer sees it: it is traced, or it is timed (one in
-// ProcessedSampleEvery, or the first of a small batch). The others, nearly
+// the status.Observer sees it: it is traced, or it is timed (one in
+// status.ProcessedSampleEvery, or the first of a small batch). The others, nearly
 // all, go straight to callRecord without a call to observeRecord, whose
 // frame is large.
 func (i *instance) observed(rec *core.Record) bool {
 	i.sampleN++
-	return i.sampleN >= ProcessedSampleEvery || traceOf(rec) != ""
+	return i.sampleN >= status.ProcessedSampleEvery || traceOf(rec) != ""
 }
 
 // observeRecord runs callRecord, for a record observed says is seen, with
 // a span if it is traced and a timing if it is timed.
-func (i *instance) observeRecord(obs Observer, rec *core.Record, m *batchMsg) {
+func (i *instance) observeRecord(obs status.Observer, rec *core.Record, m *batchMsg) {
 	tp := traceOf(rec)
-	timed := i.sampleN >= ProcessedSampleEvery
+	timed := i.sampleN >= status.ProcessedSampleEvery
 	start := time.Now()
 	if tp != "" {
 		var wait time.Duration
 		if !m.Sent.IsZero() {
 			wait = start.Sub(m.Sent)
 		}
-		i.curTrace, i.curEnd = obs.StartSpan(SpanInfo{Parent: tp, Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID,
+		i.at.trace, i.at.end = obs.StartSpan(status.SpanInfo{Parent: tp, Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID,
 			Stream: m.Stream, QueueWait: wait, Start: start})
 	}
 	i.callRecord(*rec)
-	if i.curEnd != nil {
-		i.curEnd(nil)
-		i.curTrace, i.curEnd = "", nil
+	if i.at.end != nil {
+		i.at.end(nil)
+		i.at.trace, i.at.end = "", nil
 	}
 	if timed {
 		i.sampleN = 0
@@ -119,7 +120,7 @@ func (i *instance) observeRecord(obs Observer, rec *core.Record, m *batchMsg) {
 }
 
 // sampleBlock is how many of its records a source instance reserves at a
-// time for sampling decisions (Observer.Sample). Reserved records an
+// time for sampling decisions (status.Observer.Sample). Reserved records an
 // instance does not produce (it stopped, or moved) are never sampled, so
 // fewer than one in N of an operator's records may start a trace, by at
 // most sampleBlock per instance stopped.
@@ -127,7 +128,7 @@ const sampleBlock = 64
 
 // sampleSource reports whether the record a source instance produces now
 // starts a trace, reserving records from obs sampleBlock at a time.
-func (i *instance) sampleSource(obs Observer) bool {
+func (i *instance) sampleSource(obs status.Observer) bool {
 	if i.smpLeft == 0 {
 		first, every := obs.Sample(i.key.op, sampleBlock)
 		i.smpLeft, i.smpNext, i.smpEvery = sampleBlock, first, every
@@ -146,21 +147,21 @@ func (i *instance) sampleSource(obs Observer) bool {
 
 // begin starts an attempt in key group kg.
 func (i *instance) begin(kg int, event time.Time) {
-	i.curGroup = kg
-	i.curEvent = event
+	i.at.group = kg
+	i.at.event = event
 	i.store.Begin()
 	i.out.Begin()
-	i.timerOps = i.timerOps[:0]
-	i.etOps = i.etOps[:0]
+	i.at.timerOps = i.at.timerOps[:0]
+	i.at.etOps = i.at.etOps[:0]
 }
 
 // end completes a successful attempt.
 func (i *instance) end() {
-	i.timers.apply(i.timerOps)
-	i.timerOps = i.timerOps[:0]
-	if len(i.etOps) > 0 {
-		i.etimers.apply(i.etOps)
-		i.etOps = i.etOps[:0]
+	i.timers.apply(i.at.timerOps)
+	i.at.timerOps = i.at.timerOps[:0]
+	if len(i.at.etOps) > 0 {
+		i.etimers.apply(i.at.etOps)
+		i.at.etOps = i.at.etOps[:0]
 		i.noteEventTimersDue()
 	}
 	i.store.Begin()
@@ -185,10 +186,10 @@ func (i *instance) callRecord(rec core.Record) {
 func (i *instance) reject(rec core.Record, stream string, err error) {
 	i.store.Rollback()
 	i.out.Rollback()
-	i.timerOps = i.timerOps[:0]
-	i.etOps = i.etOps[:0]
+	i.at.timerOps = i.at.timerOps[:0]
+	i.at.etOps = i.at.etOps[:0]
 	i.store.Begin()
-	reason := clipText(err.Error(), ErrorTextMax)
+	reason := status.ClipText(err.Error(), status.ErrorTextMax)
 	i.setLastError(reason)
 	i.deadLetter(rec, stream, reason, i.cur.attempts)
 }
@@ -218,7 +219,7 @@ func (i *instance) callPoll(src core.Source) (transient, ended bool) {
 		i.generateWatermark()
 	}
 	if err != nil && errors.Is(err, core.ErrTransient) {
-		i.transient.Add(1)
+		i.pub.transient.Add(1)
 		i.setLastError(err.Error())
 		if now := time.Now(); now.After(i.dlNextLog) {
 			i.dlNextLog = now.Add(time.Second)
@@ -235,7 +236,7 @@ func (i *instance) callPoll(src core.Source) (transient, ended bool) {
 // fail records err as the current attempt's failure and hands it to the
 // supervisor.
 func (i *instance) fail(err error) {
-	i.cur.lastErr = clipText(err.Error(), ErrorTextMax)
+	i.cur.lastErr = status.ClipText(err.Error(), status.ErrorTextMax)
 	panic(&failure{err: err})
 }
 
@@ -249,7 +250,7 @@ func (i *instance) recoverAttempt() {
 	f, ok := r.(*failure)
 	if !ok {
 		f = &failure{value: r, stack: debug.Stack()}
-		i.cur.lastErr = clipText("panic: "+fmt.Sprint(r), ErrorTextMax)
+		i.cur.lastErr = status.ClipText("panic: "+fmt.Sprint(r), status.ErrorTextMax)
 	}
 	i.setLastError(i.cur.lastErr)
 	i.failedAttempt()
@@ -257,12 +258,12 @@ func (i *instance) recoverAttempt() {
 		// The records before the failing one are done, and their writes
 		// are committed before the restart; the next incarnation takes
 		// the batch up at the failing record and counts from there.
-		i.processed.Add(int64(i.cur.idx - i.cur.from))
+		i.pub.processed.Add(int64(i.cur.idx - i.cur.from))
 	}
 	i.initing = false
-	if i.curEnd != nil {
-		i.curEnd(f)
-		i.curTrace, i.curEnd = "", nil
+	if i.at.end != nil {
+		i.at.end(f)
+		i.at.trace, i.at.end = "", nil
 	}
 	if f.stack != nil {
 		i.log.Error("operator panicked", "error", i.cur.lastErr, "attempt", i.cur.attempts, "stack", string(f.stack))
@@ -366,9 +367,9 @@ func (i *instance) runTimer() {
 		i.callTimer(t)
 	}
 	// The timer may have set itself again (in the attempt's ops).
-	ops := i.timerOps
+	ops := i.at.timerOps
 	if event {
-		ops = i.etOps
+		ops = i.at.etOps
 	}
 	if !timerSetDuring(ops, t.group, t.key) {
 		remove(t.group, t.key)
@@ -390,7 +391,7 @@ func (i *instance) scheduleTimers() {
 func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts int) {
 	name := i.key.op
 	runtime := []core.Header{
-		{Key: core.HeaderError, Value: clipText(reason, ErrorTextMax)},
+		{Key: core.HeaderError, Value: status.ClipText(reason, status.ErrorTextMax)},
 		{Key: core.HeaderAttempts, Value: strconv.Itoa(attempts)},
 		{Key: core.HeaderOperator, Value: name},
 		{Key: core.HeaderInstance, Value: strconv.Itoa(i.key.index)},
@@ -400,8 +401,8 @@ func (i *instance) deadLetter(rec core.Record, stream, reason string, attempts i
 	dl.Headers = append(append([]core.Header(nil), rec.Headers...), runtime...)
 	i.out.Begin()
 	i.out.Produce(core.DeadLetterStream(name), dl)
-	i.deadLetters.Add(1)
-	i.node.dlLog.add(name, i.node.cfg.NodeID, i.key.index, rec, runtime)
+	i.pub.deadLetters.Add(1)
+	i.node.dlLog.Add(name, i.node.cfg.NodeID, i.key.index, rec, runtime)
 	if obs := i.node.cfg.Observer; obs != nil {
 		obs.DeadLettered(name, i.key.index)
 	}

@@ -45,7 +45,7 @@ func (c *spellClock) read() time.Duration {
 // setBlocked notes whether the instance is blocked (see instance.blocked).
 func (i *instance) setBlocked(b bool) {
 	i.blocked = b
-	i.blockedTime.set(b)
+	i.pub.blockedTime.set(b)
 }
 
 // beginBusy begins the accounting of a unit of input of kind as busy
@@ -56,7 +56,7 @@ func (i *instance) setBlocked(b bool) {
 // end, so a callback that panics into a restart ends its spell too.
 func (i *instance) beginBusy(kind unitKind) (start time.Time, produced int64) {
 	if kind != unitPoll {
-		i.busyTime.set(true)
+		i.pub.busyTime.set(true)
 		return time.Time{}, 0
 	}
 	return time.Now(), i.produced
@@ -66,8 +66,8 @@ func (i *instance) beginBusy(kind unitKind) (start time.Time, produced int64) {
 // instance produced more than before it.
 func (i *instance) endBusy(start time.Time, before int64) {
 	if start.IsZero() {
-		i.busyTime.set(false)
+		i.pub.busyTime.set(false)
 	} else if i.produced > before {
-		i.busyTime.add(time.Since(start))
+		i.pub.busyTime.add(time.Since(start))
 	}
 }

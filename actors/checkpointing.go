@@ -130,7 +130,7 @@ func (i *instance) snapshotAt(id uint64, triggered bool) {
 // taken.
 func (i *instance) prepareCheckpoint(id uint64) error {
 	if i.failed || i.mode != modeActive {
-		i.ckHold = id
+		i.ck.hold = id
 		return nil // nothing of a failed instance's is committed after its failure
 	}
 	if n := i.out.Unread(); n > 0 {
@@ -139,7 +139,7 @@ func (i *instance) prepareCheckpoint(id uint64) error {
 		return fmt.Errorf("operator %s holds %d records of a stream no operator reads; deploy its reader", i.key, n)
 	}
 	if c, ok := i.opv.(core.Committer); ok {
-		i.begin(i.lo, i.curEvent)
+		i.begin(i.lo, i.at.event)
 		err := func() (err error) {
 			defer func() {
 				if r := recover(); r != nil {
@@ -156,7 +156,7 @@ func (i *instance) prepareCheckpoint(id uint64) error {
 		}
 		i.end()
 	}
-	i.ckHold = 0
+	i.ck.hold = 0
 	// Without waiting for fsync: the node's copy, which makes this state
 	// part of the checkpoint, flushes it to table files and syncs them;
 	// before the copy, a crash rolls back to an older checkpoint anyway.
@@ -165,14 +165,14 @@ func (i *instance) prepareCheckpoint(id uint64) error {
 	if err := i.commitErr; err != nil {
 		return fmt.Errorf("operator %s: commit state: %w", i.key, err)
 	}
-	i.ckHold = id
+	i.ck.hold = id
 	return nil
 }
 
 // onCheckpointTaken lifts the hold of checkpoint id.
 func (i *instance) onCheckpointTaken(id uint64) {
-	if i.ckHold != 0 && i.ckHold <= id {
-		i.ckHold = 0
+	if i.ck.hold != 0 && i.ck.hold <= id {
+		i.ck.hold = 0
 	}
 }
 
@@ -192,7 +192,7 @@ func (i *instance) commitSink(id uint64) {
 	if !ok {
 		return
 	}
-	i.begin(i.lo, i.curEvent)
+	i.begin(i.lo, i.at.event)
 	start := time.Now()
 	err := func() (err error) {
 		defer func() {
@@ -270,7 +270,7 @@ func (i *instance) precommitForMove() {
 	if !ok || i.failed {
 		return
 	}
-	i.begin(i.lo, i.curEvent)
+	i.begin(i.lo, i.at.event)
 	err := func() (err error) {
 		defer func() {
 			if r := recover(); r != nil {

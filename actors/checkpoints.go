@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/handoff"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/internal/backoff"
 )
@@ -236,10 +237,10 @@ func (c ckptNode) Participants() ([]ckpt.Instance, string) {
 		if !ok || spec.Epoch != inst.key.epoch {
 			continue // a previous layout's, being drained
 		}
-		switch st := InstanceState(inst.stateName()); st {
-		case StateRunning, StateFailed, StateRestarting:
+		switch st := status.InstanceState(inst.stateName()); st {
+		case status.StateRunning, status.StateFailed, status.StateRestarting:
 			out = append(out, ckpt.Instance{Key: inst.key.ckKey(), PID: inst.pid})
-		case StateReleased, StateStopped:
+		case status.StateReleased, status.StateStopped:
 		default:
 			return nil, fmt.Sprintf("instance %s on node %s is %s", inst.key, c.n.cfg.NodeID, st)
 		}
@@ -275,9 +276,9 @@ func (c ckptNode) Checkpointed(id uint64, took time.Duration, uploaded, size int
 }
 
 func (c ckptNode) RollingBack(reason string) {
-	c.n.record(Event{What: EventRollback, Detail: reason})
+	c.n.journal.Record(status.Event{What: status.EventRollback, Detail: reason})
 }
 
 func (c ckptNode) Restored(id uint64, byOp map[string]int, took time.Duration) {
-	c.n.restoredEvent(id, byOp, "by the rollback", took)
+	c.n.journal.Restored(id, byOp, "by the rollback", took)
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/cluster/memdisc"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
@@ -31,10 +32,10 @@ import (
 // that no instance is ever active on two nodes at once.
 type activity struct {
 	mu     sync.Mutex
-	events []actors.Event
+	events []status.Event
 }
 
-func (a *activity) record(e actors.Event) {
+func (a *activity) record(e status.Event) {
 	a.mu.Lock()
 	a.events = append(a.events, e)
 	a.mu.Unlock()

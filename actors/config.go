@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -116,16 +118,16 @@ type Config struct {
 	// external log (a Kafka changelog), from which an instance whose node
 	// crashed is restored where it restarts (see StateLog).
 	StateLog StateLog
-	// Observer, when set, receives traces and metrics (see Observer).
-	Observer Observer
+	// Observer, when set, receives traces and metrics (see status.Observer).
+	Observer status.Observer
 	// OnEvent, when set, is called (synchronously, from the instance's
-	// or the coordinator's goroutine) for every Event: when an instance
+	// or the coordinator's goroutine) for every status.Event: when an instance
 	// becomes active, is released or stops, and for the cluster events
 	// Node.Events keeps.
-	OnEvent func(Event)
+	OnEvent func(status.Event)
 	// MinFreeDisk is the free space, in bytes, the node keeps in reserve
 	// on its data directory's file system: below it the node is unhealthy
-	// and takes no work until twice as much is free (see Health). 0 means
+	// and takes no work until twice as much is free (see status.Health). 0 means
 	// 64 MiB; a negative value turns the check off.
 	MinFreeDisk int64
 	// DiskCheckInterval is the time between two checks of the node's
@@ -155,71 +157,9 @@ type ClusterConfig struct {
 	LeaveQuiet time.Duration
 	// Security configures mutual TLS between nodes; the zero value means
 	// none (a node bound to an address other than loopback then logs a
-	// warning). See TransportSecurity.
-	Security TransportSecurity
+	// warning). See transport.Security.
+	Security transport.Security
 }
-
-// Event is something that happened on a node: an instance's lifecycle
-// (Config.OnEvent only), or a cluster event, which Node.Events also keeps
-// (membership, rollbacks and restores, deploys, scales and kills).
-type Event struct {
-	Time     time.Time
-	Node     string
-	Operator string
-	Epoch    int64
-	Index    int
-	// What happened.
-	What EventKind
-	// Peer is the member that joined, left or was lost.
-	Peer string
-	// Checkpoint is the checkpoint rolled back to or restored from.
-	Checkpoint uint64
-	// Detail says more, for people: a rollback's reason, what a restore
-	// or a scale changed.
-	Detail string
-}
-
-// EventKind says what an Event reports.
-type EventKind string
-
-// The kinds of events.
-const (
-	// EventActive: an instance started processing on the node.
-	EventActive EventKind = "active"
-	// EventReleased: an instance stopped processing on the node because it
-	// was placed elsewhere.
-	EventReleased EventKind = "released"
-	// EventStopped: an instance stopped because the node stopped.
-	EventStopped EventKind = "stopped"
-	// EventMemberJoined: the node's view of the cluster gained Peer.
-	EventMemberJoined EventKind = "member-joined"
-	// EventMemberLeft: the node's view of the cluster lost Peer.
-	EventMemberLeft EventKind = "member-left"
-	// EventNodeLost follows EventMemberLeft when Peer left without
-	// announcing it: it crashed, was killed or cannot be reached, and
-	// what it held in flight is lost (and, exactly-once, rolled back).
-	EventNodeLost EventKind = "node-lost"
-	// EventRollback: this node, coordinating checkpoints, rolls every
-	// node back to the newest complete checkpoint (Detail: why).
-	EventRollback EventKind = "rollback"
-	// EventRestored: instances of this node were restored from
-	// Checkpoint, by a rollback or when they started here after a crash
-	// (Detail: which).
-	EventRestored EventKind = "restored"
-	// EventDeployed, EventScaled and EventKilled: the topology this node
-	// follows deployed (or changed), scaled or killed Operator (Detail:
-	// the topology version and what changed).
-	EventDeployed EventKind = "deployed"
-	EventScaled   EventKind = "scaled"
-	EventKilled   EventKind = "killed"
-	// EventAutoscaled: the autoscaler (on the member with the lowest id)
-	// scaled Operator, or in dry-run recommended it (Detail: the
-	// decision, its reason and inputs; RecordAutoscaled).
-	EventAutoscaled EventKind = "autoscaled"
-)
-
-// String returns the kind's name.
-func (k EventKind) String() string { return string(k) }
 
 // MaxExactlyOnceCommitInterval bounds the default CommitInterval under
 // exactly-once.

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 )
 
@@ -42,16 +43,16 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 		return fmt.Errorf("operator %q: %w", i.key.op, err)
 	}
 	if rec.EventTime.IsZero() {
-		rec.EventTime = i.curEvent
+		rec.EventTime = i.at.event
 	}
 	if i.cur.kind == workPoll {
 		i.noteEventTime(rec.EventTime)
 	}
 	if obs := i.node.cfg.Observer; obs != nil {
-		if i.curTrace != "" {
-			rec = withTrace(rec, i.curTrace) // carry the trace on
+		if i.at.trace != "" {
+			rec = withTrace(rec, i.at.trace) // carry the trace on
 		} else if i.cur.kind == workPoll && i.sampleSource(obs) {
-			tp, end := obs.StartSpan(SpanInfo{Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID, Start: time.Now()})
+			tp, end := obs.StartSpan(status.SpanInfo{Operator: i.key.op, Instance: i.key.index, Node: i.node.cfg.NodeID, Start: time.Now()})
 			end(nil)
 			rec = withTrace(rec, tp)
 		}
@@ -64,16 +65,16 @@ func (c *opContext) Produce(stream string, rec core.Record) error {
 // SetTimer stores a timer in the current key group.
 func (c *opContext) SetTimer(key string, at time.Time) error {
 	i := c.inst
-	i.store.SetTimer(i.curGroup, key, at)
-	i.timerOps = append(i.timerOps, timerOp{group: i.curGroup, key: key, at: at})
+	i.store.SetTimer(i.at.group, key, at)
+	i.at.timerOps = append(i.at.timerOps, timerOp{group: i.at.group, key: key, at: at})
 	return nil
 }
 
 // DeleteTimer removes a timer from the current key group.
 func (c *opContext) DeleteTimer(key string) error {
 	i := c.inst
-	i.store.DeleteTimer(i.curGroup, key)
-	i.timerOps = append(i.timerOps, timerOp{group: i.curGroup, key: key, delete: true})
+	i.store.DeleteTimer(i.at.group, key)
+	i.at.timerOps = append(i.at.timerOps, timerOp{group: i.at.group, key: key, delete: true})
 	return nil
 }
 
@@ -108,7 +109,7 @@ var (
 )
 
 func (s stateView) Get(key []byte) ([]byte, error) {
-	v, ok, err := s.i.store.Get(s.i.curGroup, key)
+	v, ok, err := s.i.store.Get(s.i.at.group, key)
 	if err != nil {
 		return nil, err
 	}
@@ -118,16 +119,16 @@ func (s stateView) Get(key []byte) ([]byte, error) {
 	return v, nil
 }
 
-func (s stateView) Set(key, value []byte) { s.i.store.Set(s.i.curGroup, key, value) }
+func (s stateView) Set(key, value []byte) { s.i.store.Set(s.i.at.group, key, value) }
 
 // SetOwned implements core.OwnedSetter.
-func (s stateView) SetOwned(key, value []byte) { s.i.store.SetOwned(s.i.curGroup, key, value) }
+func (s stateView) SetOwned(key, value []byte) { s.i.store.SetOwned(s.i.at.group, key, value) }
 
-func (s stateView) Delete(key []byte) { s.i.store.Delete(s.i.curGroup, key) }
+func (s stateView) Delete(key []byte) { s.i.store.Delete(s.i.at.group, key) }
 
 // Scan scans the current key group only (see core.State).
 func (s stateView) Scan(prefix []byte, fn func(key, value []byte) error) error {
-	return s.i.store.Scan(s.i.curGroup, s.i.curGroup+1, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
+	return s.i.store.Scan(s.i.at.group, s.i.at.group+1, prefix, func(_ int, k, v []byte) error { return fn(k, v) })
 }
 
 // ScanAllGroups scans every key group the instance owns.
@@ -144,16 +145,16 @@ func (c *opContext) SetEventTimer(key string, at time.Time) error {
 	if _, ok := i.opv.(core.EventTimerProcessor); !ok {
 		return fmt.Errorf("operator %q: SetEventTimer(%q): %w", i.key.op, key, core.ErrNotEventTimerProcessor)
 	}
-	i.store.SetEventTimer(i.curGroup, key, at)
-	i.etOps = append(i.etOps, timerOp{group: i.curGroup, key: key, at: at})
+	i.store.SetEventTimer(i.at.group, key, at)
+	i.at.etOps = append(i.at.etOps, timerOp{group: i.at.group, key: key, at: at})
 	return nil
 }
 
 // DeleteEventTimer removes an event-time timer from the current key group.
 func (c *opContext) DeleteEventTimer(key string) error {
 	i := c.inst
-	i.store.DeleteEventTimer(i.curGroup, key)
-	i.etOps = append(i.etOps, timerOp{group: i.curGroup, key: key, delete: true})
+	i.store.DeleteEventTimer(i.at.group, key)
+	i.at.etOps = append(i.at.etOps, timerOp{group: i.at.group, key: key, delete: true})
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/internal/core"
 )
@@ -70,7 +71,7 @@ func (n *Node) newDest(addr, inc, id string) flow.Dest {
 		// Not spawned here (yet): go through the dispatcher, which
 		// bounces what it cannot deliver.
 	}
-	return &remoteDest{n: n, ep: ep, target: addressed(id, inc), dispatcher: actor.NewPID(addr, dispatcherName)}
+	return &remoteDest{n: n, ep: ep, target: transport.Addressed(id, inc), dispatcher: actor.NewPID(addr, dispatcherName)}
 }
 
 // host adapts a Node to flow.Host.

@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/internal/core"
 )
@@ -73,13 +74,13 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 		return
 	}
 	var inst *instance
-	if target, ok := n.ours(m.Target); ok {
+	if target, ok := transport.Ours(m.Target, n.incarnation); ok {
 		inst = n.lookup(target)
 	} else {
 		// Meant for another process that had this address: bounced like
 		// a batch for an instance not placed here, so its producer routes
 		// it again.
-		n.refused(m.Target, from.String())
+		n.misaddressed.Refused(n.log, m.Target, from.String())
 	}
 	if inst == nil {
 		flow.Recycle(recs)
@@ -97,12 +98,12 @@ func (d dispatcher) batch(m *wire.RecordBatch) {
 // toProducer hands a reply to the producer on this node that target
 // addresses (see addressed): an instance, or the ingress.
 func (n *Node) toProducer(target string, msg any) {
-	id, ok := n.ours(target)
+	id, ok := transport.Ours(target, n.incarnation)
 	if !ok {
 		// A reply to a batch that another process at this address sent
 		// (before this one started): no producer here sent it, and taking
 		// a bounce's records would route records twice.
-		n.refused(target, "")
+		n.misaddressed.Refused(n.log, target, "")
 		return
 	}
 	if id == n.ingress.pid.Id {
@@ -125,7 +126,7 @@ func (n *Node) deliver(inst *instance, m *batchMsg) {
 	}
 	k := int64(len(m.Records))
 	n.queued.Add(k)
-	inst.queued.Add(k)
+	inst.pub.queued.Add(k)
 	m.counted = inst
 	n.system.Root.Send(inst.pid, m)
 }

@@ -2,14 +2,20 @@
 // a protoactor-go actor, supervised by a per-operator supervisor actor, with
 // its state in the node's Pebble database (package persistence).
 //
-// The package is the instance runtime and the node; four concepts live
+// The package is the instance runtime and the node; seven concepts live
 // apart: the sending side of the data plane (route tables, output buffers,
 // batching, credits) is package actors/flow, which knows nothing of actors;
 // the checkpoint machinery (checkpointer, checkpoint coordinator,
 // rollbacks, savepoints, restorer) is actors/ckpt and placement with the
 // state handoff (the coordinator) is actors/handoff, both reaching the node
 // through an interface this package implements (ckptNode, handoffNode);
-// the messages that cross nodes are package actors/wire.
+// what the node publishes about itself (health, status, dead letters shown,
+// the journal of cluster events, the Observer hooks) is actors/status,
+// whose health monitor reaches the node through healthNode; the transport
+// between nodes (protoactor remote, mutual TLS, addressing to one process)
+// is actors/transport, reading a stream from outside (subscriptions) is
+// actors/tail, and the messages that cross nodes are package
+// actors/wire.
 //
 // # Files
 //
@@ -24,11 +30,15 @@
 //	checkpointing.go an instance's part in checkpoints (barriers, snapshots, sink commits)
 //	rollback.go     an instance's part in rollbacks (reset, restore, admit), lost batches
 //	dispatcher.go   what arrives from other nodes, converted to local messages
+//	remote.go       the node's side of actors/transport: startRemote, vouched, replyTo
+//	subscribe.go    the node's side of actors/tail: tailNode, Subscribe, forgetTail
 //	dest.go         flow.Dest for local and remote instances
 //	durability.go   at-least-once bookkeeping (durable acks, rewinds)
 //	streams.go      records of streams nobody reads
 //	context.go      the core.Context handed to operators
-//	timers.go, statelog.go, observer.go, status.go, config.go, messages.go
+//	reporting.go    the node's side of actors/status: healthNode, Health, Status, Events
+//	observe.go      an instance's calls of the status.Observer; trace headers
+//	timers.go, statelog.go, config.go, messages.go
 //
 // # A record's path
 //

@@ -321,7 +321,7 @@ func (i *instance) rewind() {
 	if !ok || i.mode != modeActive || i.failed {
 		return
 	}
-	i.begin(i.lo, i.curEvent)
+	i.begin(i.lo, i.at.event)
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -356,7 +356,7 @@ func (i *instance) flushOperator() bool {
 		return true
 	}
 	if errors.Is(err, core.ErrTransient) {
-		i.transient.Add(1)
+		i.pub.transient.Add(1)
 		i.log.Warn("flush failed; will retry", "error", err)
 	} else {
 		i.log.Error("flush failed", "error", err)

@@ -88,7 +88,7 @@ func (i *instance) noteEventTimersDue() {
 func (i *instance) raiseWatermark(wm int64) {
 	if wm != noWatermark && wm > i.watermark {
 		i.watermark = wm
-		i.wmPub.Store(wm)
+		i.pub.watermark.Store(wm)
 		i.etDue = true
 	}
 	i.fireEventTimers()
@@ -100,8 +100,8 @@ func (i *instance) raiseWatermark(wm int64) {
 // idle (an idle instance must not hold its readers back).
 func (i *instance) forwardWatermark() {
 	if i.inputEnded {
-		if !i.finished.Load() {
-			i.finished.Store(true)
+		if !i.pub.finished.Load() {
+			i.pub.finished.Store(true)
 			i.out.Emit(flow.Control{Kind: flow.EndOfStream}, i.outputs)
 			i.send(false)
 			i.log.Info("input ended: end-of-stream forwarded; instance finished")
@@ -147,7 +147,7 @@ func (i *instance) loadEventTime() {
 		wm = noWatermark
 	}
 	i.watermark = max(i.watermark, wm)
-	i.wmPub.Store(i.watermark)
+	i.pub.watermark.Store(i.watermark)
 	i.watermarkSet, i.wmSent = wm, noWatermark
 	i.loadSourceWatermark()
 	// Forward the watermark again (a reader that moved too starts from
@@ -179,12 +179,12 @@ func (i *instance) saveWatermark() {
 // release); activation loads it again from the state.
 func (i *instance) resetEventTime() {
 	i.etimers = newTimerQueue()
-	i.etOps = i.etOps[:0]
+	i.at.etOps = i.at.etOps[:0]
 	i.etDue = false
 	i.watermark, i.watermarkSet, i.wmSent = noWatermark, noWatermark, noWatermark
-	i.wmPub.Store(noWatermark)
+	i.pub.watermark.Store(noWatermark)
 	i.inputEnded, i.idleSent = false, false
-	i.finished.Store(false)
+	i.pub.finished.Store(false)
 	i.src = sourceWM{}
 }
 
@@ -200,7 +200,7 @@ func (n *Node) Finished(ctx context.Context) bool {
 	topo := n.topology()
 	finished := make(map[string]int) // operator → finished instances of its epoch
 	for _, inst := range n.instances() {
-		if spec, ok := topo.Find(inst.key.op); ok && spec.Epoch == inst.key.epoch && inst.finished.Load() {
+		if spec, ok := topo.Find(inst.key.op); ok && spec.Epoch == inst.key.epoch && inst.pub.finished.Load() {
 			finished[inst.key.op]++
 		}
 	}

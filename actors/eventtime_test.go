@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
@@ -190,7 +191,7 @@ func sameWindows(t *testing.T, got, want map[string]string) {
 	}
 }
 
-func statusesOf(n *actors.Node, op string) []actors.InstanceStatus {
+func statusesOf(n *actors.Node, op string) []status.InstanceStatus {
 	for _, st := range n.Status() {
 		if st.Name == op {
 			return st.Instances
@@ -200,7 +201,7 @@ func statusesOf(n *actors.Node, op string) []actors.InstanceStatus {
 }
 
 // allInstances reports whether every instance of op on n satisfies ok.
-func allInstances(n *actors.Node, op string, ok func(actors.InstanceStatus) bool) bool {
+func allInstances(n *actors.Node, op string, ok func(status.InstanceStatus) bool) bool {
 	for _, st := range statusesOf(n, op) {
 		if !ok(st) {
 			return false
@@ -256,7 +257,7 @@ func TestEventTimersFireWhenTheWatermarkPasses(t *testing.T) {
 	sluicetest.WaitFor(t, 30*time.Second, fmt.Sprintf("the %d windows before the first watermark", len(want)),
 		func() bool { return out.Len() >= len(want) })
 	sluicetest.WaitFor(t, 30*time.Second, "the windows operator's watermark", func() bool {
-		return allInstances(n, "windows", func(st actors.InstanceStatus) bool { return st.Watermark.Equal(firstWM) })
+		return allInstances(n, "windows", func(st status.InstanceStatus) bool { return st.Watermark.Equal(firstWM) })
 	})
 	sameWindows(t, windowOutputs(t, out), want)
 	if _, ok := failOnce.Load(failTimer); !ok {
@@ -266,7 +267,7 @@ func TestEventTimersFireWhenTheWatermarkPasses(t *testing.T) {
 	gate.Store(int64(len(events)))
 	want = expectedWindows(events, 100*time.Millisecond, time.Unix(0, 1<<62))
 	sluicetest.WaitFor(t, 30*time.Second, "every window after the end of stream", func() bool { return out.Len() >= len(want) })
-	finished := func(st actors.InstanceStatus) bool { return st.Finished }
+	finished := func(st status.InstanceStatus) bool { return st.Finished }
 	sluicetest.WaitFor(t, 30*time.Second, "every instance finished", func() bool {
 		return allInstances(n, "src", finished) && allInstances(n, "windows", finished) && allInstances(n, "sink", finished)
 	})
@@ -325,7 +326,7 @@ func rescale(t *testing.T, n *actors.Node, kind string, meta core.Metadata) {
 		sts := statusesOf(n, meta.Name)
 		running := 0
 		for _, st := range sts {
-			if st.State == actors.StateRunning {
+			if st.State == status.StateRunning {
 				running++
 			}
 		}
@@ -364,8 +365,8 @@ func TestEventTimersSurviveRescaleAndRestart(t *testing.T) {
 		want := expectedWindows(events[:upTo], size, wm)
 		sluicetest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d windows", len(want)), func() bool { return out.Len() >= len(want) })
 		sluicetest.WaitFor(t, 30*time.Second, "the watermark", func() bool {
-			return allInstances(n, "windows", func(st actors.InstanceStatus) bool {
-				return st.State != actors.StateRunning || st.Watermark.Equal(wm)
+			return allInstances(n, "windows", func(st status.InstanceStatus) bool {
+				return st.State != status.StateRunning || st.Watermark.Equal(wm)
 			})
 		})
 		sameWindows(t, windowOutputs(t, out), want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	tpebble "github.com/sluicehq/sluice/topology/pebble"
@@ -50,7 +51,7 @@ func TestDiskFullPausesAndResumes(t *testing.T) {
 	sluicetest.WaitFor(t, 10*time.Second, "node unhealthy", func() bool { return !n.Health().Healthy })
 	full.Store(true)
 	h := n.Health()
-	if h.Cause != actors.HealthDiskFull || h.Fatal || !strings.HasPrefix(h.Reason, "disk full: ") || !strings.Contains(h.Reason, dir) {
+	if h.Cause != status.HealthDiskFull || h.Fatal || !strings.HasPrefix(h.Reason, "disk full: ") || !strings.Contains(h.Reason, dir) {
 		t.Fatalf("health on a full disk: got %+v, want cause disk-full, not fatal, a reason naming %s", h, dir)
 	}
 	// Free space is sampled again on every check: Pebble may have removed
@@ -92,7 +93,7 @@ func TestDiskFullPausesAndResumes(t *testing.T) {
 	sluicetest.WaitFor(t, 10*time.Second, "the node says it waits for space", func() bool {
 		return strings.HasPrefix(n.Health().Reason, "waiting for disk space: ")
 	})
-	if h := n.Health(); h.Healthy || h.Cause != actors.HealthDiskFull || !strings.Contains(h.Reason, "until 16.0 MiB are free") {
+	if h := n.Health(); h.Healthy || h.Cause != status.HealthDiskFull || !strings.Contains(h.Reason, "until 16.0 MiB are free") {
 		t.Fatalf("health above the reserve, below twice it: %+v, want unhealthy, waiting for 16.0 MiB", h)
 	}
 	if p := processed(n, "count"); p != last {
@@ -150,7 +151,7 @@ func TestDiskFullWithoutReserveIsNotSilent(t *testing.T) {
 	h := n.Health()
 	t.Logf("health: %+v", h)
 	switch h.Cause {
-	case actors.HealthStoreFailed:
+	case status.HealthStoreFailed:
 		// The health check stores the health, then closes Failed.
 		sluicetest.WaitFor(t, 10*time.Second, "Failed() closed after the store failed", func() bool {
 			select {
@@ -163,7 +164,7 @@ func TestDiskFullWithoutReserveIsNotSilent(t *testing.T) {
 		if !h.Fatal || !strings.Contains(h.Reason, "no space left on device") {
 			t.Fatalf("health after a failed commit: %+v, want fatal, the cause in the reason", h)
 		}
-	case actors.HealthDiskFull:
+	case status.HealthDiskFull:
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)
 		}

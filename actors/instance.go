@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/backoff"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -49,24 +50,15 @@ type instance struct {
 
 	// status, read by other goroutines
 	mu           sync.Mutex
-	state        InstanceState
+	state        status.InstanceState
 	restarts     int
 	lastError    string
 	failedReason string
 	closeErrV    error
-	strikes      []strike // failures counting toward the restart policy (strikes.go)
-	failedItem   bool     // the failure being reported was an item's attempt
-	progressed   bool     // an item succeeded since the last failure
-	processed    atomic.Int64
-	producedPub  atomic.Int64 // produced, published for status
-	bufferedPub  atomic.Int64 // records waiting in the output buffers, published
-	deadLetters  atomic.Int64
-	transient    atomic.Int64 // transient failures of Poll and Flush (e.g. brokers unreachable)
-	queued       atomic.Int64 // records delivered and not yet processed
-	blockedTime  spellClock   // time blocked by backpressure
-	busyTime     spellClock   // time busy in the operator's callbacks (blocked.go)
-	finished     atomic.Bool  // input ended, timers fired, end-of-stream forwarded
-	wmPub        atomic.Int64 // the watermark, published for status
+	strikes      []strike  // failures counting toward the restart policy (strikes.go)
+	failedItem   bool      // the failure being reported was an item's attempt
+	progressed   bool      // an item succeeded since the last failure
+	pub          published // counters published for status, without mu
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -91,44 +83,71 @@ type instance struct {
 	pollQueued      bool
 	pollIdle        time.Duration
 	pollTimer       *time.Timer
-	produced        int64       // records produced over the instance's life (stored as metaProduced)
-	producedSet     int64       // the value of produced last written to the store
-	processedSet    int64       // the value of processed last written to the store
-	dlUnlogged      int64       // dead letters not yet logged
-	ins             inputs      // upstreams: barriers, watermarks, end-of-stream
-	ckHold          uint64      // state commits wait for the node's copy of this checkpoint
-	commitErr       error       // the last state commit's error, if it failed
-	watermark       int64       // the instance's event-time watermark (ns; endOfTime once its input ended)
-	watermarkSet    int64       // the watermark last stored
-	wmSent          int64       // the watermark last forwarded
-	idleSent        bool        // idleness forwarded, and no watermark since
-	etDue           bool        // event-time timers may be due: they fire before further input
-	inputEnded      bool        // every upstream ended (a source: Poll returned ErrEndOfStream)
-	src             sourceWM    // a source's watermark generation (sourcewm.go)
-	gen             uint64      // rollback generation: older batches are dropped (rollback.go)
-	future          []*batchMsg // batches of a later generation, waiting for the reset
-	restoredGen     uint64      // the generation whose state the instance restored
-	releaseReported bool        // the coordinator was told of the release
+	produced        int64           // records produced over the instance's life (stored as metaProduced)
+	producedSet     int64           // the value of produced last written to the store
+	processedSet    int64           // the value of processed last written to the store
+	dlUnlogged      int64           // dead letters not yet logged
+	ins             inputs          // upstreams: barriers, watermarks, end-of-stream
+	commitErr       error           // the last state commit's error, if it failed
+	watermark       int64           // the instance's event-time watermark (ns; endOfTime once its input ended)
+	watermarkSet    int64           // the watermark last stored
+	wmSent          int64           // the watermark last forwarded
+	idleSent        bool            // idleness forwarded, and no watermark since
+	etDue           bool            // event-time timers may be due: they fire before further input
+	inputEnded      bool            // every upstream ended (a source: Poll returned ErrEndOfStream)
+	src             sourceWM        // a source's watermark generation (sourcewm.go)
+	ck              checkpointState // its part in checkpoints and rollbacks
+	releaseReported bool            // the coordinator was told of the release
 	// restartBackoff hands out the delays before restarts (the
 	// supervisor's goroutine only; a new one from InitialBackoff when
 	// strike says the backoff starts over).
 	restartBackoff *backoff.Backoff
 	dlNextLog      time.Time
 
-	// current attempt
-	curGroup   int
-	curEvent   time.Time
-	timerOps   []timerOp
-	etOps      []timerOp        // event-time timer changes of the attempt
+	at         attemptState     // the current attempt
 	dur        durability       // at-least-once bookkeeping
 	logBacklog []persistence.KV // committed writes not yet in the state log
-	curTrace   string           // trace header for records produced now ("": untraced)
-	curEnd     func(err error)  // ends the current span, if any
-	sampleN    int              // records since the last Observer.Processed
+	sampleN    int              // records since the last status.Observer.Processed
 	// A source's reservation of records for sampling (sampleSource): how
 	// many are left, the offset of the next that starts a trace, and the
 	// distance between those that do.
 	smpLeft, smpNext, smpEvery int
+}
+
+// published are an instance's counters that other goroutines read (its
+// status) without its mu.
+type published struct {
+	processed   atomic.Int64
+	produced    atomic.Int64 // records produced, as published for status
+	buffered    atomic.Int64 // records waiting in the output buffers
+	deadLetters atomic.Int64
+	transient   atomic.Int64 // transient failures of Poll and Flush (e.g. brokers unreachable)
+	queued      atomic.Int64 // records delivered and not yet processed
+	blockedTime spellClock   // time blocked by backpressure
+	busyTime    spellClock   // time busy in the operator's callbacks (blocked.go)
+	finished    atomic.Bool  // input ended, timers fired, end-of-stream forwarded
+	watermark   atomic.Int64 // the watermark, as published for status
+}
+
+// checkpointState is an instance's part in checkpoints and rollbacks
+// (checkpointing.go, rollback.go).
+type checkpointState struct {
+	hold        uint64      // state commits wait for the node's copy of this checkpoint
+	gen         uint64      // rollback generation: older batches are dropped (rollback.go)
+	future      []*batchMsg // batches of a later generation, waiting for the reset
+	restoredGen uint64      // the generation whose state the instance restored
+}
+
+// attemptState is the working state of the current attempt of a record,
+// timer or Poll (attempt.go): the key group and event time records are
+// produced in, the timer changes made so far, the span it runs in.
+type attemptState struct {
+	group    int             // the key group being worked in
+	event    time.Time       // event time of records produced now
+	timerOps []timerOp       // processing-time timer changes of the attempt
+	etOps    []timerOp       // event-time timer changes of the attempt
+	trace    string          // trace header for records produced now ("": untraced)
+	end      func(err error) // ends the current span, if any
 }
 
 // metaProcessed and metaProduced name the stored processed- and
@@ -198,7 +217,7 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 		hi:     hi,
 		pid:    pid,
 		log:    op.node.log.With("operator", key.op, "instance", key.index, "epoch", key.epoch),
-		state:  StateAwaiting,
+		state:  status.StateAwaiting,
 		ctx:    ctx,
 		cancel: cancel,
 		store:  op.node.db.NewStore(key.op),
@@ -207,15 +226,15 @@ func newInstance(op *operator, spec topology.OperatorSpec, key instKey, lo, hi i
 	inst.setOutputs(spec.Meta.Outputs)
 	inst.watermark, inst.watermarkSet, inst.wmSent = noWatermark, noWatermark, noWatermark
 	inst.etimers = newTimerQueue()
-	inst.wmPub.Store(noWatermark)
-	inst.gen = op.node.gen.Load()
+	inst.pub.watermark.Store(noWatermark)
+	inst.ck.gen = op.node.gen.Load()
 	fc := op.node.flowConfig()
 	fc.Operator, fc.Index, fc.Epoch = key.op, key.index, key.epoch
 	inst.out = flow.New(host{op.node}, fc, op.node.replyTo(pid),
 		uint64(key.index)+uint64(len(key.op))<<32+uint64(key.epoch)<<48)
-	inst.out.SetGeneration(inst.gen)
+	inst.out.SetGeneration(inst.ck.gen)
 	inst.octx = &opContext{Context: ctx, inst: inst}
-	inst.curGroup = lo
+	inst.at.group = lo
 	return inst
 }
 
@@ -298,18 +317,18 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 			i.observedCommit(!i.node.cfg.NoSync)
 		}
 	case activateMsg:
-		if m.gen < i.gen {
+		if m.gen < i.ck.gen {
 			// Sent before a rollback that reset this instance since: the
 			// coordinator restores it or asks for its state again.
-			i.log.Debug("ignoring an activation from before a rollback", "sent in", m.gen, "generation", i.gen)
+			i.log.Debug("ignoring an activation from before a rollback", "sent in", m.gen, "generation", i.ck.gen)
 			return
 		}
-		if m.gen > i.gen {
+		if m.gen > i.ck.gen {
 			// Every instance is reset into a generation before the
 			// coordinator activates anything in it (spawn resets one added
 			// during a rollback): this one missed its reset.
-			i.log.Error("ignoring an activation from a generation this instance was not reset into", "sent in", m.gen, "generation", i.gen)
-			i.setLastError(fmt.Sprintf("activation of generation %d ignored in generation %d", m.gen, i.gen))
+			i.log.Error("ignoring an activation from a generation this instance was not reset into", "sent in", m.gen, "generation", i.ck.gen)
+			i.setLastError(fmt.Sprintf("activation of generation %d ignored in generation %d", m.gen, i.ck.gen))
 			return
 		}
 		base := i.node.base.Load()
@@ -324,7 +343,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 				i.node.afterFunc(time.Second, func() { root.Send(pid, m) })
 				return
 			}
-			i.restoredGen = i.gen
+			i.ck.restoredGen = i.ck.gen
 		}
 		if m.restore {
 			if err := i.restoreFromLog(); err != nil {
@@ -343,7 +362,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 	case acquireMsg:
 		if i.mode == modeReleased {
 			i.mode = modeAwaiting
-			i.setState(StateAwaiting)
+			i.setState(status.StateAwaiting)
 		}
 	case ckpt.Barrier:
 		i.onTrigger(m.ID)
@@ -362,7 +381,7 @@ func (a *instanceActor) Receive(ctx actor.Context) {
 		i.onCheckpointAbort(m.ID)
 		i.settle()
 	case ckpt.Reset:
-		if m.Gen > i.gen {
+		if m.Gen > i.ck.gen {
 			i.reset(m.Gen)
 		}
 		if i.node.ckpt != nil { // a node without checkpoints rolls back only in tests
@@ -523,10 +542,10 @@ func (i *instance) bounceBack(b *batchMsg) {
 // output: it sends what the rule allows, publishes the counters and arms
 // the timers.
 func (i *instance) settle() {
-	i.producedPub.Store(i.produced)
+	i.pub.produced.Store(i.produced)
 	i.scheduleTimers()
 	i.send(false)
-	i.bufferedPub.Store(int64(i.out.Buffered()))
+	i.pub.buffered.Store(int64(i.out.Buffered()))
 	if i.mode == modeReleased && !i.releaseReported {
 		i.reportReleased()
 	}
@@ -552,9 +571,9 @@ func (i *instance) send(idle bool) {
 // while the instance is active, not blocked and the node healthy.
 func (i *instance) drain() {
 	if i.etDue && i.mode == modeActive && !i.blocked && !i.node.paused() {
-		i.busyTime.set(true)
+		i.pub.busyTime.set(true)
 		i.fireEventTimers()
-		i.busyTime.set(false)
+		i.pub.busyTime.set(false)
 		i.settle()
 	}
 	for i.mode == modeActive && !i.blocked && !i.etDue && len(i.stash) > 0 && !i.node.paused() {

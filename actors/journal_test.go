@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/topology"
@@ -37,14 +37,14 @@ func TestEventsTellTheTopologysChanges(t *testing.T) {
 		return next, err
 	})
 	want := []struct {
-		what   actors.EventKind
+		what   status.EventKind
 		detail string
 	}{
-		{actors.EventScaled, "2 → 4 instances"},
-		{actors.EventKilled, "state purged"},
-		{actors.EventDeployed, "kind count, 3 instances"},
+		{status.EventScaled, "2 → 4 instances"},
+		{status.EventKilled, "state purged"},
+		{status.EventDeployed, "kind count, 3 instances"},
 	}
-	var got []actors.Event
+	var got []status.Event
 	sluicetest.WaitFor(t, 10*time.Second, "three topology events", func() bool {
 		got = got[:0]
 		for _, e := range n.Events() {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/handoff"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
 )
@@ -21,7 +22,7 @@ func (i *instance) saveCounters() {
 	if i.mode != modeActive {
 		return
 	}
-	if n := i.processed.Load(); n != i.processedSet {
+	if n := i.pub.processed.Load(); n != i.processedSet {
 		i.store.SetMeta(i.lo, metaProcessed, binary.BigEndian.AppendUint64(nil, uint64(n)))
 		i.processedSet = n
 	}
@@ -42,7 +43,7 @@ func (i *instance) commit(sync bool) { i.commitState(sync, false) }
 // is synchronous and waits for this one. At-least-once and the state log
 // take a durability point right after the commit, so they wait for it.
 func (i *instance) commitState(sync, background bool) {
-	if i.ckHold != 0 {
+	if i.ck.hold != 0 {
 		return
 	}
 	i.saveCounters()
@@ -101,11 +102,11 @@ func (i *instance) activate() {
 	if v, ok, err := i.store.GetMeta(i.lo, metaProduced); err == nil && ok && len(v) == 8 {
 		produced = int64(binary.BigEndian.Uint64(v))
 	}
-	i.processed.Store(processed)
+	i.pub.processed.Store(processed)
 	i.processedSet = processed
 	i.produced, i.producedSet = produced, produced
-	i.producedPub.Store(produced)
-	i.node.event(i.key, EventActive)
+	i.pub.produced.Store(produced)
+	i.node.event(i.key, status.EventActive)
 	i.startIncarnation()
 }
 
@@ -134,7 +135,7 @@ func (i *instance) startIncarnation() {
 		i.initing = false
 		i.end()
 	}
-	i.setState(StateRunning)
+	i.setState(status.StateRunning)
 	switch i.cur.kind {
 	case workRecord:
 		i.runBatch(i.cur.batch, i.cur.idx, i.cur.attempts, i.cur.lastErr)
@@ -156,12 +157,12 @@ func (i *instance) startIncarnation() {
 // still holds keeps being delivered. The coordinator is told when done.
 func (i *instance) release() {
 	if i.mode == modeActive {
-		if i.ckHold != 0 {
+		if i.ck.hold != 0 {
 			// A move abandons the checkpoint in progress: the state must
 			// go along. Told before the commit below, the checkpointer
 			// fails its part even if it copies the database after it.
-			i.node.system.Root.Send(i.node.ckpt, ckpt.Moved{ID: i.ckHold, Key: i.key.ckKey()})
-			i.ckHold = 0
+			i.node.system.Root.Send(i.node.ckpt, ckpt.Moved{ID: i.ck.hold, Key: i.key.ckKey()})
+			i.ck.hold = 0
 		}
 		if i.exactlyOnce() {
 			i.precommitForMove()
@@ -176,7 +177,7 @@ func (i *instance) release() {
 			i.pollTimer.Stop()
 		}
 		i.pollQueued = false
-		i.node.event(i.key, EventReleased)
+		i.node.event(i.key, status.EventReleased)
 	}
 	i.mode = modeReleased
 	i.store.DropCache()
@@ -191,7 +192,7 @@ func (i *instance) release() {
 	}
 	i.ins = inputs{}
 	i.setBlocked(false)
-	i.setState(StateReleased)
+	i.setState(status.StateReleased)
 	i.releaseReported = false
 	i.settle()
 	i.reportReleased()
@@ -220,18 +221,18 @@ func (i *instance) reportReleased() {
 // flushMsg that settle queued for it may wait in the mailbox behind
 // batches that fail in turn, each retried with a growing backoff.
 func (i *instance) onRestarting() {
-	i.busyTime.set(false) // a failed attempt outside handle (drain's event-time timers) left its spell open
+	i.pub.busyTime.set(false) // a failed attempt outside handle (drain's event-time timers) left its spell open
 	i.store.Rollback()
 	i.out.Rollback()
-	i.timerOps = i.timerOps[:0]
-	i.etOps = i.etOps[:0]
+	i.at.timerOps = i.at.timerOps[:0]
+	i.at.etOps = i.at.etOps[:0]
 	i.closeOperator()
 	i.commit(true)
 	i.store.DropCache()
 	i.mu.Lock()
 	i.restarts++
-	if i.state != StateFailed {
-		i.state = StateRestarting
+	if i.state != status.StateFailed {
+		i.state = status.StateRestarting
 	}
 	i.mu.Unlock()
 	if obs := i.node.cfg.Observer; obs != nil {
@@ -253,12 +254,12 @@ func (i *instance) onStopping() {
 		i.saveCounters()
 		i.saveWatermark()
 		err = i.store.Commit(true)
-		i.node.event(i.key, EventStopped)
+		i.node.event(i.key, status.EventStopped)
 	}
 	i.mu.Lock()
 	i.closeErrV = err
-	if i.state != StateFailed {
-		i.state = StateStopped
+	if i.state != status.StateFailed {
+		i.state = status.StateStopped
 	}
 	i.mu.Unlock()
 }
@@ -286,8 +287,8 @@ func (i *instance) noteFailure(reason any) { i.setLastError(fmt.Sprint(reason)) 
 // exhausted; the next incarnation dead-letters its input.
 func (i *instance) markFailed(reason string) {
 	i.mu.Lock()
-	i.state = StateFailed
-	i.failedReason = clipText(reason, ErrorTextMax)
+	i.state = status.StateFailed
+	i.failedReason = status.ClipText(reason, status.ErrorTextMax)
 	i.mu.Unlock()
 	i.log.Error("operator instance failed: restart policy exhausted; its input now goes to the dead-letter stream", "reason", reason)
 }
@@ -296,7 +297,7 @@ func (i *instance) markFailed(reason string) {
 func (i *instance) isFailed() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return i.state == StateFailed
+	return i.state == status.StateFailed
 }
 
 func (i *instance) failedReasonSnapshot() string {
@@ -307,13 +308,13 @@ func (i *instance) failedReasonSnapshot() string {
 
 func (i *instance) setLastError(s string) {
 	i.mu.Lock()
-	i.lastError = clipText(s, ErrorTextMax)
+	i.lastError = status.ClipText(s, status.ErrorTextMax)
 	i.mu.Unlock()
 }
 
-func (i *instance) setState(s InstanceState) {
+func (i *instance) setState(s status.InstanceState) {
 	i.mu.Lock()
-	if i.state != StateFailed {
+	if i.state != status.StateFailed {
 		i.state = s
 	}
 	i.mu.Unlock()

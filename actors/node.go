@@ -17,6 +17,9 @@ import (
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/handoff"
+	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/tail"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/internal/core"
@@ -36,7 +39,7 @@ type Node struct {
 	log         *slog.Logger
 	system      *actor.ActorSystem
 	remote      *remote.Remote // nil when embedded
-	transport   *transport     // nil without transport TLS
+	transport   *transport.TLS // nil without transport TLS
 	db          *persistence.DB
 	store       topology.Store
 	addr        string // actor address of this node
@@ -47,31 +50,27 @@ type Node struct {
 	topo     atomic.Pointer[topology.Topology] // as last applied by the coordinator
 	queued   atomic.Int64                      // records delivered to instances here and not yet processed
 	streams  streamStats                       // records of streams with no reader
-	dlLog    deadLetterLog                     // the latest dead letters per operator, to show
+	dlLog    status.DeadLetters                // the latest dead letters per operator, to show
 	arrivals atomic.Int64                      // record batches that reached this node, delivered or bounced
 	gen      atomic.Uint64                     // rollback generation (rollback.go)
 	base     atomic.Pointer[checkpoint.Meta]   // what instances restore from when activated without handed-over state
 	dead     atomic.Pointer[[]string]          // actor addresses of processes seen crash, newest last (rollback.go)
 	restorer *ckpt.Restorer
 
-	misaddressed misaddressed // messages refused for another process (addressing.go)
+	misaddressed transport.Misaddressed // messages refused for another process (actors/transport/addressing.go)
 
 	coord     *actor.PID
 	coordImpl *handoff.Coordinator
 	ckpt      *actor.PID // the checkpointer (package actors/ckpt); nil without checkpoints
 	ingress   *ingress
-	tails     tailRegistry // open subscriptions (tail.go)
+	tails     *tail.Registry // open subscriptions (subscribe.go)
 
 	mu   sync.Mutex // guards ops and byID; a leaf (LOCKS.md)
 	ops  map[string]*operator
 	byID map[string]*instance // every instance here, by actor id
 
-	health         atomic.Pointer[Health] // as of the last check (health.go)
-	journal        journal                // the node's recent cluster events (Events)
-	healthMu       sync.Mutex             // serialises changes of health (checkHealth, fence)
-	pause          atomic.Bool            // unhealthy: instances hold their input
-	failed         chan struct{}          // closed when the node cannot go on: database failed or fenced (Failed)
-	spaceErrLogged bool                   // watchHealth's goroutine only
+	health  *status.Monitor // the node's health (reporting.go)
+	journal *status.Journal // the node's recent cluster events (Events)
 
 	stopping atomic.Bool
 	life     context.Context // cancelled by Stop: blocking calls of the node's actors end
@@ -183,15 +182,16 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		kinds:  kinds,
 		ops:    make(map[string]*operator),
 		byID:   make(map[string]*instance),
-		failed: make(chan struct{}),
 	}
 	if cc := cfg.Checkpoints; cc != nil && cc.Store != nil {
 		n.restorer = ckpt.NewRestorer(cfg.DataDir, cfg.NodeID, cc.Store, cc.Timeout)
 	} else {
 		n.restorer = ckpt.NewRestorer(cfg.DataDir, cfg.NodeID, nil, 0)
 	}
+	n.tails = tail.NewRegistry(cfg.NodeID, tailNode{n})
 	n.incarnation = newIncarnation() // before anything addresses replies (replyTo)
-	n.health.Store(&Health{Healthy: true, Since: time.Now()})
+	n.health = status.NewMonitor(cfg.DataDir, cfg.MinFreeDisk, db, n.log, healthNode{n})
+	n.journal = status.NewJournal(cfg.NodeID, cfg.OnEvent)
 	n.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		// protoactor logs every recovered panic at Info; supervision is
 		// reported by the runtime itself.
@@ -200,7 +200,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	if cfg.Cluster != nil {
 		if err := n.startRemote(); err != nil {
 			if n.transport != nil {
-				n.transport.close()
+				n.transport.Close()
 			}
 			n.system.Shutdown()
 			_ = db.Close()
@@ -214,14 +214,14 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	topo, err := n.seed(ctx, seed)
 	if err == nil {
-		topo, err = topology.Update(ctx, n.store, 20, n.withoutTails) // left by a crash
+		topo, err = topology.Update(ctx, n.store, 20, n.tails.Without) // left by a crash
 	}
 	if err != nil {
 		if n.remote != nil {
 			n.remote.Shutdown(false)
 		}
 		if n.transport != nil {
-			n.transport.close()
+			n.transport.Close()
 		}
 		n.system.Shutdown()
 		_ = db.Close()
@@ -244,7 +244,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 	}
 	n.logDanglingInputs(topo)
 
-	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(append(sortedKinds(kinds), cfg.Announce...), cfg.runtimeKinds()...), n.tailKind()),
+	self := cluster.Member{ID: cfg.NodeID, Address: n.addr, Kinds: append(append(append(sortedKinds(kinds), cfg.Announce...), cfg.runtimeKinds()...), n.tails.Kind()),
 		Meta: map[string]string{metaIncarnation: n.incarnation}}
 	runCtx := n.life
 	topoCh := n.store.Watch(runCtx)
@@ -266,7 +266,7 @@ func StartNode(ctx context.Context, cfg Config, kinds map[string]core.Factory, s
 		return nil, fmt.Errorf("actors: start node %s: %w", cfg.NodeID, ctx.Err())
 	}
 	n.goFunc(func() { n.commitLoop(runCtx) })
-	n.goFunc(func() { n.watchHealth(runCtx) })
+	n.goFunc(func() { n.health.Watch(runCtx, n.cfg.DiskCheckInterval) })
 	n.log.Info("node started", "address", n.addr, "data_dir", cfg.DataDir, "kinds", len(kinds))
 	return n, nil
 }
@@ -341,7 +341,7 @@ func (n *Node) joinCluster(ctx, runCtx context.Context, self cluster.Member) err
 	n.goFunc(func() {
 		for members := range ch {
 			if n.transport != nil {
-				n.transport.setMembers(members)
+				n.transport.SetMembers(members)
 			}
 			n.system.Root.Send(n.coord, handoff.Membership{Members: members})
 		}
@@ -378,8 +378,8 @@ func (n *Node) operator(spec topology.OperatorSpec) (*operator, error) {
 		return op, nil
 	}
 	f := n.kinds[kind]
-	if kind == n.tailKind() {
-		f = n.tailFactory
+	if kind == n.tails.Kind() {
+		f = n.tails.Reader
 	}
 	if mf := n.cfg.Runtimes[spec.Meta.Runtime]; f == nil && kind == core.WasmKind && spec.Meta.Runtime == core.RuntimeWasm && mf != nil {
 		var err error
@@ -540,7 +540,7 @@ func (n *Node) Queued() int64 { return n.queued.Load() }
 func (n *Node) Buffered() int64 {
 	var sum int64
 	for _, inst := range n.instances() {
-		sum += inst.bufferedPub.Load()
+		sum += inst.pub.buffered.Load()
 	}
 	return sum
 }
@@ -566,7 +566,7 @@ func (n *Node) Stop(ctx context.Context) error {
 
 func (n *Node) stop(ctx context.Context) error {
 	var errs []error
-	if err := n.closeTails(ctx); err != nil { // no other node hosts their readers
+	if err := n.tails.CloseAll(ctx); err != nil { // no other node hosts their readers
 		errs = append(errs, err)
 	}
 	// The last node of an exactly-once pipeline (or an embedded one) takes
@@ -629,7 +629,7 @@ func (n *Node) stop(ctx context.Context) error {
 		n.remote.Shutdown(false)
 	}
 	if n.transport != nil {
-		n.transport.close()
+		n.transport.Close()
 	}
 	n.system.Shutdown()
 	if err := n.db.Close(); err != nil {
@@ -702,7 +702,7 @@ func (n *Node) abort() {
 		n.remote.Shutdown(false)
 	}
 	if n.transport != nil {
-		n.transport.close()
+		n.transport.Close()
 	}
 	n.system.Shutdown()
 	_ = n.db.Close()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	tpebble "github.com/sluicehq/sluice/topology/pebble"
@@ -21,7 +22,7 @@ type fakeObserver struct {
 	sampleEvery int64
 	produced    atomic.Int64
 	mu          sync.Mutex
-	spans       []actors.SpanInfo
+	spans       []status.SpanInfo
 	ids         []string
 	errs        []error
 	processed   atomic.Int64
@@ -34,7 +35,7 @@ func (f *fakeObserver) Sample(_ string, n int) (first, every int) {
 	base := f.produced.Add(int64(n)) - int64(n)
 	return int((f.sampleEvery - base%f.sampleEvery) % f.sampleEvery), int(f.sampleEvery)
 }
-func (f *fakeObserver) StartSpan(info actors.SpanInfo) (string, func(error)) {
+func (f *fakeObserver) StartSpan(info status.SpanInfo) (string, func(error)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	id := fmt.Sprintf("tp-%d", len(f.spans))
@@ -96,7 +97,7 @@ func TestTracesFollowRecordsThroughOperators(t *testing.T) {
 
 	traced := 0
 	for _, d := range got.All() {
-		if tp, ok := d.Record.Header(actors.TraceHeader); ok {
+		if tp, ok := d.Record.Header(status.TraceHeader); ok {
 			traced++
 			if !strings.HasPrefix(tp, "tp-") {
 				t.Fatalf("record carries trace header %q", tp)

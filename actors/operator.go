@@ -82,7 +82,7 @@ func (op *operator) start(ctx context.Context, inst *instance) error {
 	// it: it would wait for its state in the old generation, and ignore
 	// its activation in the new one. The generation is stored before the
 	// list is taken, so read after the add it is the new one.
-	if g := op.node.gen.Load(); g != inst.gen {
+	if g := op.node.gen.Load(); g != inst.ck.gen {
 		op.node.system.Root.Send(inst.pid, ckpt.Reset{Gen: g})
 	}
 	return nil

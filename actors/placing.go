@@ -9,6 +9,8 @@ import (
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
 	"github.com/sluicehq/sluice/actors/handoff"
+	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/topology"
@@ -137,12 +139,14 @@ func (h handoffNode) Routed(local []handoff.Instance) {
 func (h handoffNode) Generation() uint64                  { return h.n.gen.Load() }
 func (h handoffNode) Base() *checkpoint.Meta              { return h.n.base.Load() }
 func (h handoffNode) NoteCrashed(addr string)             { h.n.noteCrashed(addr) }
-func (h handoffNode) SpeaksFor(peer, node string) bool    { return speaksFor(peer, node) }
+func (h handoffNode) SpeaksFor(peer, node string) bool    { return transport.SpeaksFor(peer, node) }
 func (h handoffNode) Go(f func())                         { h.n.goFunc(f) }
 func (h handoffNode) AfterFunc(d time.Duration, f func()) { h.n.afterFunc(d, f) }
-func (h handoffNode) MemberJoined(id string)              { h.n.memberEvent(EventMemberJoined, id) }
-func (h handoffNode) MemberLeft(id string)                { h.n.memberEvent(EventMemberLeft, id) }
-func (h handoffNode) NodeLost(id string)                  { h.n.record(Event{What: EventNodeLost, Peer: id}) }
+func (h handoffNode) MemberJoined(id string)              { h.n.memberEvent(status.EventMemberJoined, id) }
+func (h handoffNode) MemberLeft(id string)                { h.n.memberEvent(status.EventMemberLeft, id) }
+func (h handoffNode) NodeLost(id string) {
+	h.n.journal.Record(status.Event{What: status.EventNodeLost, Peer: id})
+}
 
 func (h handoffNode) Vouched(ctx actor.Context, what, claimed string) bool {
 	return h.n.vouched(ctx, what, claimed)
@@ -154,15 +158,15 @@ func (h handoffNode) Peer(ctx actor.Context) string {
 	if h.n.transport == nil {
 		return ""
 	}
-	return peerOf(ctx)
+	return transport.PeerOf(ctx)
 }
 
 func (h handoffNode) Tick(pid *actor.PID, every time.Duration, msg any) func() {
 	return h.n.tickSelf(pid, every, msg).stop
 }
 
-func (h handoffNode) TopologyEvents(old, cur topology.Topology) { h.n.topologyEvents(old, cur) }
+func (h handoffNode) TopologyEvents(old, cur topology.Topology) { h.n.journal.Topology(old, cur) }
 
 func (h handoffNode) RestoredAtStart(id uint64, byOp map[string]int) {
-	h.n.restoredEvent(id, byOp, "as they started here", 0)
+	h.n.journal.Restored(id, byOp, "as they started here", 0)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/actors/ckpt"
 	"github.com/sluicehq/sluice/actors/flow"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/persistence"
@@ -39,7 +40,7 @@ type restoreMsg struct {
 // reset drops everything the instance holds in flight and waits for its
 // state (rollback generation gen).
 func (i *instance) reset(gen uint64) {
-	i.gen = gen
+	i.ck.gen = gen
 	for _, u := range i.stash {
 		if u.kind == unitBatch {
 			dequeued(i.node, u.batch)
@@ -68,14 +69,14 @@ func (i *instance) reset(gen uint64) {
 		i.closeOperator()
 	}
 	i.opv = nil
-	i.ckHold = 0
+	i.ck.hold = 0
 	i.resetEventTime()
 	if i.mode != modeReleased {
 		i.mode = modeAwaiting
-		i.setState(StateAwaiting)
+		i.setState(status.StateAwaiting)
 	}
-	future := i.future
-	i.future = nil
+	future := i.ck.future
+	i.ck.future = nil
 	for _, b := range future {
 		i.input(unit{kind: unitBatch, batch: b}) // stashed until restored
 	}
@@ -85,14 +86,14 @@ func (i *instance) reset(gen uint64) {
 // restoreAndStart restores the instance's key groups from meta and starts
 // it again.
 func (i *instance) restoreAndStart(gen uint64, meta *checkpoint.Meta) error {
-	if i.mode != modeAwaiting || gen != i.gen {
+	if i.mode != modeAwaiting || gen != i.ck.gen {
 		return nil
 	}
 	if err := i.node.restoreGroups(meta, i.key.op, i.lo, i.hi); err != nil {
 		i.setLastError(err.Error())
 		return err
 	}
-	i.restoredGen = gen
+	i.ck.restoredGen = gen
 	i.activate()
 	if meta != nil {
 		i.commitSink(meta.ID)
@@ -106,13 +107,13 @@ func (i *instance) restoreAndStart(gen uint64, meta *checkpoint.Meta) error {
 // generation waits until the instance resets into it.
 func (i *instance) admit(b *batchMsg) bool {
 	switch {
-	case b.Gen == i.gen:
+	case b.Gen == i.ck.gen:
 		return true
-	case b.Gen < i.gen:
+	case b.Gen < i.ck.gen:
 		dequeued(i.node, b)
 		return false
 	default:
-		i.future = append(i.future, b)
+		i.ck.future = append(i.ck.future, b)
 		return false
 	}
 }

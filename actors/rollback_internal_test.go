@@ -7,6 +7,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/placement"
@@ -27,7 +28,7 @@ func TestInstanceSpawnedDuringARollbackActivatesInIt(t *testing.T) {
 		func() core.Operator { return idle{} })
 	sluicetest.Must(t, err)
 	t.Cleanup(func() { _ = n.Stop(context.Background()) })
-	running := func(inst *instance) bool { return inst.status().State == StateRunning }
+	running := func(inst *instance) bool { return inst.status().State == status.StateRunning }
 	var op *operator
 	sluicetest.WaitFor(t, time.Minute, "idle/0 running", func() bool {
 		n.mu.Lock()

@@ -25,7 +25,7 @@ func (i *instance) appendLog() bool {
 	if err := sl.Append(i.ctx, i.key.op, i.spec.Meta.KeyGroups, kvs); err != nil {
 		i.log.Warn("state log append failed; will retry", "writes", len(i.logBacklog), "error", err)
 		if errors.Is(err, core.ErrTransient) {
-			i.transient.Add(1)
+			i.pub.transient.Add(1)
 		}
 		i.setLastError("state log: " + err.Error())
 		return false

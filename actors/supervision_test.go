@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
@@ -75,13 +76,13 @@ func feed(t *testing.T, n *actors.Node, stream string, from, to int) {
 	}
 }
 
-func instanceStatus(n *actors.Node, op string, idx int) actors.InstanceStatus {
+func instanceStatus(n *actors.Node, op string, idx int) status.InstanceStatus {
 	for _, st := range n.Status() {
 		if st.Name == op {
 			return st.Instances[idx]
 		}
 	}
-	return actors.InstanceStatus{}
+	return status.InstanceStatus{}
 }
 
 // startFlaky starts a node running f (with fresh inits and tries), a sink

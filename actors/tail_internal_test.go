@@ -57,9 +57,6 @@ func TestClosedSubscriptionLeavesNothing(t *testing.T) {
 		n.mu.Lock()
 		_, has := n.ops[sub.Operator()]
 		n.mu.Unlock()
-		n.tails.mu.Lock()
-		left := len(n.tails.m) + len(n.tails.readers)
-		n.tails.mu.Unlock()
-		return !has && left == 0
+		return !has && n.tails.Len() == 0
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/cluster/memdisc"
 	"github.com/sluicehq/sluice/creds/credstest"
@@ -46,7 +47,7 @@ func TestClusterMutualTLS(t *testing.T) {
 		n, err := actors.Start(ctx, actors.Config{
 			LocalStore: tpebble.Local,
 			NodeID:     id, DataDir: dirs[id], NoSync: true, Logger: logger, Host: host[id],
-			Cluster: &actors.ClusterConfig{Discovery: memdisc.New(reg), Security: actors.TransportSecurity{TLS: ca.Node(t, id).Config()}},
+			Cluster: &actors.ClusterConfig{Discovery: memdisc.New(reg), Security: transport.Security{TLS: ca.Node(t, id).Config()}},
 		}, ops...)
 		cancel()
 		if err != nil {
@@ -106,7 +107,7 @@ func TestClusterMutualTLSChecksWhomItDials(t *testing.T) {
 	a, err := actors.Start(ctx, actors.Config{
 		LocalStore: tpebble.Local,
 		NodeID:     "a", DataDir: t.TempDir(), NoSync: true, Logger: logger,
-		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(reg), Security: actors.TransportSecurity{TLS: ca.Node(t, "a").Config()}},
+		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(reg), Security: transport.Security{TLS: ca.Node(t, "a").Config()}},
 	}, func() core.Operator { return &counter{name: "count", input: "words", parallelism: 4} })
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/actors/wire"
 	"github.com/sluicehq/sluice/cluster/memdisc"
 	"github.com/sluicehq/sluice/creds"
@@ -100,7 +101,7 @@ func startTLSNode(t *testing.T, id string, f credstest.Files, logger *slog.Logge
 	n, err := actors.Start(ctx, actors.Config{
 		LocalStore: tpebble.Local,
 		NodeID:     id, DataDir: t.TempDir(), NoSync: true, Logger: logger,
-		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: actors.TransportSecurity{TLS: f.Config()}},
+		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: transport.Security{TLS: f.Config()}},
 	}, ops...)
 	if err != nil {
 		t.Fatalf("start %s: %v", id, err)
@@ -341,7 +342,7 @@ func TestNodeTransportCertificateMustNameTheNode(t *testing.T) {
 	_, err := actors.Start(context.Background(), actors.Config{
 		LocalStore: tpebble.Local,
 		NodeID:     "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
-		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: actors.TransportSecurity{TLS: ca.Node(t, "b").Config()}},
+		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: transport.Security{TLS: ca.Node(t, "b").Config()}},
 	})
 	if err == nil || !strings.Contains(err.Error(), `is named "b", but this node's id is "a"`) {
 		t.Fatalf("got %v, want a refusal naming both", err)
@@ -349,7 +350,7 @@ func TestNodeTransportCertificateMustNameTheNode(t *testing.T) {
 	_, err = actors.Start(context.Background(), actors.Config{
 		LocalStore: tpebble.Local,
 		NodeID:     "a", DataDir: t.TempDir(), NoSync: true, Logger: sluicetest.Logger(t),
-		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: actors.TransportSecurity{TLS: creds.Config{CAFile: ca.CertFile}}},
+		Cluster: &actors.ClusterConfig{Discovery: memdisc.New(memdisc.NewRegistry()), Security: transport.Security{TLS: creds.Config{CAFile: ca.CertFile}}},
 	})
 	if err == nil || !strings.Contains(err.Error(), "needs CertFile and KeyFile") {
 		t.Fatalf("got %v, want a refusal naming the missing certificate", err)

@@ -6,7 +6,7 @@ import (
 )
 
 // InstanceCounters are one instance's counters at one time, as its node
-// reports them (actors.InstanceStatus). Busy and Blocked count from the
+// reports them (status.InstanceStatus). Busy and Blocked count from the
 // instance's start on that node, so they are compared only with the same
 // node's.
 type InstanceCounters struct {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/control/api"
 )
 
@@ -16,7 +16,7 @@ const consoleEvents = 100
 const sameEventWithin = 10 * time.Second
 
 // events converts a node's cluster events for its status.
-func events(es []actors.Event) []api.Event {
+func events(es []status.Event) []api.Event {
 	out := make([]api.Event, len(es))
 	for i, e := range es {
 		out[i] = api.Event{Time: e.Time, Node: e.Node, What: string(e.What), Operator: e.Operator, Peer: e.Peer,

@@ -4,13 +4,14 @@ import (
 	"net/http"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/control/api"
 )
 
 // healthNode is a Node that reports its health (actors.Node does); a Node
 // without it counts as healthy while it answers.
 type healthNode interface {
-	Health() actors.Health
+	Health() status.Health
 }
 
 var _ healthNode = (*actors.Node)(nil)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/creds"
@@ -24,7 +25,7 @@ import (
 type Node interface {
 	ID() string
 	Address() string
-	Status() []actors.OperatorStatus
+	Status() []status.OperatorStatus
 	Members(ctx context.Context) ([]cluster.Member, error)
 	Pending(ctx context.Context) ([]string, error)
 	Queued() int64
@@ -38,7 +39,7 @@ type Node interface {
 	// the node's guarantee (nil when it can, or the kind is not hosted).
 	CheckKind(name, kind string) error
 	// Events returns the node's latest cluster events, oldest first.
-	Events() []actors.Event
+	Events() []status.Event
 }
 
 var _ Node = (*actors.Node)(nil)

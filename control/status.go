@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/control/api"
 )
 
@@ -13,7 +14,7 @@ import (
 // without changing the JSON.
 
 // operatorViews converts a node's operator statuses.
-func operatorViews(ops []actors.OperatorStatus) []api.NodeOperator {
+func operatorViews(ops []status.OperatorStatus) []api.NodeOperator {
 	out := make([]api.NodeOperator, 0, len(ops))
 	for _, o := range ops {
 		v := api.NodeOperator{Name: o.Name, Kind: o.Kind, Parallelism: o.Parallelism, Epoch: o.Epoch, Inputs: o.Inputs, Outputs: o.Outputs,
@@ -44,7 +45,7 @@ func watermark(t time.Time) *time.Time {
 }
 
 // deadLetterView converts a dead letter kept by a node.
-func deadLetterView(dl actors.DeadLetter) api.DeadLetter {
+func deadLetterView(dl status.DeadLetter) api.DeadLetter {
 	v := api.DeadLetter{Time: dl.Time, Node: dl.Node, Index: dl.Index, Key: strings.ToValidUTF8(string(dl.Key), "\uFFFD"), KeyBytes: dl.KeyBytes,
 		Value: strings.ToValidUTF8(string(dl.Value), "\uFFFD"), ValueBytes: dl.ValueBytes, Headers: make([]api.Header, len(dl.Headers))}
 	for i, h := range dl.Headers {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/tail"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/core"
 	"github.com/sluicehq/sluice/topology"
@@ -18,7 +19,7 @@ import (
 // Subscriber is implemented by nodes that let clients read a stream (GET
 // /v1/streams/{name}/tail): actors.Node.
 type Subscriber interface {
-	Subscribe(ctx context.Context, stream string) (*actors.Subscription, error)
+	Subscribe(ctx context.Context, stream string) (*tail.Subscription, error)
 }
 
 var _ Subscriber = (*actors.Node)(nil)

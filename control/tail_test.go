@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/tail"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
@@ -18,7 +18,7 @@ import (
 )
 
 // tailers counts the subscription readers deployed.
-func tailers(rt *node.Runtime) int { return len(actors.TailReaders(rt.Node().Topology())) }
+func tailers(rt *node.Runtime) int { return len(tail.Readers(rt.Node().Topology())) }
 
 // TestTailStreamsRecordsAsNDJSON: GET /v1/streams/{name}/tail answers the
 // records produced once its header arrived, text or base64, with event

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
 // Checkpoint metrics, recorded on the node that coordinates checkpoints
@@ -102,9 +102,9 @@ func (c *ckMetrics) checkpointed(took time.Duration, uploaded, size int64, err e
 	c.lastAt.Store(time.Now().UnixNano())
 }
 
-var _ actors.CheckpointObserver = (*observer)(nil)
+var _ status.CheckpointObserver = (*observer)(nil)
 
-// Checkpointed implements actors.CheckpointObserver.
+// Checkpointed implements status.CheckpointObserver.
 func (o *observer) Checkpointed(_ uint64, took time.Duration, uploaded, size int64, err error) {
 	if o.metrics != nil {
 		o.metrics.ck.checkpointed(took, uploaded, size, err)

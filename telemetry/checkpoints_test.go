@@ -8,15 +8,15 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
 func TestCheckpointMetrics(t *testing.T) {
 	exp := &captureMetrics{}
 	tel := newTest(t, Config{MetricExporter: exp, MetricInterval: time.Hour})
-	obs, ok := tel.Observer().(actors.CheckpointObserver)
+	obs, ok := tel.Observer().(status.CheckpointObserver)
 	if !ok {
-		t.Fatal("the observer is no actors.CheckpointObserver")
+		t.Fatal("the observer is no status.CheckpointObserver")
 	}
 	obs.Checkpointed(1, 200*time.Millisecond, 1000, 5000, nil)
 	obs.Checkpointed(2, time.Second, 0, 0, errors.New("store unreachable"))

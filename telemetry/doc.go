@@ -3,7 +3,7 @@
 // and per-operator metrics, exported over OTLP (gRPC or HTTP) and served
 // to Prometheus at /metrics on the node's control HTTP address.
 //
-// It attaches to the runtime from outside, through the actors.Observer
+// It attaches to the runtime from outside, through the actors/status.Observer
 // hooks and actors.Node.Status; node.Start wires it up (node.Config.Telemetry,
 // by default FromEnv).
 //
@@ -28,7 +28,7 @@
 // restarts, dead letters, state size) are observable instruments that read
 // Node.Status when a reader collects, so the record path pays nothing for
 // them; the processing-time and end-to-end histograms are recorded for one
-// record in actors.ProcessedSampleEvery. Attributes are the operator name
+// record in actors/status.ProcessedSampleEvery. Attributes are the operator name
 // and instance index only, never keys. With Config.RuntimeMetrics the Go
 // runtime (go.*, OpenTelemetry contrib) and the process's CPU time and
 // memory (process.*) come too. docs/observability.md lists every name.

@@ -8,9 +8,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
-// Node health metrics (see actors.Health).
+// Node health metrics (see status.Health).
 const (
 	// MetricNodeHealthy is 1 while the node takes work and 0 while it is
 	// unhealthy, with AttrHealthCause saying why (disk-full,
@@ -27,7 +28,7 @@ const AttrHealthCause = attribute.Key("sluice.node.health.cause")
 
 // healthNode is a Node that reports its health (actors.Node does).
 type healthNode interface {
-	Health() actors.Health
+	Health() status.Health
 }
 
 var _ healthNode = (*actors.Node)(nil)

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
 // Metric names. Prometheus sees them with dots as underscores, the unit
@@ -29,7 +30,7 @@ const (
 	// excluded); counter, {record}.
 	MetricProduced = "sluice.operator.produced.records"
 	// MetricProcessDuration is the time ProcessRecord took, for one record
-	// in actors.ProcessedSampleEvery (256) and the first of each small
+	// in status.ProcessedSampleEvery (256) and the first of each small
 	// batch; histogram, s.
 	MetricProcessDuration = "sluice.operator.process.duration"
 	// MetricEndToEnd is the time from a record's event time to the end of
@@ -74,7 +75,7 @@ var (
 // Node is what the metrics read from a running node at collection time;
 // *actors.Node implements it.
 type Node interface {
-	Status() []actors.OperatorStatus
+	Status() []status.OperatorStatus
 	Buffered() int64
 	Streams() []actors.StreamStatus
 }
@@ -248,7 +249,7 @@ type instance struct {
 	observe  []metric.ObserveOption
 	process  *histogram
 	endToEnd *histogram
-	stages   [len(stageMetrics)]*histogram // by actors.Stage (stages.go)
+	stages   [len(stageMetrics)]*histogram // by status.Stage (stages.go)
 }
 
 // instanceCache maps (operator, index) to its instance: a copy-on-write

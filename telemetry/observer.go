@@ -6,7 +6,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
 // Span attribute keys (see docs/observability.md).
@@ -27,19 +27,19 @@ const (
 	SpanProcess = "process "
 )
 
-// observer implements actors.Observer with OpenTelemetry.
+// observer implements status.Observer with OpenTelemetry.
 type observer struct {
 	sampler *sampler
 	spans   *spanQueue // nil: this node records no spans
 	metrics *metrics   // nil: no metrics
 }
 
-var _ actors.Observer = (*observer)(nil)
+var _ status.Observer = (*observer)(nil)
 
 // noEnd ends no span.
 var noEnd = func(error) {}
 
-// Sample implements actors.Observer: one record in N of each source
+// Sample implements status.Observer: one record in N of each source
 // operator's, per Config.Sampling; none when the node records no spans.
 func (o *observer) Sample(operator string, n int) (first, every int) {
 	if o.spans == nil {
@@ -48,12 +48,12 @@ func (o *observer) Sample(operator string, n int) (first, every int) {
 	return o.sampler.reserve(operator, n)
 }
 
-// StartSpan implements actors.Observer. A record whose parent is invalid
+// StartSpan implements status.Observer. A record whose parent is invalid
 // continues untraced; one whose parent is not sampled (the W3C flag),
 // or that reaches a node that records no spans, keeps its parent's header
 // and gets no span here. A root span (no parent) is sampled; a child
 // keeps its parent's trace and flags.
-func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
+func (o *observer) StartSpan(info status.SpanInfo) (string, func(error)) {
 	if o.spans == nil {
 		return info.Parent, noEnd
 	}
@@ -79,7 +79,7 @@ func (o *observer) StartSpan(info actors.SpanInfo) (string, func(error)) {
 	return FormatTraceparent(r.sc), r.finish
 }
 
-// Processed implements actors.Observer: it records the processing time and
+// Processed implements status.Observer: it records the processing time and
 // the time since the event in the histograms.
 func (o *observer) Processed(operator string, index int, processing, sinceEvent time.Duration) {
 	if o.metrics != nil {
@@ -87,11 +87,11 @@ func (o *observer) Processed(operator string, index int, processing, sinceEvent 
 	}
 }
 
-// Restarted implements actors.Observer. The restart counts are read from
+// Restarted implements status.Observer. The restart counts are read from
 // the node's status at collection time (sluice.operator.restarts), so the
 // event itself needs nothing.
 func (o *observer) Restarted(string, int) {}
 
-// DeadLettered implements actors.Observer; like Restarted, the counts come
+// DeadLettered implements status.Observer; like Restarted, the counts come
 // from the node's status (sluice.operator.dead_letters).
 func (o *observer) DeadLettered(string, int) {}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
 // newTest builds a Telemetry from cfg, shut down with the test.
@@ -39,11 +40,11 @@ func TestSpansChainThroughOperators(t *testing.T) {
 		t.Fatalf("Sample = %d, %d with every record sampled, want 0, 1", first, every)
 	}
 	start := time.Now()
-	root, end := obs.StartSpan(actors.SpanInfo{Operator: "gen", Instance: 1, Node: "n1", Start: start})
+	root, end := obs.StartSpan(status.SpanInfo{Operator: "gen", Instance: 1, Node: "n1", Start: start})
 	end(nil)
-	mid, end := obs.StartSpan(actors.SpanInfo{Parent: root, Operator: "count", Instance: 3, Node: "n2", Stream: "words", QueueWait: 5 * time.Millisecond, Start: start})
+	mid, end := obs.StartSpan(status.SpanInfo{Parent: root, Operator: "count", Instance: 3, Node: "n2", Stream: "words", QueueWait: 5 * time.Millisecond, Start: start})
 	end(errors.New("boom"))
-	leaf, end := obs.StartSpan(actors.SpanInfo{Parent: mid, Operator: "sink", Instance: 0, Node: "n1", Stream: "counts", Start: start})
+	leaf, end := obs.StartSpan(status.SpanInfo{Parent: mid, Operator: "sink", Instance: 0, Node: "n1", Stream: "counts", Start: start})
 	end(nil)
 	if err := tel.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -135,7 +136,7 @@ func TestStartSpanLeavesOtherHeadersAlone(t *testing.T) {
 		{"node without tracing passes the header on", metricsOnly, sampled, sampled},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, end := tc.tel.Observer().StartSpan(actors.SpanInfo{Parent: tc.parent, Operator: "count", Start: time.Now()})
+			got, end := tc.tel.Observer().StartSpan(status.SpanInfo{Parent: tc.parent, Operator: "count", Start: time.Now()})
 			end(nil)
 			if got != tc.want {
 				t.Fatalf("StartSpan(parent %q) = %q, want %q", tc.parent, got, tc.want)
@@ -166,9 +167,9 @@ func TestOffConfigInstallsNothing(t *testing.T) {
 }
 
 // fakeNode serves a fixed status.
-type fakeNode struct{ ops []actors.OperatorStatus }
+type fakeNode struct{ ops []status.OperatorStatus }
 
-func (f fakeNode) Status() []actors.OperatorStatus { return f.ops }
+func (f fakeNode) Status() []status.OperatorStatus { return f.ops }
 func (f fakeNode) Buffered() int64                 { return 42 }
 func (f fakeNode) Streams() []actors.StreamStatus {
 	return []actors.StreamStatus{{Stream: "words", Dropped: 12}, {Stream: "counts", Held: 300}}
@@ -177,8 +178,8 @@ func (f fakeNode) Streams() []actors.StreamStatus {
 func TestMetricsReadTheNodeStatus(t *testing.T) {
 	exp := &captureMetrics{}
 	tel := newTest(t, Config{MetricExporter: exp, MetricInterval: time.Hour, RuntimeMetrics: true})
-	tel.Attach(fakeNode{ops: []actors.OperatorStatus{
-		{Name: "count", Instances: []actors.InstanceStatus{
+	tel.Attach(fakeNode{ops: []status.OperatorStatus{
+		{Name: "count", Instances: []status.InstanceStatus{
 			{Index: 0, Epoch: 1, State: "running", Processed: 100, Produced: 90, Restarts: 2, DeadLetters: 1, TransientErrors: 4, Queued: 7, StateBytes: 4096},
 			{Index: 0, Epoch: 2, State: "awaiting", Processed: 5, Queued: 3},
 			{Index: 1, Epoch: 1, State: "released", Processed: 1000},
@@ -373,11 +374,11 @@ func BenchmarkStartSpan(b *testing.B) {
 	}
 	defer tel.Shutdown(context.Background())
 	obs := tel.Observer()
-	parent, end := obs.StartSpan(actors.SpanInfo{Operator: "gen", Node: "n1", Start: time.Now()})
+	parent, end := obs.StartSpan(status.SpanInfo{Operator: "gen", Node: "n1", Start: time.Now()})
 	end(nil)
 	b.ReportAllocs()
 	for b.Loop() {
-		_, end := obs.StartSpan(actors.SpanInfo{Parent: parent, Operator: "count", Instance: 2, Node: "n1",
+		_, end := obs.StartSpan(status.SpanInfo{Parent: parent, Operator: "count", Instance: 2, Node: "n1",
 			Stream: "words", QueueWait: time.Millisecond, Start: time.Now()})
 		end(nil)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/node"
@@ -57,7 +57,7 @@ func TestEmbeddedRuntimeTracesAndServesMetrics(t *testing.T) {
 
 	traced := map[string]bool{} // trace IDs at the sink
 	for _, d := range got.All() {
-		if tp, ok := d.Record.Header(actors.TraceHeader); ok {
+		if tp, ok := d.Record.Header(status.TraceHeader); ok {
 			sc, valid := telemetry.ParseTraceparent(tp)
 			if !valid {
 				t.Fatalf("record at the sink carries trace header %q", tp)

@@ -12,7 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 )
 
@@ -64,7 +64,7 @@ func (e *recordingExporter) count() int {
 // rootSpan ends a root span of operator op through q.
 func rootSpan(q *spanQueue, op string) {
 	o := &observer{spans: q}
-	_, end := o.StartSpan(actors.SpanInfo{Operator: op, Node: "n1"})
+	_, end := o.StartSpan(status.SpanInfo{Operator: op, Node: "n1"})
 	end(nil)
 }
 
@@ -112,7 +112,7 @@ func TestSpanQueueShutdownExportsWhatWaits(t *testing.T) {
 	exp := &recordingExporter{}
 	q := newSpanQueue(nil, queueOptions{delay: time.Hour, timeout: time.Second, maxQueue: 16, maxBatch: 16}, exp)
 	o := &observer{spans: q}
-	_, late := o.StartSpan(actors.SpanInfo{Operator: "late", Node: "n1"})
+	_, late := o.StartSpan(status.SpanInfo{Operator: "late", Node: "n1"})
 	for range 3 {
 		rootSpan(q, "gen")
 	}
@@ -186,7 +186,7 @@ func TestSpanEndsOnce(t *testing.T) {
 	q := &spanQueue{exporters: []sdktrace.SpanExporter{exp}, opts: queueOptions{timeout: time.Second, maxQueue: 8, maxBatch: 8},
 		kick: make(chan struct{}, 1)}
 	o := &observer{spans: q}
-	_, end := o.StartSpan(actors.SpanInfo{Operator: "gen", Node: "n1"})
+	_, end := o.StartSpan(status.SpanInfo{Operator: "gen", Node: "n1"})
 	end(nil)
 	end(errors.New("again"))
 	if err := q.export(context.Background()); err != nil || exp.count() != 1 {
@@ -199,13 +199,13 @@ func TestChildSpansKeepTheParentsTraceAndFlags(t *testing.T) {
 	o := &observer{spans: q}
 	parent := trace.NewSpanContext(trace.SpanContextConfig{TraceID: newTraceID(), SpanID: newSpanID(),
 		TraceFlags: trace.FlagsSampled | trace.FlagsRandom})
-	tp, end := o.StartSpan(actors.SpanInfo{Parent: FormatTraceparent(parent), Operator: "count", Node: "n1"})
+	tp, end := o.StartSpan(status.SpanInfo{Parent: FormatTraceparent(parent), Operator: "count", Node: "n1"})
 	end(nil)
 	sc, ok := ParseTraceparent(tp)
 	if !ok || sc.TraceID() != parent.TraceID() || sc.TraceFlags() != parent.TraceFlags() || sc.SpanID() == parent.SpanID() {
 		t.Fatalf("child header %q of parent %s/%s flags %s", tp, parent.TraceID(), parent.SpanID(), parent.TraceFlags())
 	}
-	root, end := o.StartSpan(actors.SpanInfo{Operator: "gen", Node: "n1"})
+	root, end := o.StartSpan(status.SpanInfo{Operator: "gen", Node: "n1"})
 	end(nil)
 	if sc, ok := ParseTraceparent(root); !ok || !sc.IsSampled() || sc.TraceID() == parent.TraceID() {
 		t.Fatalf("root header %q: want a new sampled trace", root)

@@ -6,10 +6,10 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
-// Metric names of the latency breakdown (actors.StageObserver): where a
+// Metric names of the latency breakdown (status.StageObserver): where a
 // record's end-to-end time goes besides ProcessRecord.
 const (
 	// MetricSentDuration is the time from a record's event time to its
@@ -25,22 +25,22 @@ const (
 	MetricCommitDuration = "sluice.operator.commit.duration"
 )
 
-var _ actors.StageObserver = (*observer)(nil)
+var _ status.StageObserver = (*observer)(nil)
 
-// stageMetrics names and describes each stage's histogram, by actors.Stage.
+// stageMetrics names and describes each stage's histogram, by status.Stage.
 var stageMetrics = [...]struct{ name, desc string }{
-	actors.StageSent:   {MetricSentDuration, sampleNote("Time from a record's event time to its batch leaving the producer that sent it here")},
-	actors.StageQueue:  {MetricQueueDuration, sampleNote("Time from a batch leaving its producer to the record's processing starting")},
-	actors.StageCommit: {MetricCommitDuration, "Time each periodic state commit of the instance took."},
+	status.StageSent:   {MetricSentDuration, sampleNote("Time from a record's event time to its batch leaving the producer that sent it here")},
+	status.StageQueue:  {MetricQueueDuration, sampleNote("Time from a batch leaving its producer to the record's processing starting")},
+	status.StageCommit: {MetricCommitDuration, "Time each periodic state commit of the instance took."},
 }
 
 // sampleNote returns the description of a histogram of sampled records.
 func sampleNote(what string) string {
-	return fmt.Sprintf("%s, for one record in %d and the first of each batch of fewer than %d.", what, actors.ProcessedSampleEvery, actors.ProcessedSampleEvery/4)
+	return fmt.Sprintf("%s, for one record in %d and the first of each batch of fewer than %d.", what, status.ProcessedSampleEvery, status.ProcessedSampleEvery/4)
 }
 
-// Stage implements actors.StageObserver.
-func (o *observer) Stage(operator string, index int, stage actors.Stage, d time.Duration) {
+// Stage implements status.StageObserver.
+func (o *observer) Stage(operator string, index int, stage status.Stage, d time.Duration) {
 	if o.metrics == nil || int(stage) >= len(stageMetrics) {
 		return
 	}

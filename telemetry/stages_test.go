@@ -7,21 +7,21 @@ import (
 
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
 func TestStageHistograms(t *testing.T) {
 	exp := &captureMetrics{}
 	tel := newTest(t, Config{MetricExporter: exp, MetricInterval: time.Hour})
-	so, ok := tel.Observer().(actors.StageObserver)
+	so, ok := tel.Observer().(status.StageObserver)
 	if !ok {
-		t.Fatal("the observer is not an actors.StageObserver")
+		t.Fatal("the observer is not an status.StageObserver")
 	}
-	so.Stage("count", 1, actors.StageQueue, 2*time.Millisecond)
-	so.Stage("count", 1, actors.StageQueue, 4*time.Millisecond)
-	so.Stage("count", 1, actors.StageSent, time.Millisecond)
-	so.Stage("count", 1, actors.StageCommit, 20*time.Millisecond)
-	so.Stage("count", 1, actors.Stage(99), time.Second) // unknown: ignored
+	so.Stage("count", 1, status.StageQueue, 2*time.Millisecond)
+	so.Stage("count", 1, status.StageQueue, 4*time.Millisecond)
+	so.Stage("count", 1, status.StageSent, time.Millisecond)
+	so.Stage("count", 1, status.StageCommit, 20*time.Millisecond)
+	so.Stage("count", 1, status.Stage(99), time.Second) // unknown: ignored
 	if err := tel.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestStageHistograms(t *testing.T) {
 }
 
 func TestStageNames(t *testing.T) {
-	for s, want := range map[actors.Stage]string{actors.StageSent: "sent", actors.StageQueue: "queue", actors.StageCommit: "commit", 7: "stage(7)"} {
+	for s, want := range map[status.Stage]string{status.StageSent: "sent", status.StageQueue: "queue", status.StageCommit: "commit", 7: "stage(7)"} {
 		if s.String() != want {
 			t.Errorf("Stage(%d) = %q, want %q", s, s.String(), want)
 		}

@@ -21,7 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
 // ScopeName is the instrumentation scope of Sluice's spans and metrics.
@@ -29,7 +29,7 @@ const ScopeName = "github.com/sluicehq/sluice/telemetry"
 
 // Telemetry is one node's OpenTelemetry instrumentation: a span queue
 // feeding the span exporters, a meter provider of its own (the global
-// providers are left alone), the actors.Observer that feeds them, and the
+// providers are left alone), the status.Observer that feeds them, and the
 // Prometheus handler.
 //
 // Its life: New, then Observer goes into actors.Config.Observer and
@@ -185,7 +185,7 @@ func (t *Telemetry) startMetrics(ctx context.Context, cfg Config, res *resource.
 
 // Observer returns the observer to set as actors.Config.Observer, or nil
 // when telemetry is off (so that the runtime skips its hooks).
-func (t *Telemetry) Observer() actors.Observer {
+func (t *Telemetry) Observer() status.Observer {
 	if t == nil || t.obs == nil {
 		return nil
 	}

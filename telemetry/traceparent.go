@@ -3,7 +3,7 @@ package telemetry
 import "go.opentelemetry.io/otel/trace"
 
 // ParseTraceparent returns the span context in a W3C traceparent header
-// value (the actors.TraceHeader header of a record), marked remote; ok is
+// value (the actors/status.TraceHeader header of a record), marked remote; ok is
 // false when the value is not a valid traceparent. It follows the W3C
 // Trace Context rules exactly as OpenTelemetry's propagation.TraceContext
 // does (a fuzz test checks that they agree), without its allocations.

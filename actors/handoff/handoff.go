@@ -327,7 +327,7 @@ func (c *Coordinator) onChunk(m *wire.HandoffChunk) *wire.HandoffAck {
 }
 
 // askedOf reports whether this node waits for a node that the certificate
-// named peer speaks for (speaksFor) to answer an acquisition of the key
+// named peer speaks for (transport.SpeaksFor) to answer an acquisition of the key
 // groups of chunk m: only such a node may send state here. It logs a chunk
 // from any other node, which the caller refuses.
 func (c *Coordinator) askedOf(peer string, m *wire.HandoffChunk) bool {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/tail"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/internal/testkinds"
@@ -75,4 +75,4 @@ func TestTailAgainstARunningNode(t *testing.T) {
 }
 
 // readers counts the deployed subscription readers.
-func readers(rt *node.Runtime) int { return len(actors.TailReaders(rt.Node().Topology())) }
+func readers(rt *node.Runtime) int { return len(tail.Readers(rt.Node().Topology())) }

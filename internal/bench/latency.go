@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 )
 
 // latencyFractions are the loads of the latency rows, as fractions of the
@@ -62,7 +62,7 @@ func (t *tabler) latencyRows() ([]row, error) {
 		}
 		rows = append(rows, row{fmt.Sprintf("  breakdown at %.0f%%, metrics on: sink e2e p50 / p99 / p99.9", f*100),
 			fmt.Sprintf("%s / %s / %s", fmtDur(r.Percentile(50)), fmtDur(r.Percentile(99)), fmtDur(r.Percentile(99.9))), "", "",
-			fmt.Sprintf("one run; per operator below, p50/p99/p99.9 from the runtime's histograms (bucket bounds, records sampled 1 in %d)", actors.ProcessedSampleEvery)})
+			fmt.Sprintf("one run; per operator below, p50/p99/p99.9 from the runtime's histograms (bucket bounds, records sampled 1 in %d)", status.ProcessedSampleEvery)})
 		for _, op := range b.Operators() {
 			rows = append(rows, row{"    " + op, "", "", "", b.Line(op)})
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/proctest"
 )
@@ -262,17 +262,17 @@ func (c *cluster) dumpLogs() {
 }
 
 // events reads every node's events.
-func (c *cluster) events() []actors.Event {
+func (c *cluster) events() []status.Event {
 	c.t.Helper()
 	f, err := os.Open(filepath.Join(c.dir, "events.jsonl"))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer f.Close()
-	var out []actors.Event
+	var out []status.Event
 	dec := json.NewDecoder(f)
 	for {
-		var e actors.Event
+		var e status.Event
 		if err := dec.Decode(&e); err != nil {
 			break // EOF, or a line cut short by a SIGKILL
 		}
@@ -284,7 +284,7 @@ func (c *cluster) events() []actors.Event {
 // checkNoDoubleActivity fails the test if an instance was active on two
 // nodes at the same time. A killed node's instance counts as active until
 // the kill.
-func checkNoDoubleActivity(t *testing.T, events []actors.Event, killedAt map[string]time.Time) {
+func checkNoDoubleActivity(t *testing.T, events []status.Event, killedAt map[string]time.Time) {
 	t.Helper()
 	type span struct {
 		node       string

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/tail"
 	"github.com/sluicehq/sluice/control/api"
 	"github.com/sluicehq/sluice/internal/consultest"
 )
@@ -63,7 +63,7 @@ func TestTailInACluster(t *testing.T) {
 			return false
 		}
 		for _, o := range ops {
-			if strings.HasPrefix(o.Name, actors.TailPrefix) {
+			if strings.HasPrefix(o.Name, tail.Prefix) {
 				return false
 			}
 		}

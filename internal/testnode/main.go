@@ -17,7 +17,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/testkinds"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/node"
@@ -110,7 +110,7 @@ func run() error {
 		defer f.Close()
 		var mu sync.Mutex
 		enc := json.NewEncoder(f)
-		cfg.OnEvent = func(e actors.Event) {
+		cfg.OnEvent = func(e status.Event) {
 			mu.Lock()
 			defer mu.Unlock()
 			_ = enc.Encode(e)

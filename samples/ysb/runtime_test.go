@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/samples/ysb"
 	"github.com/sluicehq/sluice/sdk"
@@ -117,7 +117,7 @@ func rescale(t *testing.T, operators func(ysb.Config, *ysb.Results) ([]sdk.Facto
 		for _, st := range rt.Status() {
 			if st.Name == windows {
 				for _, in := range st.Instances {
-					if in.State == actors.StateRunning {
+					if in.State == status.StateRunning {
 						running++
 					}
 				}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/sdk"
 )
 
@@ -73,8 +74,8 @@ type NodeConfig struct {
 	// survives a crash).
 	StateLog sdk.StateLog
 	// OnEvent, when set, is called synchronously for every instance and
-	// cluster event (see actors.Event).
-	OnEvent func(actors.Event)
+	// cluster event (see status.Event).
+	OnEvent func(status.Event)
 	// MinFreeDisk is the free space, in bytes, the node keeps in reserve
 	// on its data directory's file system; 0 means 64 MiB, negative turns
 	// the check off.

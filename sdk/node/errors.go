@@ -3,7 +3,7 @@ package node
 import (
 	"errors"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/tail"
 )
 
 // Errors of Start and Run.
@@ -24,5 +24,5 @@ var (
 	ErrNodeFailed = errors.New("node: node failed")
 	// ErrSubscriptionClosed is returned by Subscription.Next once the
 	// subscription is closed.
-	ErrSubscriptionClosed = actors.ErrClosed
+	ErrSubscriptionClosed = tail.ErrClosed
 )

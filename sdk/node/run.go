@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/checkpoint"
 	"github.com/sluicehq/sluice/cluster/consul"
 	"github.com/sluicehq/sluice/console"
@@ -266,7 +267,7 @@ func Start(ctx context.Context, cfg Config, operators ...sdk.Factory) (*Runtime,
 		return nil, fmt.Errorf("%w: without them its actor port takes records, state and membership messages from whoever reaches it: "+
 			"give -node-ca, -node-cert and -node-key (sluice certs ca, sluice certs node; $%s, $%s, $%s), "+
 			"or -node-insecure ($%s=1) on a network only the cluster reaches (docs/security.md, \"Between nodes\")",
-			ErrInsecureCluster, actors.EnvNodeCA, actors.EnvNodeCert, actors.EnvNodeKey, actors.EnvNodeInsecure)
+			ErrInsecureCluster, transport.EnvNodeCA, transport.EnvNodeCert, transport.EnvNodeKey, transport.EnvNodeInsecure)
 	}
 	if cfg.Consul != "" {
 		d, err := consul.New(consul.Config{Address: cfg.Consul, Service: clusterName(cfg), Logger: logger})
@@ -523,7 +524,7 @@ func (r *Runtime) waitFinished(ctx context.Context) {
 // first. Config.KeepRunning keeps it running instead.
 //
 // If the node's state database fails (a full disk hit a commit: see
-// actors.Health), Run returns an error wrapping ErrNodeFailed at once,
+// status.Health), Run returns an error wrapping ErrNodeFailed at once,
 // without stopping: the caller should exit the process (non-zero), so that
 // it restarts from what was committed, or checkpointed, and in a cluster
 // its instances move to the other nodes meanwhile.

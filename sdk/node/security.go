@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/transport"
 	"github.com/sluicehq/sluice/control"
 	"github.com/sluicehq/sluice/launcher"
 )
@@ -16,13 +16,13 @@ type ControlSecurity = control.Security
 
 // NodeSecurity configures mutual TLS between the nodes of a cluster: the
 // cluster CA and this node's certificate, named after its node id; see
-// actors.TransportSecurity and docs/security.md.
+// transport.Security and docs/security.md.
 //
-// Its fields (go doc actors.TransportSecurity has them in full):
+// Its fields (go doc transport.Security has them in full):
 //
 //	TLS creds.Config // TLS names the cluster CA bundle (CAFile) and this node's certificate and key …
 //	Insecure bool    // Insecure lets a cluster node run its actor port without TLS, open to whoever reaches …
-type NodeSecurity = actors.TransportSecurity
+type NodeSecurity = transport.Security
 
 // LaunchPolicy says which executables the local launcher (Config.Launch)
 // may start, and which environment variables manifests may give them; see
@@ -39,7 +39,7 @@ func ControlSecurityFromEnv() (ControlSecurity, error) { return control.Security
 // means: those of $SLUICE_NODE_CA, $SLUICE_NODE_CERT and $SLUICE_NODE_KEY.
 // With none set, traffic between nodes is neither encrypted nor
 // authenticated.
-func NodeSecurityFromEnv() NodeSecurity { return actors.TransportSecurityFromEnv(os.Getenv) }
+func NodeSecurityFromEnv() NodeSecurity { return transport.SecurityFromEnv(os.Getenv) }
 
 // nodeSecurity resolves cfg's node security (nil: from the environment).
 func nodeSecurity(cfg Config) NodeSecurity {

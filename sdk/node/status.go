@@ -1,14 +1,17 @@
 package node
 
-import "github.com/sluicehq/sluice/actors"
+import (
+	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/tail"
+)
 
 // Subscription delivers a stream's records to a reader outside the
 // operators: see Runtime.Subscribe.
-type Subscription = actors.Subscription
+type Subscription = tail.Subscription
 
 // OperatorStatus describes one operator and its instances.
 //
-// Its fields (go doc actors.OperatorStatus has them in full):
+// Its fields (go doc actors/status.OperatorStatus has them in full):
 //
 //	Name string
 //	Kind string
@@ -18,11 +21,11 @@ type Subscription = actors.Subscription
 //	Outputs []string
 //	Instances []InstanceStatus     // Instances are the instances on this node (of any epoch, in any mode).
 //	RecentDeadLetters []DeadLetter // RecentDeadLetters are the operator's latest dead letters on this node (at most …
-type OperatorStatus = actors.OperatorStatus
+type OperatorStatus = status.OperatorStatus
 
 // InstanceStatus describes one operator instance.
 //
-// Its fields (go doc actors.InstanceStatus has them in full):
+// Its fields (go doc actors/status.InstanceStatus has them in full):
 //
 //	Index int
 //	Epoch int64
@@ -42,4 +45,4 @@ type OperatorStatus = actors.OperatorStatus
 //	Finished bool            // Finished says the instance's input ended (a source: its Poll returned ErrEndOfStream), …
 //	LastError string         // LastError is the most recent failure, if any.
 //	FailedReason string      // FailedReason says why the instance was marked failed.
-type InstanceStatus = actors.InstanceStatus
+type InstanceStatus = status.InstanceStatus

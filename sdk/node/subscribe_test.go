@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
+	"github.com/sluicehq/sluice/actors/tail"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/persistence"
 	"github.com/sluicehq/sluice/sdk"
@@ -164,7 +165,7 @@ func TestSubscribeCloseRemovesTheReader(t *testing.T) {
 		}
 		for _, op := range rt.Status() {
 			for _, in := range op.Instances {
-				if op.Name == name && in.State != actors.StateReleased {
+				if op.Name == name && in.State != status.StateReleased {
 					return false // released ones linger a minute, bouncing records of stale routes
 				}
 			}
@@ -208,7 +209,7 @@ func TestSubscribeLeftOpenIsClosedByStop(t *testing.T) {
 	}
 	_, err = topology.Update(context.Background(), tpebble.New(db), 1, func(t topology.Topology) (topology.Topology, error) {
 		next, _, err := t.Deploy(topology.OperatorSpec{Kind: "sluice.tail@n1", Meta: sdk.Metadata{
-			Name: actors.TailPrefix + "left", Inputs: []sdk.Input{{Stream: "tailed"}}, Parallelism: 1}.WithDefaults()}, time.Now())
+			Name: tail.Prefix + "left", Inputs: []sdk.Input{{Stream: "tailed"}}, Parallelism: 1}.WithDefaults()}, time.Now())
 		return next, err
 	})
 	if cerr := db.Close(); err != nil || cerr != nil {
@@ -216,7 +217,7 @@ func TestSubscribeLeftOpenIsClosedByStop(t *testing.T) {
 	}
 	rt = start()
 	defer func() { _ = rt.Stop(context.Background()) }()
-	if left := actors.TailReaders(rt.Node().Topology()); len(left) > 0 {
+	if left := tail.Readers(rt.Node().Topology()); len(left) > 0 {
 		t.Fatalf("readers %v still deployed after a restart", left)
 	}
 }

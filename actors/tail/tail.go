@@ -1,4 +1,4 @@
-package actors
+package tail
 
 import (
 	"bytes"
@@ -19,10 +19,10 @@ import (
 	"github.com/sluicehq/sluice/topology"
 )
 
-// Reading a stream from outside (Node.Subscribe) deploys a reader operator
-// named "sluice-tail-<random>" with one instance that reads the stream with
-// shuffle routing, of a kind only this node hosts (tailKindPrefix + node
-// id, announced in the membership), so that its instance runs here and
+// Reading a stream from outside (Registry.Subscribe) deploys a reader
+// operator named "sluice-tail-<random>" with one instance that reads the
+// stream with shuffle routing, of a kind only this node hosts
+// (tailKindPrefix + node id, announced in the membership), so that its instance runs here and
 // hands every record to the Subscription's channel. A reader that does not
 // take records blocks the instance, which then grants no credit: producers
 // are held back exactly as by any slow operator, and nothing is dropped.
@@ -31,18 +31,18 @@ import (
 // tailKindPrefix starts the kind of a node's subscription readers.
 const tailKindPrefix = "sluice.tail@"
 
-// TailPrefix starts the name of every subscription's reader operator.
-const TailPrefix = "sluice-tail-"
+// Prefix starts the name of every subscription's reader operator.
+const Prefix = "sluice-tail-"
 
 // Subscription delivers the records of one stream to a reader outside the
-// operators (Node.Subscribe). Records are delivered from the moment
+// operators (Registry.Subscribe). Records are delivered from the moment
 // Subscribe returned (when the producer runs on another node: from when
 // that node learned of the subscription), each once; after a rollback of
 // an exactly-once pipeline, records processed again are delivered again.
 // Records held for want of any reader (durability tracking) go to the
 // first reader, which may be a subscription.
 type Subscription struct {
-	n      *Node
+	r      *Registry
 	name   string
 	stream string
 	recs   chan core.Record
@@ -55,7 +55,7 @@ type Subscription struct {
 
 // ErrClosed is returned by Subscription.Next once the subscription is
 // closed.
-var ErrClosed = errors.New("actors: subscription closed")
+var ErrClosed = errors.New("tail: subscription closed")
 
 // Next returns the next record, waiting for it until ctx is done or the
 // subscription is closed (ErrClosed).
@@ -108,22 +108,43 @@ func (s *Subscription) Close() error {
 		}
 		s.mu.Unlock()
 		close(s.done)
-		s.n.tails.remove(s.name)
+		s.r.remove(s.name)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		s.err = s.n.killTail(ctx, s.name)
+		s.err = s.r.kill(ctx, s.name)
 	})
 	return s.err
 }
 
-// tailRegistry holds the node's open subscriptions by operator name.
-type tailRegistry struct {
+// Node is what subscriptions need of the node they read on; package
+// actors implements it. Its methods must not call the Registry back.
+type Node interface {
+	// ChangeTopology applies change to the stored topology with
+	// check-and-set, retrying on a concurrent change.
+	ChangeTopology(ctx context.Context, change func(topology.Topology) (topology.Topology, error)) error
+	// Routed reports whether the node's route table has operator reading
+	// stream, with its one instance's destination known.
+	Routed(stream, operator string) bool
+	// Topology returns the topology the node last applied.
+	Topology() topology.Topology
+	// Stopping reports whether the node's Stop has begun; Life is
+	// cancelled when the node stops.
+	Stopping() bool
+	Life() context.Context
+}
+
+// Registry holds a node's open subscriptions by operator name, and makes
+// their readers. Safe for concurrent use.
+type Registry struct {
+	node Node
+	kind string // of this node's readers (Kind)
+
 	mu      sync.Mutex // a leaf
 	m       map[string]*Subscription
 	readers map[string]bool // the reader operators deployed here and not yet forgotten
 }
 
-func (r *tailRegistry) add(s *Subscription) {
+func (r *Registry) add(s *Subscription) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.m == nil {
@@ -134,8 +155,9 @@ func (r *tailRegistry) add(s *Subscription) {
 	r.readers[s.name] = true
 }
 
-// forget reports whether name is a reader operator, and forgets it.
-func (r *tailRegistry) forget(name string) bool {
+// Forget reports whether name is a reader operator of a closed
+// subscription, and forgets it.
+func (r *Registry) Forget(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.readers[name] || r.m[name] != nil {
@@ -145,19 +167,19 @@ func (r *tailRegistry) forget(name string) bool {
 	return true
 }
 
-func (r *tailRegistry) remove(name string) {
+func (r *Registry) remove(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.m, name)
 }
 
-func (r *tailRegistry) get(name string) *Subscription {
+func (r *Registry) get(name string) *Subscription {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.m[name]
 }
 
-func (r *tailRegistry) all() []*Subscription {
+func (r *Registry) all() []*Subscription {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]*Subscription, 0, len(r.m))
@@ -167,59 +189,77 @@ func (r *tailRegistry) all() []*Subscription {
 	return out
 }
 
-// TailReaders returns the names of the subscription readers deployed in t
-// (operators named TailPrefix…, see Node.Subscribe).
-func TailReaders(t topology.Topology) []string {
+// Readers returns the names of the subscription readers deployed in t
+// (operators named Prefix…, see Registry.Subscribe).
+func Readers(t topology.Topology) []string {
 	var out []string
 	for _, spec := range t.Operators {
-		if strings.HasPrefix(spec.Meta.Name, TailPrefix) && strings.HasPrefix(spec.Kind, tailKindPrefix) {
+		if strings.HasPrefix(spec.Meta.Name, Prefix) && strings.HasPrefix(spec.Kind, tailKindPrefix) {
 			out = append(out, spec.Meta.Name)
 		}
 	}
 	return out
 }
 
-// tailKind returns the kind of this node's subscription readers: the
+// NewRegistry returns the registry of the node nodeID.
+func NewRegistry(nodeID string, node Node) *Registry {
+	return &Registry{node: node, kind: kindOf(nodeID)}
+}
+
+// kindOf returns the kind of node nodeID's subscription readers: the
 // prefix and the node's id, or a digest of an id too long for a kind.
-func (n *Node) tailKind() string {
-	if k := tailKindPrefix + n.cfg.NodeID; len(k) <= cluster.MaxKindLen {
+func kindOf(nodeID string) string {
+	if k := tailKindPrefix + nodeID; len(k) <= cluster.MaxKindLen {
 		return k
 	}
-	sum := sha256.Sum256([]byte(n.cfg.NodeID))
+	sum := sha256.Sum256([]byte(nodeID))
 	return tailKindPrefix + hex.EncodeToString(sum[:])
 }
 
-// tailFactory makes the node's subscription readers.
-func (n *Node) tailFactory() core.Operator { return &tailOperator{n: n} }
+// Kind returns the kind of the node's subscription readers, which only
+// this node hosts (it announces it in the membership).
+func (r *Registry) Kind() string { return r.kind }
+
+// Reader makes one of the node's subscription readers (the factory of
+// Kind).
+func (r *Registry) Reader() core.Operator { return &tailOperator{r: r} }
+
+// Len returns the number of open subscriptions and of readers deployed
+// and not yet forgotten.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m) + len(r.readers)
+}
 
 // Subscribe starts reading stream from outside the operators: it deploys a
 // reader operator and returns once this node routes the stream's records
 // to it (or fails when ctx is done first). The subscription is closed when
-// ctx is done or by Close; Stop closes those left open.
-func (n *Node) Subscribe(ctx context.Context, stream string) (*Subscription, error) {
+// ctx is done or by Close; CloseAll closes those left open.
+func (r *Registry) Subscribe(ctx context.Context, stream string) (*Subscription, error) {
 	if err := core.ValidName(stream); err != nil {
-		return nil, fmt.Errorf("actors: subscribe: stream: %w", err)
+		return nil, fmt.Errorf("tail: subscribe: stream: %w", err)
 	}
-	if n.isStopping() {
-		return nil, errors.New("actors: subscribe: the node is stopping")
+	if r.node.Stopping() {
+		return nil, errors.New("tail: subscribe: the node is stopping")
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	name := TailPrefix + hex.EncodeToString(b[:])
-	s := &Subscription{n: n, name: name, stream: stream, recs: make(chan core.Record), done: make(chan struct{})}
-	n.tails.add(s)
-	spec := topology.OperatorSpec{Kind: n.tailKind(), Meta: core.Metadata{
+	name := Prefix + hex.EncodeToString(b[:])
+	s := &Subscription{r: r, name: name, stream: stream, recs: make(chan core.Record), done: make(chan struct{})}
+	r.add(s)
+	spec := topology.OperatorSpec{Kind: r.kind, Meta: core.Metadata{
 		Name: name, Inputs: []core.Input{{Stream: stream, Routing: core.Shuffle}}, Parallelism: 1,
 	}.WithDefaults()}
-	if err := n.changeTopology(ctx, func(t topology.Topology) (topology.Topology, error) {
+	if err := r.node.ChangeTopology(ctx, func(t topology.Topology) (topology.Topology, error) {
 		next, _, err := t.Deploy(spec, time.Now())
 		return next, err
 	}); err != nil {
-		n.tails.remove(name)
-		return nil, fmt.Errorf("actors: subscribe to %q: %w", stream, err)
+		r.remove(name)
+		return nil, fmt.Errorf("tail: subscribe to %q: %w", stream, err)
 	}
-	if err := n.waitRouted(ctx, stream, name); err != nil {
-		return nil, errors.Join(fmt.Errorf("actors: subscribe to %q: %w", stream, err), s.Close())
+	if err := r.waitRouted(ctx, stream, name); err != nil {
+		return nil, errors.Join(fmt.Errorf("tail: subscribe to %q: %w", stream, err), s.Close())
 	}
 	s.mu.Lock()
 	s.unctx = context.AfterFunc(ctx, func() { _ = s.Close() })
@@ -229,60 +269,59 @@ func (n *Node) Subscribe(ctx context.Context, stream string) (*Subscription, err
 
 // waitRouted waits until this node's route table has operator reading
 // stream.
-func (n *Node) waitRouted(ctx context.Context, stream, operator string) error {
+func (r *Registry) waitRouted(ctx context.Context, stream, operator string) error {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		for _, sub := range n.table.Load().Routes(stream) {
-			if sub.Operator == operator && len(sub.Dests) == 1 && sub.Dests[0] != nil {
-				return nil
-			}
+		if r.node.Routed(stream, operator) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-n.life.Done():
+		case <-r.node.Life().Done():
 			return errors.New("the node stopped")
 		case <-tick.C:
 		}
 	}
 }
 
-// killTail removes a subscription's reader operator, purging its state.
-func (n *Node) killTail(ctx context.Context, name string) error {
-	err := n.changeTopology(ctx, func(t topology.Topology) (topology.Topology, error) {
+// kill removes a subscription's reader operator, purging its state.
+func (r *Registry) kill(ctx context.Context, name string) error {
+	err := r.node.ChangeTopology(ctx, func(t topology.Topology) (topology.Topology, error) {
 		if _, ok := t.Find(name); !ok {
 			return t, nil
 		}
 		return t.Kill(name, true)
 	})
 	if err != nil {
-		return fmt.Errorf("actors: close subscription %s: %w", name, err)
+		return fmt.Errorf("tail: close subscription %s: %w", name, err)
 	}
 	return nil
 }
 
-// closeTails closes every open subscription (on Stop) and removes this
-// node's readers still in the topology it last applied; without any it
-// does not touch the store (which may be unreachable).
-func (n *Node) closeTails(ctx context.Context) error {
+// CloseAll closes every open subscription (on the node's Stop) and removes
+// this node's readers still in the topology it last applied; without any
+// it does not touch the store (which may be unreachable).
+func (r *Registry) CloseAll(ctx context.Context) error {
 	var errs []error
-	for _, s := range n.tails.all() {
+	for _, s := range r.all() {
 		errs = append(errs, s.Close())
 	}
-	if t := n.topology(); !slices.ContainsFunc(t.Operators, func(spec topology.OperatorSpec) bool { return spec.Kind == n.tailKind() }) {
+	if t := r.node.Topology(); !slices.ContainsFunc(t.Operators, func(spec topology.OperatorSpec) bool { return spec.Kind == r.kind }) {
 		return errors.Join(errs...)
 	}
-	errs = append(errs, n.changeTopology(ctx, n.withoutTails))
+	errs = append(errs, r.node.ChangeTopology(ctx, r.Without))
 	return errors.Join(errs...)
 }
 
-// withoutTails kills (with purge) the subscription readers of this node in
-// t: after a restart none of them has a subscriber.
-func (n *Node) withoutTails(t topology.Topology) (topology.Topology, error) {
+// Without kills (with purge) the subscription readers of this node in t
+// that have no open subscription: after a restart none of them has a
+// subscriber.
+func (r *Registry) Without(t topology.Topology) (topology.Topology, error) {
 	next := t
 	for _, spec := range t.Operators {
-		if spec.Kind != n.tailKind() || n.tails.get(spec.Meta.Name) != nil {
+		if spec.Kind != r.kind || r.get(spec.Meta.Name) != nil {
 			continue
 		}
 		var err error
@@ -293,44 +332,20 @@ func (n *Node) withoutTails(t topology.Topology) (topology.Topology, error) {
 	return next, nil
 }
 
-// forgetTail stops the supervisor of a closed subscription's reader once
-// its last instance was removed (the coordinator's tick), so that closed
-// subscriptions leave nothing behind.
-func (n *Node) forgetTail(op *operator) {
-	if len(op.list()) > 0 || !n.tails.forget(op.name) {
-		return
-	}
-	n.mu.Lock()
-	if n.ops[op.name] == op {
-		delete(n.ops, op.name)
-	}
-	n.mu.Unlock()
-	if err := op.stop(); err != nil {
-		n.log.Warn("stopping a closed subscription's reader failed", "operator", op.name, "error", err)
-	}
-}
-
-// changeTopology applies change to the stored topology with check-and-set,
-// retrying on a concurrent change.
-func (n *Node) changeTopology(ctx context.Context, change func(topology.Topology) (topology.Topology, error)) error {
-	_, err := topology.Update(ctx, n.store, 20, change)
-	return err
-}
-
 // tailOperator is a subscription's reader: it hands each record to its
 // Subscription, waiting while the reader does not take it.
 type tailOperator struct {
-	n *Node
+	r *Registry
 }
 
 func (o *tailOperator) Metadata() core.Metadata {
-	return core.Metadata{Name: TailPrefix + "reader", Inputs: []core.Input{{Stream: "any"}}, Parallelism: 1}
+	return core.Metadata{Name: Prefix + "reader", Inputs: []core.Input{{Stream: "any"}}, Parallelism: 1}
 }
 
 func (o *tailOperator) Init(core.Context) error { return nil }
 
 func (o *tailOperator) ProcessRecord(ctx core.Context, rec core.Record) error {
-	s := o.n.tails.get(ctx.Instance().Operator)
+	s := o.r.get(ctx.Instance().Operator)
 	if s == nil {
 		return nil // closed: the reader is being removed
 	}

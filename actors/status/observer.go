@@ -1,10 +1,8 @@
-package actors
+package status
 
 import (
 	"strconv"
 	"time"
-
-	"github.com/sluicehq/sluice/internal/core"
 )
 
 // Observer receives the runtime's observations, so that tracing and
@@ -89,40 +87,6 @@ type StageObserver interface {
 	Stage(operator string, index int, stage Stage, d time.Duration)
 }
 
-// observeStages tells a StageObserver the sent and queue stages of rec,
-// whose processing started at start, from batch m.
-func (i *instance) observeStages(obs Observer, rec *core.Record, m *batchMsg, start time.Time) {
-	so, ok := obs.(StageObserver)
-	if !ok || m.Sent.IsZero() {
-		return
-	}
-	so.Stage(i.key.op, i.key.index, StageQueue, start.Sub(m.Sent))
-	if !rec.EventTime.IsZero() {
-		so.Stage(i.key.op, i.key.index, StageSent, m.Sent.Sub(rec.EventTime))
-	}
-}
-
-// observedCommit is the periodic commit (in the background where it can
-// be: commitState), timed for a StageObserver: the time the instance
-// spent on it.
-func (i *instance) observedCommit(sync bool) {
-	so, ok := i.node.cfg.Observer.(StageObserver)
-	if !ok || i.ckHold != 0 {
-		i.commitState(sync, true)
-		return
-	}
-	start := time.Now()
-	i.commitState(sync, true)
-	so.Stage(i.key.op, i.key.index, StageCommit, time.Since(start))
-}
-
-// checkpointObserver returns the node's observer as a CheckpointObserver,
-// or nil.
-func (n *Node) checkpointObserver() CheckpointObserver {
-	o, _ := n.cfg.Observer.(CheckpointObserver)
-	return o
-}
-
 // TraceHeader is the record header carrying W3C trace context.
 const TraceHeader = "traceparent"
 
@@ -152,27 +116,4 @@ type SpanInfo struct {
 	QueueWait time.Duration
 	// Start is when processing began.
 	Start time.Time
-}
-
-// traceOf returns the trace header of rec, or "".
-func traceOf(rec *core.Record) string {
-	for _, h := range rec.Headers {
-		if h.Key == TraceHeader {
-			return h.Value
-		}
-	}
-	return ""
-}
-
-// withTrace returns rec with its trace header set to tp (a new headers
-// slice: the record's own may be shared).
-func withTrace(rec core.Record, tp string) core.Record {
-	hs := make([]core.Header, 0, len(rec.Headers)+1)
-	for _, h := range rec.Headers {
-		if h.Key != TraceHeader {
-			hs = append(hs, h)
-		}
-	}
-	rec.Headers = append(hs, core.Header{Key: TraceHeader, Value: tp})
-	return rec
 }

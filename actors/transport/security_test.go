@@ -1,4 +1,4 @@
-package actors_test
+package transport_test
 
 import (
 	"flag"
@@ -6,15 +6,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/transport"
 )
 
-// TestTransportSecurityFlagsAndEnvironment: flags override the
-// SLUICE_NODE_* variables, Environ writes what TransportSecurityFromEnv
+// TestSecurityFlagsAndEnvironment: flags override the SLUICE_NODE_*
+// variables, Environ writes what SecurityFromEnv
 // reads, and Validate names what is missing.
-func TestTransportSecurityFlagsAndEnvironment(t *testing.T) {
+func TestSecurityFlagsAndEnvironment(t *testing.T) {
 	env := map[string]string{"SLUICE_NODE_CA": "/env/ca.pem", "SLUICE_NODE_CERT": "/env/n1.pem", "SLUICE_NODE_KEY": "/env/n1-key.pem"}
-	var s actors.TransportSecurity
+	var s transport.Security
 	fs := flag.NewFlagSet("node", flag.ContinueOnError)
 	s.RegisterFlags(fs, func(k string) string { return env[k] })
 	if err := fs.Parse([]string{"-node-cert", "/flag/n1.pem"}); err != nil {
@@ -28,7 +28,7 @@ func TestTransportSecurityFlagsAndEnvironment(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("Environ: got %v, want %v", got, want)
 	}
-	back := actors.TransportSecurityFromEnv(func(k string) string {
+	back := transport.SecurityFromEnv(func(k string) string {
 		for _, kv := range got {
 			if name, v, _ := strings.Cut(kv, "="); name == k {
 				return v
@@ -42,15 +42,15 @@ func TestTransportSecurityFlagsAndEnvironment(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := (actors.TransportSecurity{}).Validate(); err != nil {
+	if err := (transport.Security{}).Validate(); err != nil {
 		t.Fatalf("disabled: %v", err)
 	}
 	for name, c := range map[string]struct {
-		s    actors.TransportSecurity
+		s    transport.Security
 		want string
 	}{
-		"no CA":  {actors.TransportSecurityFromEnv(func(k string) string { return map[string]string{"SLUICE_NODE_CERT": "c", "SLUICE_NODE_KEY": "k"}[k] }), "-node-ca"},
-		"no key": {actors.TransportSecurityFromEnv(func(k string) string { return map[string]string{"SLUICE_NODE_CA": "a", "SLUICE_NODE_CERT": "c"}[k] }), "-node-key"},
+		"no CA":  {transport.SecurityFromEnv(func(k string) string { return map[string]string{"SLUICE_NODE_CERT": "c", "SLUICE_NODE_KEY": "k"}[k] }), "-node-ca"},
+		"no key": {transport.SecurityFromEnv(func(k string) string { return map[string]string{"SLUICE_NODE_CA": "a", "SLUICE_NODE_CERT": "c"}[k] }), "-node-key"},
 	} {
 		if err := c.s.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: got %v, want an error naming %s", name, err, c.want)

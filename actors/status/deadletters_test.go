@@ -1,4 +1,4 @@
-package actors
+package status
 
 import (
 	"bytes"
@@ -14,15 +14,15 @@ import (
 // RecentDeadLetters dead letters, newest first, with copies of the key and
 // headers and the value cut to its first bytes; a killed operator's go.
 func TestDeadLetterLogKeepsTheLatest(t *testing.T) {
-	var l deadLetterLog
+	var l DeadLetters
 	key := []byte("k")
 	for i := range RecentDeadLetters + 3 {
 		rec := core.Record{Key: key, Value: []byte(strconv.Itoa(i))}
-		l.add("op", "n1", i%2, rec, []core.Header{{Key: core.HeaderError, Value: "bad " + strconv.Itoa(i)}})
+		l.Add("op", "n1", i%2, rec, []core.Header{{Key: core.HeaderError, Value: "bad " + strconv.Itoa(i)}})
 	}
 	key[0] = 'x' // the log holds its own copy
-	l.add("other", "n1", 0, core.Record{Value: bytes.Repeat([]byte("v"), 1000)}, nil)
-	got := l.recent("op")
+	l.Add("other", "n1", 0, core.Record{Value: bytes.Repeat([]byte("v"), 1000)}, nil)
+	got := l.Recent("op")
 	if len(got) != RecentDeadLetters {
 		t.Fatalf("%d dead letters kept, want %d", len(got), RecentDeadLetters)
 	}
@@ -33,11 +33,11 @@ func TestDeadLetterLogKeepsTheLatest(t *testing.T) {
 			t.Fatalf("dead letter %d: %+v, want record %d", j, dl, i)
 		}
 	}
-	if o := l.recent("other"); len(o) != 1 || len(o[0].Value) != deadLetterValueMax || o[0].ValueBytes != 1000 {
+	if o := l.Recent("other"); len(o) != 1 || len(o[0].Value) != deadLetterValueMax || o[0].ValueBytes != 1000 {
 		t.Fatalf("other's dead letter: %d of %d value bytes kept, want %d", len(o[0].Value), o[0].ValueBytes, deadLetterValueMax)
 	}
-	l.forget(map[string]*OperatorStatus{"other": {}})
-	if len(l.recent("op")) != 0 || len(l.recent("other")) != 1 {
+	l.Forget(map[string]*OperatorStatus{"other": {}})
+	if len(l.Recent("op")) != 0 || len(l.Recent("other")) != 1 {
 		t.Fatal("forget kept a killed operator's dead letters or dropped a live one's")
 	}
 }
@@ -48,14 +48,14 @@ func TestDeadLetterLogKeepsTheLatest(t *testing.T) {
 // and at most 32 headers of at most 1 KiB each (a 4.3 MB key made each
 // console viewer pull ~25 MB/s).
 func TestDeadLetterLogBoundsEveryField(t *testing.T) {
-	var l deadLetterLog
+	var l DeadLetters
 	huge := strings.Repeat("é", 2<<20) // 4 MiB of two-byte characters
 	rec := core.Record{Key: []byte(huge), Value: []byte(huge)}
 	for range 1000 {
 		rec.Headers = append(rec.Headers, core.Header{Key: huge[:1<<20], Value: huge[:1<<20]})
 	}
-	l.add("op", "n1", 0, rec, []core.Header{{Key: core.HeaderError, Value: clipText(huge, ErrorTextMax)}, {Key: core.HeaderStream, Value: "in"}})
-	dl := l.recent("op")[0]
+	l.Add("op", "n1", 0, rec, []core.Header{{Key: core.HeaderError, Value: ClipText(huge, ErrorTextMax)}, {Key: core.HeaderStream, Value: "in"}})
+	dl := l.Recent("op")[0]
 	size := len(dl.Key) + len(dl.Value)
 	for _, h := range dl.Headers {
 		size += len(h.Key) + len(h.Value)
@@ -85,8 +85,8 @@ func TestClipText(t *testing.T) {
 		{"abcdef", 3, "abc… (6 bytes in all)"},
 		{"ééé", 3, "é… (6 bytes in all)"},
 	} {
-		if got := clipText(c.in, c.max); got != c.want {
-			t.Errorf("clipText(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		if got := ClipText(c.in, c.max); got != c.want {
+			t.Errorf("ClipText(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
 		}
 	}
 }

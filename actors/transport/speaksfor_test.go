@@ -1,4 +1,4 @@
-package actors
+package transport
 
 import "testing"
 
@@ -21,8 +21,8 @@ func TestSpeaksFor(t *testing.T) {
 		{"", "", false},
 		{"", "x--0", false},
 	} {
-		if got := speaksFor(c.identity, c.node); got != c.want {
-			t.Errorf("speaksFor(%q, %q) = %v, want %v", c.identity, c.node, got, c.want)
+		if got := SpeaksFor(c.identity, c.node); got != c.want {
+			t.Errorf("SpeaksFor(%q, %q) = %v, want %v", c.identity, c.node, got, c.want)
 		}
 	}
 }

@@ -1,10 +1,11 @@
-package actors
+package status
 
 import (
 	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/core"
+	"github.com/sluicehq/sluice/topology"
 )
 
 // InstanceState is what an instance is doing on a node.
@@ -101,61 +102,33 @@ type InstanceStatus struct {
 	FailedReason string
 }
 
-// status snapshots the instance.
-func (i *instance) status() InstanceStatus {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return InstanceStatus{
-		Index:           i.key.index,
-		Epoch:           i.key.epoch,
-		Node:            i.node.cfg.NodeID,
-		FirstGroup:      i.lo,
-		EndGroup:        i.hi,
-		State:           i.state,
-		Restarts:        i.restarts,
-		Processed:       i.processed.Load(),
-		Produced:        i.producedPub.Load(),
-		DeadLetters:     i.deadLetters.Load(),
-		TransientErrors: i.transient.Load(),
-		Queued:          i.queued.Load(),
-		Blocked:         i.blockedTime.read(),
-		Busy:            i.busyTime.read(),
-		StateBytes:      i.stateBytes(),
-		Watermark:       wmTime(i.wmPub.Load()),
-		Finished:        i.finished.Load(),
-		LastError:       i.lastError,
-		FailedReason:    i.failedReason,
-	}
+// Placed is the status of an instance on a node with its operator's name,
+// as Collect takes it.
+type Placed struct {
+	Operator string
+	Status   InstanceStatus
 }
 
-// stateBytes estimates the disk space of the instance's key groups (0 when
-// it cannot tell).
-func (i *instance) stateBytes() int64 {
-	n, err := i.node.db.EstimateSize(i.key.op, i.lo, i.hi)
-	if err != nil {
-		return 0
-	}
-	return int64(n)
-}
-
-// Status returns the state of every operator instance on this node, by
-// operator name.
-func (n *Node) Status() []OperatorStatus {
+// Collect returns the status of a node's operators: those of topo in its
+// order, then those of instances whose operator it no longer has, each
+// with its instances sorted by epoch and index and its latest dead letters
+// (from dl, which forgets the operators not among them).
+func Collect(topo topology.Topology, insts []Placed, dl *DeadLetters) []OperatorStatus {
 	byOp := make(map[string]*OperatorStatus)
 	var names []string
-	for _, spec := range n.topology().Operators {
+	for _, spec := range topo.Operators {
 		m := spec.Meta
 		byOp[m.Name] = &OperatorStatus{Name: m.Name, Kind: spec.Kind, Parallelism: m.Parallelism, Epoch: spec.Epoch, Inputs: m.Inputs, Outputs: m.Outputs}
 		names = append(names, m.Name)
 	}
-	for _, inst := range n.instances() {
-		st := byOp[inst.key.op]
+	for _, inst := range insts {
+		st := byOp[inst.Operator]
 		if st == nil {
-			st = &OperatorStatus{Name: inst.key.op}
-			byOp[inst.key.op] = st
-			names = append(names, inst.key.op)
+			st = &OperatorStatus{Name: inst.Operator}
+			byOp[inst.Operator] = st
+			names = append(names, inst.Operator)
 		}
-		st.Instances = append(st.Instances, inst.status())
+		st.Instances = append(st.Instances, inst.Status)
 	}
 	out := make([]OperatorStatus, 0, len(names))
 	for _, name := range names {
@@ -166,9 +139,9 @@ func (n *Node) Status() []OperatorStatus {
 			}
 			return a.Index - b.Index
 		})
-		st.RecentDeadLetters = n.dlLog.recent(name)
+		st.RecentDeadLetters = dl.Recent(name)
 		out = append(out, *st)
 	}
-	n.dlLog.forget(byOp)
+	dl.Forget(byOp)
 	return out
 }

@@ -1,4 +1,4 @@
-package actors
+package transport
 
 // Addressing node processes. Batches name the instance they are for, and
 // acks, bounces and durable acks the producer they answer, by actor id
@@ -17,61 +17,56 @@ package actors
 // them so, and is taken as before.
 
 import (
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/sluicehq/sluice/actors/flow"
 )
 
 // incarnationSep separates an actor id from the incarnation it is
 // addressed to. Neither actor ids nor incarnations contain it.
 const incarnationSep = "#"
 
-// addressed returns actor id id addressed to the node process of
+// Addressed returns actor id id addressed to the node process of
 // incarnation inc, or id itself when inc is unknown.
-func addressed(id, inc string) string {
+func Addressed(id, inc string) string {
 	if inc == "" {
 		return id
 	}
 	return id + incarnationSep + inc
 }
 
-// ours returns the actor id that target names, and whether target is
-// addressed to this node process (or to none).
-func (n *Node) ours(target string) (id string, ok bool) {
-	id, inc, found := strings.Cut(target, incarnationSep)
-	return id, !found || inc == n.incarnation
-}
-
-// replyTo returns the endpoint at which the producer of actor pid
-// receives its acks and bounces: addressed to this process.
-func (n *Node) replyTo(pid *actor.PID) flow.Endpoint {
-	return flow.Endpoint{Addr: pid.Address, ID: addressed(pid.Id, n.incarnation)}
+// Ours returns the actor id that target names, and whether target is
+// addressed to the node process of incarnation inc (or to none).
+func Ours(target, inc string) (id string, ok bool) {
+	id, to, found := strings.Cut(target, incarnationSep)
+	return id, !found || to == inc
 }
 
 // refusedLogEvery bounds how often a node logs the messages it refused
 // for being addressed to another process.
 const refusedLogEvery = 10 * time.Second
 
-// misaddressed counts the messages a node refused for being addressed to
-// another process at its address, and when it last logged one.
-type misaddressed struct {
+// Misaddressed counts the messages a node refused for being addressed to
+// another process at its address, and when it last logged one. The zero
+// value is ready; it is safe for concurrent use.
+type Misaddressed struct {
 	count  atomic.Int64
 	logged atomic.Int64 // unix nanoseconds
 }
 
-// refused counts a message addressed to another process (target) and logs
-// it at most every refusedLogEvery.
-func (n *Node) refused(target, from string) {
-	total := n.misaddressed.count.Add(1)
+// Refused counts a message addressed to another process (target) and logs
+// it to log at most every refusedLogEvery.
+func (m *Misaddressed) Refused(log *slog.Logger, target, from string) {
+	total := m.count.Add(1)
 	now := time.Now().UnixNano()
-	last := n.misaddressed.logged.Load()
-	if now-last < int64(refusedLogEvery) || !n.misaddressed.logged.CompareAndSwap(last, now) {
+	last := m.logged.Load()
+	if now-last < int64(refusedLogEvery) || !m.logged.CompareAndSwap(last, now) {
 		return
 	}
-	n.log.Warn("refused a message addressed to another process that had this node's address (a peer has not yet seen it go)",
+	log.Warn("refused a message addressed to another process that had this node's address (a peer has not yet seen it go)",
 		"target", target, "from", from, "refused so far", total)
 }
+
+// Count returns how many messages were refused.
+func (m *Misaddressed) Count() int64 { return m.count.Load() }

@@ -1,4 +1,4 @@
-package actors
+package status
 
 import (
 	"fmt"
@@ -48,25 +48,26 @@ type DeadLetter struct {
 	// Headers are the record's, with those the runtime adds (the error,
 	// the attempts, the operator, the instance and the stream): at most
 	// 32, the runtime's first, each key and value cut to 1 KiB (see
-	// clipText).
+	// ClipText).
 	Headers []core.Header
 }
 
-// deadLetterLog keeps the latest RecentDeadLetters dead letters of each
-// operator on a node.
-type deadLetterLog struct {
+// DeadLetters keeps the latest RecentDeadLetters dead letters of each
+// operator on a node. The zero value is ready; it is safe for concurrent
+// use.
+type DeadLetters struct {
 	mu   sync.Mutex // a leaf
 	byOp map[string][]DeadLetter
 }
 
-// add keeps a bounded copy of rec as op's latest dead letter; runtime are
+// Add keeps a bounded copy of rec as op's latest dead letter; runtime are
 // the headers the runtime added, which are kept before the record's own.
-func (l *deadLetterLog) add(op, node string, index int, rec core.Record, runtime []core.Header) {
+func (l *DeadLetters) Add(op, node string, index int, rec core.Record, runtime []core.Header) {
 	dl := DeadLetter{Time: time.Now(), Node: node, Index: index,
 		Key: append([]byte(nil), rec.Key[:min(len(rec.Key), deadLetterValueMax)]...), KeyBytes: len(rec.Key),
 		Value: append([]byte(nil), rec.Value[:min(len(rec.Value), deadLetterValueMax)]...), ValueBytes: len(rec.Value)}
 	for _, h := range slices.Concat(runtime, rec.Headers)[:min(len(runtime)+len(rec.Headers), deadLetterHeadersMax)] {
-		dl.Headers = append(dl.Headers, core.Header{Key: clipText(h.Key, deadLetterHeaderMax), Value: clipText(h.Value, deadLetterHeaderMax)})
+		dl.Headers = append(dl.Headers, core.Header{Key: ClipText(h.Key, deadLetterHeaderMax), Value: ClipText(h.Value, deadLetterHeaderMax)})
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -80,8 +81,8 @@ func (l *deadLetterLog) add(op, node string, index int, rec core.Record, runtime
 	l.byOp[op] = recent
 }
 
-// recent returns op's latest dead letters, newest first.
-func (l *deadLetterLog) recent(op string) []DeadLetter {
+// Recent returns op's latest dead letters, newest first.
+func (l *DeadLetters) Recent(op string) []DeadLetter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	kept := l.byOp[op]
@@ -92,8 +93,8 @@ func (l *deadLetterLog) recent(op string) []DeadLetter {
 	return out
 }
 
-// forget drops the dead letters of operators not in keep (killed ones).
-func (l *deadLetterLog) forget(keep map[string]*OperatorStatus) {
+// Forget drops the dead letters of operators not in keep (killed ones).
+func (l *DeadLetters) Forget(keep map[string]*OperatorStatus) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for op := range l.byOp {
@@ -103,9 +104,9 @@ func (l *deadLetterLog) forget(keep map[string]*OperatorStatus) {
 	}
 }
 
-// clipText returns s cut to at most max bytes (at a character boundary)
+// ClipText returns s cut to at most max bytes (at a character boundary)
 // and a note of its whole length when it is longer.
-func clipText(s string, max int) string {
+func ClipText(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}

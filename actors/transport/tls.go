@@ -1,15 +1,15 @@
-package actors
+package transport
 
-// The node-to-node transport: protoactor remote over gRPC, with mutual TLS
-// when ClusterConfig.Security is set (see TransportSecurity).
+// Mutual TLS on the node-to-node transport, when ClusterConfig.Security is
+// set (see Security).
 //
 // protoactor hands a remote message to its actor without saying which
 // connection it came over, so the transport says it: a gRPC stream
 // interceptor learns the identity of the client certificate of each
 // incoming stream and stamps it, as the message header peerHeader, on
 // every message of the stream (replacing whatever the sender put there).
-// Actors read it with peerOf and drop messages whose claimed sender node is
-// not that identity (Node.vouched).
+// Actors read it with PeerOf and drop messages whose claimed sender node is
+// not that identity (actors.Node.vouched).
 
 import (
 	"context"
@@ -20,7 +20,6 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,7 +33,6 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
-	"github.com/sluicehq/sluice/actors/handoff"
 	"github.com/sluicehq/sluice/cluster"
 	"github.com/sluicehq/sluice/creds"
 )
@@ -43,9 +41,9 @@ import (
 // (the identity of its certificate) a remote message came from.
 const peerHeader = "sluice-peer"
 
-// transport holds a node's transport credentials. Its methods are safe for
+// TLS holds a node's transport credentials. Its methods are safe for
 // concurrent use.
-type transport struct {
+type TLS struct {
 	src   *creds.Source
 	log   *slog.Logger
 	addrs atomic.Pointer[map[string]string] // actor address → member id
@@ -55,39 +53,39 @@ type transport struct {
 	suppressed int
 }
 
-// newTransport loads and watches the credentials of sec; the certificate
-// must be named nodeID.
-func newTransport(sec TransportSecurity, nodeID string, log *slog.Logger) (*transport, error) {
+// newTLS loads and watches the credentials of sec; the certificate must
+// be named nodeID.
+func newTLS(sec Security, nodeID string, log *slog.Logger) (*TLS, error) {
 	cfg := sec.TLS
 	if cfg.Logger == nil {
 		cfg.Logger = log
 	}
 	src, err := creds.Load(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("actors: node transport TLS: %w", err)
+		return nil, fmt.Errorf("transport: node TLS: %w", err)
 	}
-	if id := creds.Identity(src.Leaf()); !speaksFor(id, nodeID) {
+	if id := creds.Identity(src.Leaf()); !SpeaksFor(id, nodeID) {
 		_ = src.Close()
-		return nil, fmt.Errorf("actors: node transport TLS: the certificate %s is named %q, but this node's id is %q, and other nodes "+
+		return nil, fmt.Errorf("transport: node TLS: the certificate %s is named %q, but this node's id is %q, and other nodes "+
 			"drop messages of node %q that do not come over a certificate named so; issue one with \"sluice certs node %s\"",
 			cfg.CertFile, id, nodeID, nodeID, nodeID)
 	}
 	if err := src.Watch(); err != nil {
 		_ = src.Close()
-		return nil, fmt.Errorf("actors: node transport TLS: %w", err)
+		return nil, fmt.Errorf("transport: node TLS: %w", err)
 	}
-	return &transport{src: src, log: log}, nil
+	return &TLS{src: src, log: log}, nil
 }
 
-// close stops watching the files.
-func (t *transport) close() { _ = t.src.Close() }
+// Close stops watching the files.
+func (t *TLS) Close() { _ = t.src.Close() }
 
 // options returns protoactor remote's options for mutual TLS, its server
 // taking the options base too.
-func (t *transport) options(base []grpc.ServerOption) ([]remote.ConfigOption, error) {
+func (t *TLS) options(base []grpc.ServerOption) ([]remote.ConfigOption, error) {
 	srv, err := t.src.ServerTLS(creds.RequireClientCert)
 	if err != nil {
-		return nil, fmt.Errorf("actors: node transport TLS: %w", err)
+		return nil, fmt.Errorf("transport: node TLS: %w", err)
 	}
 	c := &nodeCreds{t: t, server: credentials.NewTLS(srv)}
 	return []remote.ConfigOption{
@@ -96,9 +94,9 @@ func (t *transport) options(base []grpc.ServerOption) ([]remote.ConfigOption, er
 	}, nil
 }
 
-// setMembers records the actor address of every member, so that a
+// SetMembers records the actor address of every member, so that a
 // connection to an address verifies that the server is that member.
-func (t *transport) setMembers(members []cluster.Member) {
+func (t *TLS) SetMembers(members []cluster.Member) {
 	m := make(map[string]string, len(members))
 	for _, mb := range members {
 		m[mb.Address] = mb.ID
@@ -107,7 +105,7 @@ func (t *transport) setMembers(members []cluster.Member) {
 }
 
 // nodeAt returns the id of the member at actor address addr, or "".
-func (t *transport) nodeAt(addr string) string {
+func (t *TLS) nodeAt(addr string) string {
 	if m := t.addrs.Load(); m != nil {
 		return (*m)[addr]
 	}
@@ -116,7 +114,7 @@ func (t *transport) nodeAt(addr string) string {
 
 // warn logs a refused connection, at most once a second (a port scanner
 // must not flood the log); it says how many it did not log.
-func (t *transport) warn(msg string, attrs ...any) {
+func (t *TLS) warn(msg string, attrs ...any) {
 	t.mu.Lock()
 	now := time.Now()
 	if now.Sub(t.lastWarn) < time.Second {
@@ -136,7 +134,7 @@ func (t *transport) warn(msg string, attrs ...any) {
 // intercept authenticates a stream of protoactor's Remoting service by its
 // client certificate and stamps every message it receives with the
 // certificate's identity.
-func (t *transport) intercept(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (t *TLS) intercept(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	id, err := t.peer(ss.Context())
 	if err != nil {
 		// Not rate limited: the peer got through the handshake, so it holds
@@ -150,7 +148,7 @@ func (t *transport) intercept(srv any, ss grpc.ServerStream, info *grpc.StreamSe
 
 // peer returns the identity of the verified client certificate of the
 // connection ctx belongs to.
-func (t *transport) peer(ctx context.Context) (string, error) {
+func (t *TLS) peer(ctx context.Context) (string, error) {
 	p, ok := peer.FromContext(ctx)
 	if !ok {
 		return "", errors.New("no peer information")
@@ -223,7 +221,7 @@ func (s *stampingStream) RecvMsg(m any) error {
 // address it dialled (creds.Source.PeerTLS), or, for an address not in the
 // membership, some node of the CA (ClusterTLS).
 type nodeCreds struct {
-	t      *transport
+	t      *TLS
 	server credentials.TransportCredentials
 }
 
@@ -232,7 +230,7 @@ var _ credentials.TransportCredentials = (*nodeCreds)(nil)
 // ClientHandshake runs the TLS handshake of a connection to authority (the
 // actor address dialled): the server's certificate must be signed by the
 // CA bundle and, when authority is a member's address, speak for that
-// member (speaksFor).
+// member (SpeaksFor).
 func (c *nodeCreds) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	node := c.t.nodeAt(authority)
 	cfg, err := c.t.src.ClusterTLS()
@@ -245,7 +243,7 @@ func (c *nodeCreds) ClientHandshake(ctx context.Context, authority string, conn 
 		if ti, ok := info.(credentials.TLSInfo); ok && len(ti.State.PeerCertificates) > 0 {
 			id = creds.Identity(ti.State.PeerCertificates[0])
 		}
-		if !speaksFor(id, node) {
+		if !SpeaksFor(id, node) {
 			_ = out.Close()
 			err = fmt.Errorf("%w: the server at %s presented the certificate of %q, want that of member %q", creds.ErrNameMismatch, authority, id, node)
 		}
@@ -257,13 +255,13 @@ func (c *nodeCreds) ClientHandshake(ctx context.Context, authority string, conn 
 	return out, info, nil
 }
 
-// speaksFor reports whether a certificate named identity may speak for
+// SpeaksFor reports whether a certificate named identity may speak for
 // node: the node of that name, or an operator process its launcher
 // started, whose node id is "<operator>-<identity>-<restarts>" (package
 // launcher) and which is given the launching node's certificate and key:
 // it runs as that node's user, with its files, so the node's key is the
 // boundary of trust either way.
-func speaksFor(identity, node string) bool {
+func SpeaksFor(identity, node string) bool {
 	if identity == "" {
 		return false
 	}
@@ -300,123 +298,13 @@ func (c *nodeCreds) Clone() credentials.TransportCredentials {
 // Deprecated: as in gRPC.
 func (c *nodeCreds) OverrideServerName(string) error { return nil }
 
-// peerOf returns the node a message being handled came from, as the
+// PeerOf returns the node a message being handled came from, as the
 // transport stamped it: "" for a message from this node, or when the
 // transport has no TLS.
-func peerOf(ctx actor.Context) string {
+func PeerOf(ctx actor.Context) string {
 	h := ctx.MessageHeader()
 	if h == nil {
 		return ""
 	}
 	return h.Get(peerHeader)
-}
-
-// vouched reports whether the message being handled, which claims to come
-// from node claimed, came from this node or over claimed's certificate. It
-// logs a message that did not, which the caller drops. Without transport
-// TLS every claim is taken.
-func (n *Node) vouched(ctx actor.Context, what, claimed string) bool {
-	if n.transport == nil {
-		return true
-	}
-	p := peerOf(ctx)
-	if p == "" || speaksFor(p, claimed) {
-		return true
-	}
-	n.log.Warn("dropped a message claiming to come from another node than the certificate it came over",
-		"message", what, "claims", claimed, "certificate", p)
-	return false
-}
-
-// endpointQueueSize is the first size of protoactor's send queue to each
-// peer (see startRemote).
-const endpointQueueSize = 4096
-
-// endpointBatchSize is the most messages protoactor bundles into one gRPC
-// message to a peer (its default is 1,000): with messageLimit, it bounds
-// what a peer may send in one.
-const endpointBatchSize = 16
-
-// messageLimit is the largest gRPC message a node takes from a peer: a
-// bundle of endpointBatchSize messages, each at most a batch of BatchBytes
-// or a record of MaxRecordBytes, or a handoff chunk, with room for their
-// framing (a few bytes a record, and the batch's fields). gRPC's default
-// of 4 MB refused a bundle of large records, and with it every batch after
-// (the stream broke and the batches stayed in flight).
-func (n *Node) messageLimit() int {
-	msg := max(n.cfg.BatchBytes, n.cfg.MaxRecordBytes, handoff.ChunkBytes) + 64*max(n.cfg.BatchSize, n.cfg.RemoteBatchSize) + 64<<10
-	return endpointBatchSize * msg
-}
-
-// startRemote starts protoactor remote on the configured address, with
-// mutual TLS when configured.
-func (n *Node) startRemote() error {
-	cc := n.cfg.Cluster
-	host, portStr, err := net.SplitHostPort(cc.BindAddr)
-	if err != nil {
-		return fmt.Errorf("actors: bind address %q: %w", cc.BindAddr, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return fmt.Errorf("actors: bind address %q: bad port: %w", cc.BindAddr, err)
-	}
-	// protoactor preallocates each peer's send queue at 1,000,000 slots:
-	// 16 MB of pointers per peer, allocated when the first message to it
-	// is sent and scanned by every collection after. The queue grows by
-	// doubling when it fills, so its first size bounds nothing.
-	opts := []remote.ConfigOption{remote.WithEndpointWriterQueueSize(endpointQueueSize), remote.WithEndpointWriterBatchSize(endpointBatchSize)}
-	server := []grpc.ServerOption{grpc.UnaryInterceptor(refuseUnary), grpc.MaxRecvMsgSize(n.messageLimit())}
-	if cc.Security.Enabled() {
-		if n.transport, err = newTransport(cc.Security, n.cfg.NodeID, n.log); err != nil {
-			return err
-		}
-		topts, err := n.transport.options(server)
-		if err != nil {
-			n.transport.close()
-			return err
-		}
-		opts = append(opts, topts...)
-	} else {
-		opts = append(opts, remote.WithServerOptions(server...))
-		if !isLoopback(host) {
-			n.log.Warn("node-to-node traffic is not authenticated: anyone who reaches this address can send records to the node, "+
-				"replace its state or make it take over instances; set the node transport TLS (-node-ca, -node-cert, -node-key; "+
-				"$SLUICE_NODE_*), see docs/security.md", "bind", cc.BindAddr)
-		}
-	}
-	if port == 0 {
-		// protoactor cannot report the port it picked before it listens, so
-		// pick a free one first.
-		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-		if err != nil {
-			return fmt.Errorf("actors: bind %s: %w", cc.BindAddr, err)
-		}
-		port = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
-	}
-	if cc.AdvertiseAddr != "" {
-		opts = append(opts, remote.WithAdvertisedHost(cc.AdvertiseAddr))
-	}
-	n.remote = remote.NewRemote(n.system, remote.Configure(host, port, opts...))
-	started := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil { // remote.Start panics when it cannot listen
-				started <- fmt.Errorf("actors: start remote on %s:%d: %v", host, port, r)
-			}
-		}()
-		n.remote.Start()
-		started <- nil
-	}()
-	return <-started
-}
-
-// isLoopback reports whether host (of a bind address) is a loopback name
-// or address; "" and unspecified addresses (all interfaces) are not.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -1,4 +1,4 @@
-package actors
+package transport
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/sluicehq/sluice/creds"
 )
 
-// TransportSecurity configures mutual TLS on the node-to-node transport
+// Security configures mutual TLS on the node-to-node transport
 // (protoactor remote over gRPC), see docs/security.md. Every node of a
 // cluster should use the same CA bundle.
 //
@@ -24,7 +24,7 @@ import (
 // its first DNS name); it must be the node's id ("sluice certs node ID"
 // makes such certificates). The files are reread when they change: new
 // connections use the new certificate and CA bundle without a restart.
-type TransportSecurity struct {
+type Security struct {
 	// TLS names the cluster CA bundle (CAFile) and this node's certificate
 	// and key (CertFile, KeyFile). All three, or none (no TLS: anyone who
 	// reaches the node's address can send it messages).
@@ -38,20 +38,20 @@ type TransportSecurity struct {
 }
 
 // Enabled reports whether s configures any file.
-func (s TransportSecurity) Enabled() bool { return s.TLS.Enabled() }
+func (s Security) Enabled() bool { return s.TLS.Enabled() }
 
 // Validate checks s without reading its files: every problem names the
-// field and the fix. A disabled TransportSecurity is valid.
-func (s TransportSecurity) Validate() error {
+// field and the fix. A disabled Security is valid.
+func (s Security) Validate() error {
 	if !s.Enabled() {
 		return nil
 	}
 	var errs []error
 	if s.TLS.CAFile == "" {
-		errs = append(errs, errors.New("actors: TransportSecurity.TLS needs CAFile, the cluster CA that signs every node's certificate (-node-ca, $"+EnvNodeCA+")"))
+		errs = append(errs, errors.New("transport: Security.TLS needs CAFile, the cluster CA that signs every node's certificate (-node-ca, $"+EnvNodeCA+")"))
 	}
 	if s.TLS.CertFile == "" || s.TLS.KeyFile == "" {
-		errs = append(errs, errors.New("actors: TransportSecurity.TLS needs CertFile and KeyFile, this node's certificate and key (-node-cert, -node-key, $"+
+		errs = append(errs, errors.New("transport: Security.TLS needs CertFile and KeyFile, this node's certificate and key (-node-cert, -node-key, $"+
 			EnvNodeCert+", $"+EnvNodeKey+")"))
 	}
 	if err := s.TLS.Validate(); err != nil {
@@ -60,32 +60,32 @@ func (s TransportSecurity) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Environment variables read by TransportSecurityFromEnv and written by
+// Environment variables read by SecurityFromEnv and written by
 // Environ.
 const (
 	EnvNodeCA   = "SLUICE_NODE_CA"
 	EnvNodeCert = "SLUICE_NODE_CERT"
 	EnvNodeKey  = "SLUICE_NODE_KEY"
-	// EnvNodeInsecure is TransportSecurity.Insecure: any value but "", 0
+	// EnvNodeInsecure is Security.Insecure: any value but "", 0
 	// or false.
 	EnvNodeInsecure = "SLUICE_NODE_INSECURE"
 )
 
-// TransportSecurityFromEnv reads the settings from $SLUICE_NODE_CA,
+// SecurityFromEnv reads the settings from $SLUICE_NODE_CA,
 // $SLUICE_NODE_CERT and $SLUICE_NODE_KEY (getenv nil means none is set).
-func TransportSecurityFromEnv(getenv func(string) string) TransportSecurity {
+func SecurityFromEnv(getenv func(string) string) Security {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
 	v := strings.ToLower(strings.TrimSpace(getenv(EnvNodeInsecure)))
-	return TransportSecurity{TLS: creds.Config{CAFile: getenv(EnvNodeCA), CertFile: getenv(EnvNodeCert), KeyFile: getenv(EnvNodeKey)},
+	return Security{TLS: creds.Config{CAFile: getenv(EnvNodeCA), CertFile: getenv(EnvNodeCert), KeyFile: getenv(EnvNodeKey)},
 		Insecure: v != "" && v != "0" && v != "false" && v != "no"}
 }
 
 // Environ returns the SLUICE_NODE_* variables that make another process
 // (a slug a launcher starts) use the same CA bundle and certificate, as
-// TransportSecurityFromEnv reads them.
-func (s TransportSecurity) Environ() []string {
+// SecurityFromEnv reads them.
+func (s Security) Environ() []string {
 	var env []string
 	for _, kv := range [][2]string{{EnvNodeCA, s.TLS.CAFile}, {EnvNodeCert, s.TLS.CertFile}, {EnvNodeKey, s.TLS.KeyFile}} {
 		if kv[1] != "" {
@@ -100,8 +100,8 @@ func (s TransportSecurity) Environ() []string {
 
 // RegisterFlags defines -node-ca, -node-cert and -node-key on fs, setting
 // s, with the SLUICE_NODE_* variables (getenv nil means none) as defaults.
-func (s *TransportSecurity) RegisterFlags(fs *flag.FlagSet, getenv func(string) string) {
-	*s = TransportSecurityFromEnv(getenv)
+func (s *Security) RegisterFlags(fs *flag.FlagSet, getenv func(string) string) {
+	*s = SecurityFromEnv(getenv)
 	fs.StringVar(&s.TLS.CAFile, "node-ca", s.TLS.CAFile, "cluster CA bundle (PEM) that signs every node's certificate: mutual TLS between nodes ($"+EnvNodeCA+")")
 	fs.StringVar(&s.TLS.CertFile, "node-cert", s.TLS.CertFile, "this node's certificate (PEM), named after the node id, for node-to-node traffic ($"+EnvNodeCert+")")
 	fs.StringVar(&s.TLS.KeyFile, "node-key", s.TLS.KeyFile, "the private key of -node-cert ($"+EnvNodeKey+")")
