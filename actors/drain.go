@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/cluster"
 )
 
@@ -31,8 +32,8 @@ func (n *Node) Drain(ctx context.Context) error {
 	}
 	topo := n.topology()
 	for _, op := range n.Status() {
-		if !slices.ContainsFunc(op.Instances, func(in InstanceStatus) bool {
-			return in.State != StateReleased && in.State != StateStopped
+		if !slices.ContainsFunc(op.Instances, func(in status.InstanceStatus) bool {
+			return in.State != status.StateReleased && in.State != status.StateStopped
 		}) {
 			continue
 		}
@@ -47,7 +48,7 @@ func (n *Node) Drain(ctx context.Context) error {
 			return fmt.Errorf("actors: drain: operator %q (kind %q) runs here and no other member hosts its kind (or they are leaving)", op.Name, spec.Kind)
 		}
 	}
-	if err := n.closeTails(ctx); err != nil {
+	if err := n.tails.CloseAll(ctx); err != nil {
 		return fmt.Errorf("actors: drain: %w", err)
 	}
 	if err := n.leave(ctx); err != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/actors"
+	"github.com/sluicehq/sluice/actors/status"
 	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/samples/nexmark"
 	"github.com/sluicehq/sluice/sdk/node"
@@ -75,7 +75,7 @@ func rescale(t *testing.T, rt *node.Runtime, names []string, n int) {
 			}
 			running := 0
 			for _, in := range st.Instances {
-				if in.Epoch == st.Epoch && (in.State == actors.StateRunning || in.Finished) {
+				if in.Epoch == st.Epoch && (in.State == status.StateRunning || in.Finished) {
 					running++
 				}
 			}
