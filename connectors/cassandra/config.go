@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"slices"
@@ -273,8 +274,9 @@ func (t *TLSConfig) config() (*tls.Config, error) {
 
 // cluster returns the driver's configuration of c (validated and
 // defaulted).
-func (c SinkConfig) cluster() (*gocql.ClusterConfig, error) {
+func (c SinkConfig) cluster(log *slog.Logger) (*gocql.ClusterConfig, error) {
 	cc := gocql.NewCluster(c.Hosts...)
+	cc.Logger = driverLog{log}
 	cc.Port = c.Port
 	cc.ProtoVersion = 4
 	cc.Consistency, _ = parseConsistency(c.Consistency)
@@ -301,3 +303,14 @@ func (c SinkConfig) cluster() (*gocql.ClusterConfig, error) {
 	}
 	return cc, nil
 }
+
+// driverLog sends the driver's messages (reconnection attempts, mostly)
+// to the instance's logger, at debug level: the sink reports outages
+// itself.
+type driverLog struct{ log *slog.Logger }
+
+func (d driverLog) Print(v ...any) { d.log.Debug("gocql: " + fmt.Sprint(v...)) }
+func (d driverLog) Printf(format string, v ...any) {
+	d.log.Debug("gocql: " + fmt.Sprintf(format, v...))
+}
+func (d driverLog) Println(v ...any) { d.log.Debug("gocql: " + fmt.Sprint(v...)) }

@@ -80,7 +80,7 @@ func (s *Sink) Init(ctx sdk.Context) error {
 	s.w = newWriter(s.cfg)
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout+s.cfg.ConnectTimeout)
 	defer cancel()
-	if err := s.w.open(cctx); err != nil {
+	if err := s.w.open(cctx, s.log); err != nil {
 		return s.h.failure(fmt.Sprintf("open %s.%s on %v", s.cfg.Keyspace, s.cfg.Table, s.cfg.Hosts), err)
 	}
 	s.h.up()

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -77,8 +78,8 @@ func newWriter(cfg SinkConfig) *writer {
 // open connects, checks that the keyspace, table and columns exist and
 // that Columns hold the primary key, and prepares the INSERT to learn the
 // columns' types.
-func (w *writer) open(ctx context.Context) error {
-	cc, err := w.cfg.cluster()
+func (w *writer) open(ctx context.Context, log *slog.Logger) error {
+	cc, err := w.cfg.cluster(log)
 	if err != nil {
 		return err
 	}
