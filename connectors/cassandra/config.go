@@ -116,29 +116,25 @@ type TLSConfig struct {
 // DefaultSinkConfig returns cfg with its zero fields set to their
 // defaults.
 func DefaultSinkConfig(cfg SinkConfig) SinkConfig {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	defDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&cfg.Parallelism, 1)
-	def(&cfg.Port, 9042)
-	def(&cfg.BatchRows, 50)
-	def(&cfg.Concurrency, 16)
-	def(&cfg.MaxBufferedRows, 100_000)
-	defDur(&cfg.WriteTimeout, 10*time.Second)
-	defDur(&cfg.ConnectTimeout, 5*time.Second)
-	defDur(&cfg.ReconnectInterval, time.Second)
-	defDur(&cfg.CloseTimeout, 10*time.Second)
-	if cfg.Consistency == "" {
-		cfg.Consistency = "LOCAL_QUORUM"
-	}
+	orDefault(&cfg.Parallelism, 1)
+	orDefault(&cfg.Port, 9042)
+	orDefault(&cfg.BatchRows, 50)
+	orDefault(&cfg.Concurrency, 16)
+	orDefault(&cfg.MaxBufferedRows, 100_000)
+	orDefault(&cfg.WriteTimeout, 10*time.Second)
+	orDefault(&cfg.ConnectTimeout, 5*time.Second)
+	orDefault(&cfg.ReconnectInterval, time.Second)
+	orDefault(&cfg.CloseTimeout, 10*time.Second)
+	orDefault(&cfg.Consistency, "LOCAL_QUORUM")
 	return cfg
+}
+
+// orDefault sets *v to d if it is the zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // Validate checks cfg without contacting the cluster (it reads the TLS
@@ -166,20 +162,18 @@ func (c SinkConfig) Validate() error {
 		return bad("Columns", "must name at least one column (every primary key column among them)")
 	case (c.Username == "") != (c.Password == ""):
 		return bad("Username", "Username and Password go together: set both or neither")
-	case c.BatchRows < 0:
-		return bad("BatchRows", "%d is negative", c.BatchRows)
-	case c.Concurrency < 0:
-		return bad("Concurrency", "%d is negative", c.Concurrency)
-	case c.MaxBufferedRows < 0:
-		return bad("MaxBufferedRows", "%d is negative", c.MaxBufferedRows)
-	case c.WriteTimeout < 0:
-		return bad("WriteTimeout", "%v is negative", c.WriteTimeout)
-	case c.ConnectTimeout < 0:
-		return bad("ConnectTimeout", "%v is negative", c.ConnectTimeout)
-	case c.ReconnectInterval < 0:
-		return bad("ReconnectInterval", "%v is negative", c.ReconnectInterval)
-	case c.CloseTimeout < 0:
-		return bad("CloseTimeout", "%v is negative", c.CloseTimeout)
+	}
+	for _, n := range []struct {
+		field string
+		v     int64
+	}{
+		{"BatchRows", int64(c.BatchRows)}, {"Concurrency", int64(c.Concurrency)}, {"MaxBufferedRows", int64(c.MaxBufferedRows)},
+		{"WriteTimeout", int64(c.WriteTimeout)}, {"ConnectTimeout", int64(c.ConnectTimeout)},
+		{"ReconnectInterval", int64(c.ReconnectInterval)}, {"CloseTimeout", int64(c.CloseTimeout)},
+	} {
+		if n.v < 0 {
+			return bad(n.field, "is negative")
+		}
 	}
 	for i, in := range c.Inputs {
 		if in.Stream == "" {

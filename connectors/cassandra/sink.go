@@ -23,13 +23,12 @@ const tsKey = "cassandra/ts"
 type Sink struct {
 	cfg SinkConfig
 
-	op          string
-	deadLetters string
-	log         *slog.Logger
-	w           *writer
-	h           *health
-	mapf        MapFunc
-	eo          bool
+	op   string
+	log  *slog.Logger
+	w    *writer
+	h    *health
+	mapf MapFunc
+	eo   bool
 
 	// The rows not yet written, one per primary key (a later record of a
 	// key merges into its row: its set columns replace the row's).
@@ -60,8 +59,7 @@ func NewSink(cfg SinkConfig) (sdk.Factory, error) {
 
 // Metadata implements sdk.Operator.
 func (s *Sink) Metadata() sdk.Metadata {
-	return sdk.Metadata{Name: s.cfg.Name, Inputs: s.cfg.Inputs, Parallelism: s.cfg.Parallelism, KeyGroups: s.cfg.KeyGroups,
-		Outputs: []string{sdk.DeadLetterStream(s.cfg.Name)}}
+	return sdk.Metadata{Name: s.cfg.Name, Inputs: s.cfg.Inputs, Parallelism: s.cfg.Parallelism, KeyGroups: s.cfg.KeyGroups}
 }
 
 // Init connects to the cluster and checks the table: the keyspace and
@@ -73,7 +71,6 @@ func (s *Sink) Metadata() sdk.Metadata {
 // from State.
 func (s *Sink) Init(ctx sdk.Context) error {
 	s.op = ctx.Instance().Operator
-	s.deadLetters = sdk.DeadLetterStream(s.op)
 	s.log = ctx.Logger()
 	s.h = newHealth(s.cfg.Metrics, fmt.Sprintf("cassandra sink %q", s.op))
 	s.byKey = map[string]int{}
@@ -83,7 +80,7 @@ func (s *Sink) Init(ctx sdk.Context) error {
 	if err := s.w.open(cctx, s.log); err != nil {
 		return s.h.failure(fmt.Sprintf("open %s.%s on %v", s.cfg.Keyspace, s.cfg.Table, s.cfg.Hosts), err)
 	}
-	s.h.up()
+	s.h.i.Up()
 	s.mapf = s.cfg.Map
 	if s.mapf == nil {
 		s.mapf = jsonMapper{cols: s.cfg.Columns, types: s.w.types}.mapRecord
@@ -107,7 +104,7 @@ func (s *Sink) Init(ctx sdk.Context) error {
 
 // ProcessRecord maps rec to a row and buffers it, merged into the row of
 // its primary key if one is buffered; a record that does not map goes to
-// the dead-letter stream. Once MaxBufferedRows rows are buffered it
+// the dead-letter stream (the error wraps sdk.ErrBadRecord). Once MaxBufferedRows rows are buffered it
 // writes them at once; while that fails it retries, blocking the instance
 // (backpressure) until the cluster is back or the instance stops.
 func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
@@ -116,11 +113,8 @@ func (s *Sink) ProcessRecord(ctx sdk.Context, rec sdk.Record) error {
 	}
 	r, err := s.toRow(rec)
 	if err != nil {
-		dl := rec
-		dl.Headers = append(append([]sdk.Header(nil), rec.Headers...),
-			sdk.Header{Key: sdk.HeaderError, Value: "map: " + err.Error()},
-			sdk.Header{Key: sdk.HeaderOperator, Value: s.op})
-		return ctx.Produce(s.deadLetters, dl)
+		// The runtime undoes the attempt and dead-letters the record.
+		return fmt.Errorf("cassandra sink %q: map: %w: %w", s.op, sdk.ErrBadRecord, err)
 	}
 	k := keyOf(r, s.w.key)
 	if i, ok := s.byKey[k]; ok {
@@ -184,7 +178,7 @@ func (s *Sink) clockTS() int64 { return max(time.Now().UnixMicro(), s.lastTS+1) 
 // ErrRefused or sdk.ErrTransient (see health.failure).
 func (s *Sink) flush(ctx context.Context, ts int64) error {
 	if len(s.rows) == 0 {
-		s.h.up()
+		s.h.i.Up()
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
@@ -209,11 +203,11 @@ func (s *Sink) flush(ctx context.Context, ts int64) error {
 	}
 	clear(s.rows[len(keep):])
 	s.rows = keep
-	s.h.ok(written, size)
+	s.h.i.Wrote(written, size)
 	if first != nil {
 		return s.h.failure(fmt.Sprintf("write %d of %d rows", len(keep), len(keep)+written), first)
 	}
-	s.h.up()
+	s.h.i.Up()
 	return nil
 }
 
@@ -285,7 +279,7 @@ func (s *Sink) Close(sdk.Context) error {
 		}
 	}
 	s.w.close()
-	s.h.close()
+	s.h.i.Close()
 	return err
 }
 

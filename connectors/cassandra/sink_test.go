@@ -1,6 +1,7 @@
 package cassandra_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"testing"
@@ -53,7 +54,11 @@ func TestRowsArriveExactly(t *testing.T) {
 	}
 	bad := []string{`[1]`, `{"k": "x", "i": "one"}`, `{"i": 1, "n": 1}`, `{"k": "", "i": 1}`, `{"k": "x", "i": 1, "n": 99999999999}`,
 		`{"k": "x", "i": 1, "id": "not-a-uuid"}`}
-	send(t, h, bad...)
+	for _, b := range bad {
+		if err := h.Send("in", sdk.Record{Value: []byte(b)}); !errors.Is(err, sdk.ErrBadRecord) {
+			t.Fatalf("record %s: got %v, want it refused as bad (dead-lettered)", b, err)
+		}
+	}
 	if n := s.Count("app", "events"); n != 0 {
 		t.Fatalf("%d rows before the barrier, want none (buffered)", n)
 	}
