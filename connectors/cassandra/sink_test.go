@@ -194,3 +194,74 @@ func TestAtLeastOnceFlushesAndCloses(t *testing.T) {
 
 // cqltestConfig is the default server of the tests.
 func cqltestConfig() cqltest.Config { return cqltest.Config{} }
+
+// TestFailedBarrierKeepsTheRows: a coordinator short of replicas
+// (Unavailable) is an outage, a write timeout a passing failure; either
+// fails the checkpoint and keeps the rows, and the next barrier writes
+// them.
+func TestFailedBarrierKeepsTheRows(t *testing.T) {
+	s := start(t, cqltestConfig())
+	m := new(cassandra.Metrics)
+	c := baseConfig(s)
+	c.Metrics = m
+	h, err := sdktest.New(mustSink(t, c))
+	must(t, err)
+	for i := range 20 {
+		send(t, h, doc("a", i, i))
+	}
+	must(t, s.SetMode(cqltest.Unavailable))
+	err = h.Checkpoint(1)
+	if !errors.Is(err, sdk.ErrTransient) || !errors.Is(err, cassandra.ErrUnavailable) || m.Down() == nil {
+		t.Fatalf("Unavailable: got %v (down %v), want a transient ErrUnavailable and the outage in Metrics", err, m.Down())
+	}
+	must(t, s.SetMode(cqltest.TimingOut))
+	err = h.Checkpoint(2)
+	if !errors.Is(err, sdk.ErrTransient) || errors.Is(err, cassandra.ErrUnavailable) || m.Down() != nil {
+		t.Fatalf("Write_timeout: got %v (down %v), want a transient error that is no outage", err, m.Down())
+	}
+	must(t, s.SetMode(cqltest.Normal))
+	for i := 20; i < 30; i++ {
+		send(t, h, doc("a", i, i))
+	}
+	must(t, h.Checkpoint(3))
+	if n := s.Count("app", "events"); n != 30 {
+		t.Fatalf("%d rows after the barrier that succeeded, want 30", n)
+	}
+	if m.Errors() != 2 || m.Rows() != 30 {
+		t.Fatalf("metrics: %d errors, %d rows; want 2 and 30", m.Errors(), m.Rows())
+	}
+	must(t, h.Close())
+}
+
+// TestRescale: two instances checkpointed and restored into one: the
+// survivor's write timestamps follow both predecessors' (instance 1 wrote
+// with the host's clock, far after checkpoint ids 1 and 2 taken as µs), so
+// a row it writes supersedes theirs.
+func TestRescale(t *testing.T) {
+	s := start(t, cqltestConfig())
+	c := baseConfig(s)
+	c.Parallelism, c.MaxBufferedRows = 2, 1 // every row written at once, at the host's clock
+	f := mustSink(t, c)
+	h0, err := sdktest.New(f)
+	must(t, err)
+	h1, err := sdktest.New(f, sdktest.WithInstance(1))
+	must(t, err)
+	send(t, h1, doc("b", 1, 1))
+	must(t, h0.Checkpoint(1))
+	must(t, h1.Checkpoint(1))
+	s0, _ := h0.Snapshot(1)
+	s1, _ := h1.Snapshot(1)
+	must(t, h0.Close())
+	must(t, h1.Close())
+	c.Parallelism, c.MaxBufferedRows = 1, 0
+	one, err := sdktest.New(mustSink(t, c), sdktest.WithSnapshot(s0, s1))
+	must(t, err)
+	send(t, one, doc("b", 1, 2))
+	must(t, one.Checkpoint(2)) // timestamp max(2/1000, the last used + 1)
+	var b int
+	must(t, session(t, s).Query(`SELECT n FROM app.events WHERE k = 'b' AND i = 1`).Scan(&b))
+	if b != 2 || s.Count("app", "events") != 1 {
+		t.Fatalf("after the rescale b = %d, %d rows; want 2 (the survivor's write newest), 1 row", b, s.Count("app", "events"))
+	}
+	must(t, one.Close())
+}
