@@ -19,7 +19,7 @@ import (
 const waitTimeout = 90 * time.Second
 
 // pipeline is generator → Cassandra: record i is row (k<i mod 50>, i).
-func pipeline(t *testing.T, s *cqltest.Server, total int64, rate float64, m *cassandra.Metrics) []sdk.Factory {
+func pipeline(t *testing.T, s *cqltest.Server, total int64, rate float64, maxBuffered int, m *cassandra.Metrics) []sdk.Factory {
 	gen := func() sdk.Operator {
 		return &generate.Source{Name: "gen", Stream: "in", Count: total, Rate: rate, Batch: 50,
 			Make: func(i int64, _ *rand.Rand) sdk.Record {
@@ -27,7 +27,7 @@ func pipeline(t *testing.T, s *cqltest.Server, total int64, rate float64, m *cas
 			}}
 	}
 	c := baseConfig(s)
-	c.Columns, c.Metrics = []string{"k", "i", "n"}, m
+	c.Columns, c.Metrics, c.MaxBufferedRows = []string{"k", "i", "n"}, m, maxBuffered
 	return []sdk.Factory{gen, mustSink(t, c)}
 }
 
@@ -44,7 +44,8 @@ func instanceStatus(rt *node.Runtime, op string) node.InstanceStatus {
 // closed) or answers nothing (stalled) for 10 s mid-stream, then comes
 // back on the same port: every row arrives once, the outage shows in the
 // sink's metrics and its instance's status while it lasts, and the writes
-// resume.
+// resume. While refused, the sink buffers 2000 rows, then blocks its input
+// (backpressure) until the server is back.
 func TestCassandraOutage(t *testing.T) {
 	for _, mode := range []cqltest.Mode{cqltest.Refusing, cqltest.Stalled} {
 		name := map[cqltest.Mode]string{cqltest.Refusing: "stopped", cqltest.Stalled: "stalled"}[mode]
@@ -52,8 +53,12 @@ func TestCassandraOutage(t *testing.T) {
 			s := start(t, cqltest.Config{})
 			const total = 10_000
 			m := new(cassandra.Metrics)
+			maxBuffered := 0
+			if mode == cqltest.Refusing {
+				maxBuffered = 2000
+			}
 			rt, err := node.Start(context.Background(), node.Config{NodeConfig: node.NodeConfig{DataDir: t.TempDir(), NoSync: true,
-				Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond, KeepRunning: true}, pipeline(t, s, total, 700, m)...)
+				Logger: sluicetest.Logger(t)}, CheckpointInterval: 200 * time.Millisecond, KeepRunning: true}, pipeline(t, s, total, 700, maxBuffered, m)...)
 			sluicetest.Must(t, err)
 			t.Cleanup(func() { _ = rt.Stop(context.Background()) })
 			sluicetest.WaitEvery(t, waitTimeout, 20*time.Millisecond, "rows written", func() bool {
