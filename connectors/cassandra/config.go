@@ -284,7 +284,6 @@ func (c SinkConfig) cluster(log *slog.Logger) (*gocql.ClusterConfig, error) {
 	// timestamp, so a repeat is the same write); the driver tries each
 	// write once, on the next host of the policy if a host fails.
 	cc.RetryPolicy = &gocql.SimpleRetryPolicy{NumRetries: 1}
-	cc.DisableInitialHostLookup = false
 	if c.Username != "" {
 		cc.Authenticator = gocql.PasswordAuthenticator{Username: c.Username, Password: c.Password}
 	}

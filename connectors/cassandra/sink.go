@@ -178,8 +178,7 @@ func (s *Sink) clockTS() int64 { return max(time.Now().UnixMicro(), s.lastTS+1) 
 // ErrRefused or sdk.ErrTransient (see health.failure).
 func (s *Sink) flush(ctx context.Context, ts int64) error {
 	if len(s.rows) == 0 {
-		s.h.i.Up()
-		return nil
+		return nil // nothing sent: an outage is over only once the cluster answers
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.WriteTimeout)
 	defer cancel()
