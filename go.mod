@@ -40,6 +40,7 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0
 	go.yaml.in/yaml/v3 v3.0.6
 	google.golang.org/protobuf v1.36.12
+	gopkg.in/inf.v0 v0.9.1
 )
 
 require (
@@ -53,7 +54,6 @@ require (
 	github.com/parquet-go/bitpack v1.0.3 // indirect
 	github.com/parquet-go/jsonlite v1.5.5 // indirect
 	github.com/twpayne/go-geom v1.6.1 // indirect
-	gopkg.in/inf.v0 v0.9.1 // indirect
 )
 
 require (

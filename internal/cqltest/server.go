@@ -256,6 +256,15 @@ func (s *Server) serve(c net.Conn) {
 		if err != nil {
 			return
 		}
+		if h.version&0x80 != 0 || h.version < 1 || h.version > 5 {
+			// Not a request frame of any protocol version (such as a TLS
+			// ClientHello, 0x16): Cassandra answers with a protocol error
+			// in v4 and closes the connection, without reading a body.
+			e := errorf(codeProtocol, "Invalid or unsupported protocol version (%d)", h.version)
+			h.version = 4
+			_, _ = c.Write(e.body().frame(h, opError))
+			return
+		}
 		body := make([]byte, h.length)
 		if _, err := io.ReadFull(r, body); err != nil {
 			return

@@ -1,7 +1,10 @@
 package cqltest_test
 
 import (
+	"encoding/binary"
 	"errors"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +134,30 @@ func TestPasswordAuthenticator(t *testing.T) {
 	}
 	if err := sess.Query("INSERT INTO events (k, i) VALUES (?, ?)", "a", int64(1)).Exec(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNotACQLFrame: a frame of no protocol version (here a TLS hello) is
+// answered with a protocol error and the connection closed, at once, as
+// Cassandra does; the server does not wait for the body its bytes would
+// announce.
+func TestNotACQLFrame(t *testing.T) {
+	s := cqltest.Start(t, cqltest.Config{Tables: []cqltest.Table{events}})
+	c, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	hello := []byte{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc} // announces a 16 MB "body"
+	if _, err := c.Write(hello); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("reading the answer: %v (want an error frame, then EOF)", err)
+	}
+	if len(resp) < 13 || resp[0] != 0x84 || resp[4] != 0x00 || binary.BigEndian.Uint32(resp[9:]) != 0x000A {
+		t.Fatalf("answer % x, want a v4 ERROR frame with code 0x000A (protocol error)", resp)
 	}
 }
