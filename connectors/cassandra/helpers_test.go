@@ -1,7 +1,6 @@
 package cassandra_test
 
 import (
-	"net"
 	"testing"
 	"time"
 
@@ -54,14 +53,4 @@ func session(t *testing.T, s *cqltest.Server) *gocql.Session {
 	}
 	t.Cleanup(sess.Close)
 	return sess
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/connectors/cassandra"
 	"github.com/sluicehq/sluice/creds"
 	"github.com/sluicehq/sluice/internal/cqltest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/sdktest"
 )
@@ -38,7 +39,7 @@ func TestInitRefusesWhatTheClusterRefuses(t *testing.T) {
 			c.Columns = []string{"k", "n"}
 		}},
 		{"unreachable", "cluster unavailable", true, func(c *cassandra.SinkConfig) {
-			c.Hosts = []string{fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+			c.Hosts = []string{fmt.Sprintf("127.0.0.1:%d", sluicetest.FreePort(t))}
 		}},
 		{"tls to a plain server", "check TLS", false, func(c *cassandra.SinkConfig) {
 			c.TLS = &cassandra.TLSConfig{InsecureSkipVerify: true}

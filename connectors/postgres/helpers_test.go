@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
 
@@ -55,14 +54,4 @@ func mustSink(t *testing.T, cfg postgres.SinkConfig) sdk.Factory {
 func tables(pg *pgtest.Server) {
 	pg.Exec("CREATE TABLE counts (k text PRIMARY KEY, n bigint NOT NULL, seen timestamptz)")
 	pg.Exec("CREATE TABLE events (i bigint NOT NULL, k text, doc jsonb)")
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/connectors/postgres"
 	"github.com/sluicehq/sluice/internal/pgtest"
+	"github.com/sluicehq/sluice/internal/sluicetest"
 	"github.com/sluicehq/sluice/sdk"
 	"github.com/sluicehq/sluice/sdk/sdktest"
 )
@@ -86,7 +87,7 @@ func TestInitRefusesWhatTheServerRefuses(t *testing.T) {
 			c.Table, c.Columns, c.KeyColumns = "nokey", []string{"k", "n"}, []string{"k"}
 		}},
 		{"unreachable", "server unavailable", true, func(c *postgres.SinkConfig) {
-			c.URL = fmt.Sprintf("postgres://u:p@127.0.0.1:%d/db?sslmode=disable&connect_timeout=2", freePort(t))
+			c.URL = fmt.Sprintf("postgres://u:p@127.0.0.1:%d/db?sslmode=disable&connect_timeout=2", sluicetest.FreePort(t))
 		}},
 		{"tls", "server unavailable", true, func(c *postgres.SinkConfig) { c.URL, c.TLS.Mode = pg.DSN(), "require" }},
 	} {
