@@ -241,7 +241,12 @@ func (i *instance) onRestarting() {
 	i.send(true)
 }
 
-// onStopping closes the operator and commits its state.
+// onStopping closes the operator and commits its state. As before every
+// commit, a Flusher is flushed first (Flusher's contract), so that what it
+// wrote since the last periodic commit is durable with the state: a Kafka
+// source under CommitProduced commits its offsets to the group there.
+// Under exactly-once the last completed checkpoint governs what a restart
+// keeps, and a Committer's open transaction is left to it.
 func (i *instance) onStopping() {
 	i.cancel()
 	if i.pollTimer != nil {
@@ -250,6 +255,9 @@ func (i *instance) onStopping() {
 	i.timers.stop()
 	var err error
 	if i.mode == modeActive {
+		if !i.exactlyOnce() {
+			i.flushOperator()
+		}
 		i.closeOperator()
 		i.saveCounters()
 		i.saveWatermark()
